@@ -1,0 +1,56 @@
+"""assay: evaluate the outputs of language models and agents.
+
+The public API is re-exported here and loaded lazily, so ``import assay`` (and ``assay --help``) stays quick.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS: dict[str, str] = {
+    "Verdict": "assay.verdict",
+    "Evaluator": "assay.evaluators.base",
+    "BatchResult": "assay.evaluators.base",
+    "Options": "assay.evaluators.base",
+    "register": "assay.evaluators.registry",
+    "Aggregate": "assay.reductions",
+    "Reduction": "assay.reductions",
+    "reduce_scores": "assay.reductions",
+    "ConfigError": "assay.errors",
+    "DataError": "assay.errors",
+    "AssayError": "assay.errors",
+    "Request": "assay.models.base",
+    "Response": "assay.models.base",
+    "ToolCall": "assay.models.base",
+    "Usage": "assay.models.base",
+    "Model": "assay.models.base",
+    "ModelError": "assay.models.base",
+    "SampleRecord": "assay.record",
+}
+
+__all__ = ["__version__", "evaluators", *_EXPORTS]
+
+if TYPE_CHECKING:
+    from assay import evaluators
+    from assay.errors import AssayError, ConfigError, DataError
+    from assay.evaluators.base import BatchResult, Evaluator, Options
+    from assay.evaluators.registry import register
+    from assay.models.base import Model, ModelError, Request, Response, ToolCall, Usage
+    from assay.record import SampleRecord
+    from assay.reductions import Aggregate, Reduction, reduce_scores
+    from assay.verdict import Verdict
+
+
+def __getattr__(name: str) -> Any:
+    if name == "evaluators":
+        return importlib.import_module("assay.evaluators")
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'assay' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

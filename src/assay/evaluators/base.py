@@ -1,0 +1,210 @@
+"""The evaluator contract: options validated at build time, ``evaluate`` per pair, ``evaluate_batch`` columnar."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar, overload
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from assay.errors import ConfigError, EvaluationInputError
+from assay.reductions import Aggregate, BoolArray, FloatArray, Reduction, reduce_scores
+from assay.verdict import Verdict
+
+
+class Options(BaseModel):
+    """Base for an evaluator's options: unknown keys are rejected, values are validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+
+def _describe_validation_error(evaluator: str, options_cls: type[Options], err: ValidationError) -> str:
+    problems = []
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"]) or "(options)"
+        if e["type"] == "extra_forbidden":
+            known = ", ".join(sorted(options_cls.model_fields)) or "none"
+            problems.append(f"unknown option {key!r} (known options: {known})")
+        else:
+            msg = e["msg"].removeprefix("Value error, ")
+            problems.append(f"option {key!r}: {msg} (got {e.get('input')!r})")
+    return f"{evaluator}: " + "; ".join(problems)
+
+
+class Evaluator(ABC):
+    """Judges one output against what was expected and says why, with options fixed when built.
+
+    Subclasses set ``name`` and ``Options`` and implement :meth:`check`. ``evaluate`` wraps ``check``
+    so that an exception becomes an error verdict for that sample rather than stopping a run.
+    """
+
+    name: ClassVar[str] = "evaluator"
+    Options: ClassVar[type[Options]] = Options
+
+    def __init__(self, **options: Any) -> None:
+        try:
+            self.options = self.Options(**options)
+        except ValidationError as err:
+            raise ConfigError(_describe_validation_error(self.name, self.Options, err)) from None
+        self.setup()
+
+    def setup(self) -> None:
+        """Prepare from the validated options (compile patterns, …); raise ConfigError naming the option."""
+
+    @abstractmethod
+    def check(self, actual: Any, expected: Any) -> Verdict:
+        """Judge one output. May raise; :meth:`evaluate` turns exceptions into error verdicts."""
+
+    def evaluate(self, actual: Any, expected: Any = None) -> Verdict:
+        """Judge one output; never raises for a bad output, returning an error verdict instead."""
+        try:
+            return self.check(actual, expected)
+        except EvaluationInputError as exc:
+            return Verdict.errored(str(exc))
+        except Exception as exc:
+            return Verdict.errored(f"{self.name} raised {type(exc).__name__}: {exc}")
+
+    async def aevaluate(self, actual: Any, expected: Any = None) -> Verdict:
+        """Async form; evaluators that call models (llm_judge) override it."""
+        return self.evaluate(actual, expected)
+
+    def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
+        """Judge many pairs. The default loops over :meth:`evaluate`; fast evaluators override it."""
+        exp = _expecteds(actuals, expecteds)
+        verdicts = [self.evaluate(a, e) for a, e in zip(actuals, exp, strict=True)]
+        return BatchResult.from_verdicts(self.name, verdicts)
+
+    def to_config(self) -> dict[str, Any]:
+        """A JSON-safe dict from which :meth:`from_config` rebuilds an equal evaluator."""
+        return {"name": self.name, **self.options.model_dump(mode="json", exclude_defaults=True)}
+
+    @staticmethod
+    def from_config(config: dict[str, Any]) -> Evaluator:
+        """Build an evaluator from ``{"name": ..., **options}``."""
+        from assay.evaluators.registry import get
+
+        if not isinstance(config, dict) or "name" not in config:
+            raise ConfigError(f"evaluator config needs a 'name' key, got {config!r}")
+        options = {k: v for k, v in config.items() if k != "name"}
+        return get(config["name"], **options)
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v!r}" for k, v in self.to_config().items() if k != "name")
+        return f"{type(self).__name__}({opts})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.to_config() == self.to_config()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, repr(self.to_config())))
+
+
+def _expecteds(actuals: Sequence[Any], expecteds: Sequence[Any] | None) -> Sequence[Any]:
+    if expecteds is None:
+        return [None] * len(actuals)
+    if len(expecteds) != len(actuals):
+        raise ValueError(f"evaluate_batch: {len(actuals)} actuals but {len(expecteds)} expecteds")
+    return expecteds
+
+
+class BatchResult(Sequence[Verdict]):
+    """Columnar verdicts: ``scores`` (NaN for errors) and ``passed`` arrays; full Verdicts built on access.
+
+    A million verdicts cost two arrays, not a million objects. Indexing rebuilds the one Verdict
+    (reason, feedback, details) from the evaluator, or returns a stored one where the batch kept them.
+    """
+
+    def __init__(
+        self,
+        evaluator: str,
+        scores: FloatArray,
+        passed: BoolArray,
+        build: Callable[[int], Verdict] | None = None,
+        verdicts: Sequence[Verdict] | None = None,
+    ) -> None:
+        if scores.shape != passed.shape:
+            raise ValueError("scores and passed must have the same shape")
+        if build is None and verdicts is None:
+            raise ValueError("BatchResult needs either a build function or the verdicts")
+        self.evaluator = evaluator
+        self.scores = scores
+        self.passed = passed
+        self._build = build
+        self._verdicts = verdicts
+
+    @classmethod
+    def from_verdicts(cls, evaluator: str, verdicts: Sequence[Verdict]) -> BatchResult:
+        scores = np.fromiter((v.score for v in verdicts), dtype=np.float64, count=len(verdicts))
+        passed = np.fromiter((v.passed for v in verdicts), dtype=np.bool_, count=len(verdicts))
+        return cls(evaluator, scores, passed, verdicts=list(verdicts))
+
+    @classmethod
+    def lazy(
+        cls,
+        evaluator: Evaluator,
+        scores: FloatArray,
+        passed: BoolArray,
+        actuals: Sequence[Any],
+        expecteds: Sequence[Any],
+    ) -> BatchResult:
+        """A batch whose verdict ``i`` is rebuilt on access by evaluating pair ``i`` again."""
+        return cls(evaluator.name, scores, passed, build=lambda i: evaluator.evaluate(actuals[i], expecteds[i]))
+
+    @property
+    def errored(self) -> BoolArray:
+        """Mask of samples the evaluator could not judge."""
+        return np.isnan(self.scores)
+
+    def __len__(self) -> int:
+        return int(self.scores.size)
+
+    @overload
+    def __getitem__(self, index: int) -> Verdict: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Verdict]: ...
+    def __getitem__(self, index: int | slice) -> Verdict | list[Verdict]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        if self._verdicts is not None:
+            return self._verdicts[index]
+        assert self._build is not None
+        return self._build(index)
+
+    def reduce(self, reduction: str | Reduction = "mean", metric: str | None = None) -> Aggregate:
+        """Aggregate the batch, excluding (and counting) error verdicts."""
+        return reduce_scores(metric or self.evaluator, self.scores, self.passed, reduction)
+
+    def __repr__(self) -> str:
+        return f"BatchResult({self.evaluator!r}, n={len(self)}, errored={int(self.errored.sum())})"
+
+
+def as_text(actual: Any, evaluator: str) -> str:
+    """The text of an output: a string, a response-like object's ``.text``, or '' for None."""
+    if isinstance(actual, str):
+        return actual
+    if actual is None:
+        return ""
+    text = getattr(actual, "text", None)
+    if isinstance(text, str) or (text is None and hasattr(actual, "text")):
+        return text or ""
+    if isinstance(actual, dict) and isinstance(actual.get("text"), str):
+        return str(actual["text"])
+    raise EvaluationInputError(f"{evaluator} expects text output, got {type(actual).__name__}")
+
+
+def expected_list(expected: Any) -> list[Any]:
+    """Acceptable answers as a list (a single expected value becomes a one-item list)."""
+    if isinstance(expected, list | tuple):
+        return list(expected)
+    return [expected]
+
+
+def expected_texts(expected: Any) -> list[str]:
+    """Acceptable answers as strings (numbers become their text, None becomes '')."""
+    return ["" if e is None else e if isinstance(e, str) else str(e) for e in expected_list(expected)]

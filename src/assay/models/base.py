@@ -1,0 +1,87 @@
+"""One async interface for models and agents: ``generate(Request) -> Response``."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Message = dict[str, Any]  # an OpenAI-style chat message: {"role": ..., "content": ..., ...}
+
+
+class ToolCall(BaseModel):
+    """One tool call made by a model or agent: its name, arguments and (for agents) what it returned."""
+
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+    result: Any = None
+
+
+class Usage(BaseModel):
+    """Token counts of one request."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class Request(BaseModel):
+    """Everything sent to a model for one sample and one repeat."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sample_id: str
+    messages: list[Message]
+    params: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens, seed, …
+    tools: list[dict[str, Any]] | None = None  # OpenAI tool schema
+    response_format: dict[str, Any] | None = None
+    repeat: int = 0
+    doc: dict[str, Any] = Field(default_factory=dict)  # the dataset row, for Python agents
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Response(BaseModel):
+    """What came back: text, tool calls, usage, latency, finish reason."""
+
+    text: str | None = None
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    latency_s: float = 0.0
+    finish_reason: str | None = None
+    model: str | None = None
+    cached: bool = False
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelError(Exception):
+    """A request failed. ``retryable`` for 429/5xx/connection errors/timeouts; ``retry_after`` in seconds."""
+
+    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class Model(ABC):
+    """A model, an agent or a file of predictions, answering requests asynchronously."""
+
+    provider: ClassVar[str] = "model"
+    cacheable: ClassVar[bool] = True  # False where answers are already stored (predictions)
+
+    name: str
+
+    @abstractmethod
+    async def generate(self, request: Request) -> Response:
+        """Answer one request; raise ModelError on failure (retryable where a retry may succeed)."""
+
+    def identity(self) -> dict[str, Any]:
+        """Everything about this model that changes its answers (never secrets): keys the cache."""
+        return {"provider": self.provider, "name": self.name}
+
+    def describe(self) -> dict[str, Any]:
+        """What to record about the model in results (never secrets)."""
+        return self.identity()
+
+    async def aclose(self) -> None:
+        """Release connections; called once by the runner when the run ends."""

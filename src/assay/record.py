@@ -1,0 +1,86 @@
+"""The run's own per-sample record: one line of ``samples.jsonl`` per finished sample."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from assay.models.base import Message, Response
+
+
+class FilterRecord(BaseModel):
+    """One filter pipeline's view of a sample: the filtered responses and every metric's verdicts."""
+
+    filtered: list[Any]  # per repeat, or a single value after e.g. majority vote
+    verdicts: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)  # metric -> Verdict.to_dict() each
+    scores: dict[str, float | None] = Field(default_factory=dict)  # metric -> mean over filtered; None if all errored
+    passed: dict[str, bool | None] = Field(default_factory=dict)  # metric -> all filtered passed; None if errored
+
+
+class SampleRecord(BaseModel):
+    """Everything about one finished sample: request, responses, filtered responses, verdicts, timings."""
+
+    task: str
+    task_hash: str
+    doc_id: int  # position in the dataset; joins with samples_<task>.jsonl
+    sample_id: str
+    doc: dict[str, Any]
+    prompt: str  # the rendered prompt as text (chat messages joined), hashed as prompt_hash
+    messages: list[Message]
+    gen_kwargs: dict[str, Any] = Field(default_factory=dict)
+    target: Any = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    responses: list[Response | None] = Field(default_factory=list)  # one per repeat; None where it failed
+    response_errors: list[str | None] = Field(default_factory=list)  # one per repeat
+    cache_hits: int = 0
+    filters: dict[str, FilterRecord] = Field(default_factory=dict)
+    started_at: float = 0.0
+    model_seconds: float = 0.0
+    eval_seconds: float = 0.0
+
+    @property
+    def error(self) -> str | None:
+        """The first model error of this sample, if any repeat failed."""
+        return next((e for e in self.response_errors if e), None)
+
+
+class MetricInfo(BaseModel):
+    """One metric of a task: its key in results, the evaluator config behind it and its direction."""
+
+    name: str  # metric key, e.g. "exact_match" or an alias such as "em_strict"
+    evaluator: dict[str, Any]  # Evaluator.to_config()
+    higher_is_better: bool = True
+
+
+class TaskInfo(BaseModel):
+    """What the results code needs to know about a task of the run."""
+
+    name: str
+    version: str = "1.0"
+    task_hash: str
+    config: dict[str, Any]  # the task's full config, JSON-safe
+    n_shot: int = 0
+    metrics: list[MetricInfo]
+    filters: list[str] = Field(default_factory=lambda: ["none"])
+    repeats: int = 1
+    groups: list[str] = Field(default_factory=list)  # groups/tags the task belongs to
+    n_docs: int  # dataset size before any limit
+    n_selected: int  # samples this run evaluates
+    system_instruction: str | None = None
+
+
+class RunManifest(BaseModel):
+    """``run.json``: what was run, with what, and when. Written at start, updated when the run ends."""
+
+    run_id: str
+    assay_version: str
+    created_at: float
+    finished_at: float | None = None
+    total_seconds: float | None = None
+    status: str = "running"  # running | finished | interrupted | failed
+    model: dict[str, Any]  # Model.describe()
+    judges: list[dict[str, Any]] = Field(default_factory=list)
+    tasks: list[TaskInfo]
+    config: dict[str, Any] = Field(default_factory=dict)  # limit, seed, concurrency, repeats, …
+    git_hash: str | None = None

@@ -1,0 +1,97 @@
+"""Reductions: how a batch of verdicts becomes one number, and a sentence saying what was aggregated."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class Reduction:
+    """A named aggregation over per-sample scores (errors already excluded)."""
+
+    name: str
+    purpose: str
+    fn: Callable[[FloatArray, BoolArray], float | FloatArray]
+
+    def __call__(self, scores: FloatArray, passed: BoolArray) -> float | FloatArray:
+        return self.fn(scores, passed)
+
+
+@dataclass(frozen=True, slots=True)
+class Aggregate:
+    """The result of reducing a batch: the value and what it means."""
+
+    metric: str
+    reduction: str
+    value: float | FloatArray
+    n_total: int
+    n_scored: int
+    n_errored: int
+    explanation: str
+
+    def __float__(self) -> float:
+        if isinstance(self.value, np.ndarray):
+            raise TypeError(f"reduction {self.reduction!r} has no single value")
+        return float(self.value)
+
+
+def _nan_if_empty(fn: Callable[[FloatArray], float]) -> Callable[[FloatArray, BoolArray], float]:
+    def reduce(scores: FloatArray, passed: BoolArray) -> float:
+        return float(fn(scores)) if scores.size else float("nan")
+
+    return reduce
+
+
+REDUCTIONS: dict[str, Reduction] = {
+    r.name: r
+    for r in (
+        Reduction("mean", "mean", _nan_if_empty(np.mean)),
+        Reduction("sum", "summation", lambda s, p: float(np.sum(s))),
+        Reduction("min", "minimum", _nan_if_empty(np.min)),
+        Reduction("max", "maximum", _nan_if_empty(np.max)),
+        Reduction("none", "per-sample values (no reduction)", lambda s, p: s.copy()),
+        Reduction(
+            "pass_rate",
+            "share passing",
+            lambda s, p: float(np.mean(p)) if p.size else float("nan"),
+        ),
+    )
+}
+
+
+def get_reduction(name: str) -> Reduction:
+    """Look a reduction up by name; an unknown name lists the known ones."""
+    try:
+        return REDUCTIONS[name]
+    except KeyError:
+        raise ValueError(f"unknown reduction {name!r}; known: {', '.join(sorted(REDUCTIONS))}") from None
+
+
+def _format_value(value: float | FloatArray) -> str:
+    if isinstance(value, np.ndarray):
+        return f"{value.size} values"
+    if value != value:  # NaN
+        return "undefined (nothing scored)"
+    return f"{value:.6g}"
+
+
+def reduce_scores(metric: str, scores: FloatArray, passed: BoolArray, reduction: str | Reduction = "mean") -> Aggregate:
+    """Reduce scores (NaN marks an error verdict, which is excluded and counted, never scored as 0)."""
+    red = reduction if isinstance(reduction, Reduction) else get_reduction(reduction)
+    errored = np.isnan(scores)
+    n_errored = int(errored.sum())
+    ok = ~errored
+    value = red(scores[ok], passed[ok])
+    n_scored = int(ok.sum())
+    unit = "pass/fail outcomes" if red.name == "pass_rate" else "scores"
+    text = f"{red.purpose} of {metric} {unit} over {n_scored} samples: {_format_value(value)}"
+    if n_errored:
+        text += f" ({n_errored} errored sample{'s' if n_errored != 1 else ''} excluded)"
+    return Aggregate(metric, red.name, value, int(scores.size), n_scored, n_errored, text)

@@ -1,0 +1,113 @@
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import assay
+from assay import evaluators
+from assay.errors import ConfigError
+
+
+def test_lookup_by_name_with_options():
+    ev = evaluators.get("exact_match", ignore_case=True)
+    assert ev.evaluate("PARIS", "paris").passed
+    assert ev.name == "exact_match"
+
+
+def test_unknown_name_lists_known():
+    with pytest.raises(ConfigError) as err:
+        evaluators.get("exact_matc")
+    assert "exact_match" in str(err.value) and "fuzzy_match" in str(err.value)
+
+
+def test_unknown_and_invalid_option_named():
+    with pytest.raises(ConfigError, match="unknown option 'ignore_kase'"):
+        evaluators.get("exact_match", ignore_kase=True)
+    with pytest.raises(ConfigError, match="regexes_to_ignore"):
+        evaluators.get("exact_match", regexes_to_ignore=["("])
+
+
+@pytest.mark.parametrize(
+    ("options", "actual", "expected", "passed"),
+    [
+        ({}, "Paris", "Paris", True),
+        ({}, "paris", "Paris", False),
+        ({"ignore_case": True}, "paris", "Paris", True),
+        ({"ignore_punctuation": True}, "Paris!", "Paris", True),
+        ({"ignore_numbers": True}, "Paris 2024", "Paris ", True),
+        ({"regexes_to_ignore": ["^the "]}, "the Paris", "Paris", True),
+        ({"strip": True}, "  Paris\n", "Paris", True),
+        ({"ignore_whitespace": True}, "New   York", "New York", True),
+        ({"ignore_articles": True, "ignore_whitespace": True}, "The Eiffel Tower", "Eiffel Tower", True),
+        ({}, "Rome", ["Paris", "Rome"], True),
+        ({}, "", "", True),
+        ({}, None, "", True),
+    ],
+)
+def test_options(options, actual, expected, passed):
+    assert evaluators.get("exact_match", **options).evaluate(actual, expected).passed is passed
+
+
+def test_lm_eval_order_regex_before_case():
+    # lm-eval applies regexes_to_ignore before lowering case, so an upper-case pattern still matches.
+    ev = evaluators.get("exact_match", regexes_to_ignore=["ANSWER: "], ignore_case=True)
+    assert ev.evaluate("ANSWER: yes", "yes").passed
+    assert not ev.evaluate("answer: yes", "yes").passed
+
+
+def test_failure_has_reason_and_concrete_feedback():
+    v = evaluators.get("exact_match").evaluate("The capital is Paris.", "Paris")
+    assert not v.passed and v.score == 0.0
+    assert "'The capital is Paris.'" in v.reason and "'Paris'" in v.reason
+    assert "'Paris' only" in v.feedback
+
+
+def test_pass_has_no_reason():
+    v = evaluators.get("exact_match").evaluate("x", "x")
+    assert v.passed and v.reason is None and v.feedback is None
+
+
+def test_bad_output_type_is_error_not_failure():
+    v = evaluators.get("exact_match").evaluate({"a": 1}, "x")
+    assert v.is_error and math.isnan(v.score) and "expects text" in v.error
+
+
+def test_batch_matches_per_pair_and_builds_verdict_on_access():
+    ev = evaluators.get("exact_match", ignore_case=True, ignore_punctuation=True)
+    actuals = ["Paris!", "rome", "Berlin", "x\x00y", "ÉCOLE"]
+    expected = ["paris", "Rome.", "Bonn", "x\x00y", "école"]
+    batch = ev.evaluate_batch(actuals, expected)
+    singles = [ev.evaluate(a, e) for a, e in zip(actuals, expected, strict=True)]
+    assert list(batch.passed) == [v.passed for v in singles]
+    assert batch[2].reason == singles[2].reason
+    assert isinstance(batch.scores, np.ndarray) and len(batch) == 5
+
+
+def test_batch_reduction_explains_itself():
+    ev = evaluators.get("exact_match")
+    batch = ev.evaluate_batch(["a", "b", "c", {"bad": 1}], ["a", "b", "x", "y"])
+    agg = batch.reduce("sum")
+    assert agg.value == 2.0 and agg.n_errored == 1
+    assert agg.explanation == "summation of exact_match scores over 3 samples: 2 (1 errored sample excluded)"
+
+
+def test_config_round_trip():
+    ev = evaluators.get("exact_match", ignore_case=True, regexes_to_ignore=["x"])
+    cfg = ev.to_config()
+    assert cfg == {"name": "exact_match", "ignore_case": True, "regexes_to_ignore": ["x"]}
+    assert assay.Evaluator.from_config(cfg) == ev
+
+
+@given(st.text())
+def test_reflexive(text):
+    assert evaluators.get("exact_match").evaluate(text, text).passed
+
+
+@given(st.lists(st.tuples(st.text(max_size=20), st.text(max_size=20)), max_size=20))
+def test_batch_equals_loop(pairs):
+    ev = evaluators.get("exact_match", ignore_case=True, ignore_punctuation=True, ignore_whitespace=True)
+    a = [p[0] for p in pairs]
+    e = [p[1] for p in pairs]
+    assert list(ev.evaluate_batch(a, e).passed) == [ev.evaluate(x, y).passed for x, y in pairs]
