@@ -1,0 +1,1 @@
+"""Speed benchmarks: ``python -m benchmarks [name ...]`` (or ``make bench``) runs them and prints figures."""
