@@ -1,0 +1,145 @@
+"""The run folder: ``run.json`` (written atomically) and ``samples.jsonl`` (append-only, resumable)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from assay.errors import DataError
+from assay.record import RunManifest, SampleRecord
+
+MANIFEST = "run.json"
+SAMPLES = "samples.jsonl"
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so a reader sees the old file or the new one, never half of either."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
+    atomic_write_text(run_dir / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
+
+
+def read_manifest(run_dir: Path) -> RunManifest:
+    path = run_dir / MANIFEST
+    if not path.exists():
+        raise DataError(f"{run_dir}: not a run folder (no {MANIFEST})")
+    try:
+        return RunManifest.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValueError as err:
+        raise DataError(f"{path}: invalid run manifest: {err}") from None
+
+
+def repair_torn_tail(path: Path) -> int:
+    """Cut an unfinished last line (a crash mid-write) so it is redone; returns the bytes removed."""
+    if not path.exists():
+        return 0
+    size = path.stat().st_size
+    if size == 0:
+        return 0
+    with open(path, "rb+") as fh:
+        fh.seek(max(0, size - 1))
+        if fh.read(1) == b"\n":
+            return 0
+        # find the last newline; everything after it is a torn line
+        block = 1 << 16
+        end = size
+        cut = 0
+        while end > 0:
+            start = max(0, end - block)
+            fh.seek(start)
+            chunk = fh.read(end - start)
+            nl = chunk.rfind(b"\n")
+            if nl >= 0:
+                cut = start + nl + 1
+                break
+            end = start
+        fh.truncate(cut)
+        fh.flush()
+        os.fsync(fh.fileno())
+        return size - cut
+
+
+def iter_sample_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, parsed object) for each complete line of a samples file."""
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.endswith("\n"):
+                return  # torn tail: not a finished sample
+            if not line.strip():
+                continue
+            try:
+                yield lineno, json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataError(f"{path}:{lineno}: corrupt sample line: {err.msg}") from None
+
+
+def read_records(run_dir: Path) -> list[SampleRecord]:
+    """Every finished sample of a run folder, in the order written."""
+    path = run_dir / SAMPLES
+    if not path.exists():
+        return []
+    return [SampleRecord.model_validate(obj) for _, obj in iter_sample_lines(path)]
+
+
+def finished_keys(run_dir: Path) -> set[tuple[str, str]]:
+    """(task, sample_id) of every finished sample, for resume; a duplicate line is a corrupt run."""
+    path = run_dir / SAMPLES
+    done: set[tuple[str, str]] = set()
+    if not path.exists():
+        return done
+    for lineno, obj in iter_sample_lines(path):
+        key = (str(obj.get("task")), str(obj.get("sample_id")))
+        if key in done:
+            raise DataError(f"{path}:{lineno}: sample {key[1]!r} of task {key[0]!r} appears twice")
+        done.add(key)
+    return done
+
+
+class SampleWriter:
+    """Appends one JSON line per finished sample: flushed at once, fsynced at checkpoints and on close."""
+
+    def __init__(self, path: Path, *, fsync_every: int = 200, fsync_interval_s: float = 2.0) -> None:
+        self.path = path
+        self._fh: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._fsync_every = fsync_every
+        self._fsync_interval_s = fsync_interval_s
+        self._since_sync = 0
+        self._last_sync = time.monotonic()
+        self.written = 0
+
+    def write(self, record: SampleRecord) -> None:
+        self._fh.write(record.model_dump_json() + "\n")
+        self._fh.flush()
+        self.written += 1
+        self._since_sync += 1
+        if self._since_sync >= self._fsync_every or time.monotonic() - self._last_sync >= self._fsync_interval_s:
+            self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """Make everything written so far durable (survives a power cut, not just a process kill)."""
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self._since_sync = 0
+        self._last_sync = time.monotonic()
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self.checkpoint()
+            self._fh.close()
+
+    def __enter__(self) -> SampleWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

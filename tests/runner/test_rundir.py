@@ -1,0 +1,81 @@
+import json
+
+import pytest
+
+from assay.errors import DataError
+from assay.record import SampleRecord
+from assay.runner.rundir import (
+    SAMPLES,
+    SampleWriter,
+    atomic_write_text,
+    finished_keys,
+    read_records,
+    repair_torn_tail,
+)
+
+
+def record(i: int, task: str = "t") -> SampleRecord:
+    return SampleRecord(
+        task=task, task_hash="h", doc_id=i, sample_id=f"s{i}", doc={"q": i}, prompt=f"q{i}", messages=[]
+    )
+
+
+def test_writer_appends_one_line_per_sample_and_reads_back(tmp_path):
+    with SampleWriter(tmp_path / SAMPLES, fsync_every=2) as w:
+        for i in range(5):
+            w.write(record(i))
+    lines = (tmp_path / SAMPLES).read_text().splitlines()
+    assert len(lines) == 5 and json.loads(lines[3])["sample_id"] == "s3"
+    assert [r.doc_id for r in read_records(tmp_path)] == [0, 1, 2, 3, 4]
+    assert finished_keys(tmp_path) == {("t", f"s{i}") for i in range(5)}
+
+
+def test_lines_are_on_disk_before_close(tmp_path):
+    w = SampleWriter(tmp_path / SAMPLES)
+    w.write(record(0))
+    # another reader (a resuming process) sees the finished sample although the writer is still open
+    assert finished_keys(tmp_path) == {("t", "s0")}
+    w.close()
+
+
+def test_torn_last_line_is_cut_and_not_counted(tmp_path):
+    path = tmp_path / SAMPLES
+    with SampleWriter(path) as w:
+        w.write(record(0))
+        w.write(record(1))
+    full = path.read_bytes()
+    path.write_bytes(full + b'{"task": "t", "sample_id": "s2", "doc')
+    assert finished_keys(tmp_path) == {("t", "s0"), ("t", "s1")}
+    removed = repair_torn_tail(path)
+    assert removed == len(b'{"task": "t", "sample_id": "s2", "doc')
+    assert path.read_bytes() == full
+    assert repair_torn_tail(path) == 0
+
+
+def test_torn_only_line(tmp_path):
+    path = tmp_path / SAMPLES
+    path.write_bytes(b'{"task"')
+    assert repair_torn_tail(path) == 7 and path.read_bytes() == b""
+
+
+def test_corrupt_middle_line_names_file_and_line(tmp_path):
+    path = tmp_path / SAMPLES
+    path.write_text(record(0).model_dump_json() + "\nnot json\n" + record(1).model_dump_json() + "\n")
+    with pytest.raises(DataError, match=r"samples.jsonl:2: corrupt sample line"):
+        finished_keys(tmp_path)
+
+
+def test_duplicate_sample_is_reported(tmp_path):
+    path = tmp_path / SAMPLES
+    line = record(0).model_dump_json() + "\n"
+    path.write_text(line + line)
+    with pytest.raises(DataError, match=r":2: sample 's0' of task 't' appears twice"):
+        finished_keys(tmp_path)
+
+
+def test_atomic_write_replaces_whole_file(tmp_path):
+    target = tmp_path / "results.json"
+    atomic_write_text(target, "old")
+    atomic_write_text(target, "new")
+    assert target.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
