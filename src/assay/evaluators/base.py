@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, overload
 
 import numpy as np
@@ -57,8 +57,12 @@ class Evaluator(ABC):
     def check(self, actual: Any, expected: Any) -> Verdict:
         """Judge one output. May raise; :meth:`evaluate` turns exceptions into error verdicts."""
 
-    def evaluate(self, actual: Any, expected: Any = None) -> Verdict:
-        """Judge one output; never raises for a bad output, returning an error verdict instead."""
+    def evaluate(self, actual: Any, expected: Any = None, *, context: Mapping[str, Any] | None = None) -> Verdict:
+        """Judge one output; never raises for a bad output, returning an error verdict instead.
+
+        ``context`` carries what the runner knows about the sample (``input``, ``prompt``, ``doc``,
+        ``metadata``, ``target``); most evaluators ignore it, model-graded ones show it to the judge.
+        """
         try:
             return self.check(actual, expected)
         except EvaluationInputError as exc:
@@ -66,9 +70,11 @@ class Evaluator(ABC):
         except Exception as exc:
             return Verdict.errored(f"{self.name} raised {type(exc).__name__}: {exc}")
 
-    async def aevaluate(self, actual: Any, expected: Any = None) -> Verdict:
+    async def aevaluate(
+        self, actual: Any, expected: Any = None, *, context: Mapping[str, Any] | None = None
+    ) -> Verdict:
         """Async form; evaluators that call models (llm_judge) override it."""
-        return self.evaluate(actual, expected)
+        return self.evaluate(actual, expected, context=context)
 
     def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
         """Judge many pairs. The default loops over :meth:`evaluate`; fast evaluators override it."""
