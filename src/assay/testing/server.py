@@ -1,0 +1,430 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 for tests, benchmarks and offline runs of a task.
+
+It speaks the standard chat-completions protocol (``POST /v1/chat/completions``, ``GET /v1/models``), answers with
+scripted or echoed replies, and injects seeded faults (429 with Retry-After, 500, dropped connections, slow replies),
+so clients, retries and runners are exercised over real sockets. Run it in a thread (:class:`OpenAITestServer`) or
+as a process: ``python -m assay.testing.server --port 8000 --latency 0.05``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import inspect
+import json
+import random
+import signal
+import sys
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from assay.errors import ConfigError
+
+Reply = Callable[[dict[str, Any]], Any]  # request JSON -> str | dict (or an awaitable of one)
+REPLY_KEYS = frozenset({"text", "tool_calls", "finish_reason", "usage", "status", "error", "headers"})
+FAULT_KINDS = ("drop", "slow")
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """Which requests fail and how. Random faults are drawn from a seeded generator, one draw per request in arrival
+    order, so a plan replays identically; ``fail_first`` fails the first N attempts of each distinct request body.
+
+    ``fail_first_with`` is an HTTP status (429 carries Retry-After) or ``"drop"`` / ``"slow"``.
+    """
+
+    rate_429: float = 0.0
+    retry_after_s: float | None = 1.0  # the Retry-After header of 429 replies; None sends none
+    rate_500: float = 0.0
+    rate_drop: float = 0.0  # close the connection without a response
+    rate_slow: float = 0.0  # answer after ``slow_s`` seconds instead of ``latency_s``
+    slow_s: float = 5.0
+    fail_first: int = 0
+    fail_first_with: int | str = 500
+
+    def __post_init__(self) -> None:
+        rates = {"rate_429": self.rate_429, "rate_500": self.rate_500, "rate_drop": self.rate_drop}
+        rates["rate_slow"] = self.rate_slow
+        for key, value in rates.items():
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"FaultPlan.{key} must be in [0, 1], got {value!r}")
+        if sum(rates.values()) > 1.0 + 1e-9:
+            raise ConfigError(f"FaultPlan rates add up to more than 1: {rates}")
+        if self.fail_first < 0:
+            raise ConfigError(f"FaultPlan.fail_first must be >= 0, got {self.fail_first!r}")
+        kind = self.fail_first_with
+        if not (isinstance(kind, int) and 400 <= kind <= 599) and kind not in FAULT_KINDS:
+            raise ConfigError(f"FaultPlan.fail_first_with must be an HTTP error status or 'drop'/'slow', got {kind!r}")
+
+    def draw(self, u: float) -> int | str | None:
+        """The fault for a uniform draw ``u`` in [0, 1): 429, 500, "drop", "slow" or None."""
+        for kind, rate in ((429, self.rate_429), (500, self.rate_500), ("drop", self.rate_drop)):
+            if u < rate:
+                return kind
+            u -= rate
+        return "slow" if u < self.rate_slow else None
+
+
+class ScriptedReplies:
+    """A reply function: the first key found in the last user message picks the reply (a str or reply dict).
+
+    Requests matching no key get ``default`` (a str, dict or reply function), or an echo of the last user message.
+    """
+
+    def __init__(
+        self, replies: Mapping[str, str | dict[str, Any]], default: str | dict[str, Any] | Reply | None = None
+    ):
+        self.replies = dict(replies)
+        self.default = default
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        text = last_user_text(request)
+        for key, reply in self.replies.items():
+            if key in text:
+                return reply
+        if self.default is None:
+            return text
+        return self.default(request) if callable(self.default) else self.default
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The text of a chat message whose content is a string or a list of parts."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return ""
+
+
+def last_user_text(request: Mapping[str, Any]) -> str:
+    """The text of the last user message of a chat request ("" when there is none)."""
+    for message in reversed(request.get("messages") or []):
+        if isinstance(message, dict) and message.get("role") == "user":
+            return message_text(message)
+    return ""
+
+
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> web.Response:
+    kind = "rate_limit_error" if status == 429 else "invalid_request_error" if status < 500 else "server_error"
+    body = {"error": {"message": message, "type": kind, "code": status}}
+    return web.json_response(body, status=status, headers=headers)
+
+
+class OpenAITestServer:
+    """An OpenAI-compatible server on 127.0.0.1, running in a background thread with its own event loop.
+
+    ``reply`` is a constant string, or a function of the request JSON returning the reply text or a dict with
+    ``text``, ``tool_calls`` (``[{"name", "arguments", "id"?}]``; arguments a dict or a raw JSON string),
+    ``finish_reason``, ``usage`` (``{"prompt_tokens", "completion_tokens"}``), and for scripted errors ``status``,
+    ``error`` and ``headers``. The default echoes the last user message. ``max_tokens`` (or
+    ``max_completion_tokens``) truncates the reply to that many words with finish_reason "length". Usage counts
+    whitespace-separated words. When ``api_key`` is set, requests without ``Authorization: Bearer <api_key>`` get 401.
+    """
+
+    def __init__(
+        self,
+        reply: str | Reply | None = None,
+        *,
+        latency_s: float = 0.0,
+        faults: FaultPlan | None = None,
+        port: int = 0,
+        seed: int = 0,
+        api_key: str | None = None,
+        models: tuple[str, ...] = ("assay-test",),
+        max_logged: int = 10_000,
+    ) -> None:
+        self.reply = reply
+        self.latency_s = latency_s
+        self.faults = faults or FaultPlan()
+        self.port = port
+        self.seed = seed
+        self.api_key = api_key
+        self.models = models
+        self._lock = threading.Lock()
+        self._max_logged = max_logged
+        self.reset()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._ready = threading.Event()
+        self._startup_error: BaseException | None = None
+
+    # -- statistics -------------------------------------------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Forget counters, logged requests, fail-first attempts, and restart the fault generator from the seed."""
+        with self._lock:
+            self.requests_total = 0
+            self._status_counts: Counter[int | str] = Counter()
+            self._bodies: deque[dict[str, Any]] = deque(maxlen=self._max_logged)
+            self._attempts: Counter[str] = Counter()
+            self._rng = random.Random(self.seed)
+            self.last_authorization: str | None = None
+
+    @property
+    def status_counts(self) -> dict[int | str, int]:
+        """Chat-completion requests per outcome: HTTP status, or "drop" for closed connections."""
+        with self._lock:
+            return dict(self._status_counts)
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """The JSON bodies of the last ``max_logged`` chat-completion requests, oldest first."""
+        with self._lock:
+            return list(self._bodies)
+
+    # -- lifecycle --------------------------------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL, ``http://127.0.0.1:<port>/v1``."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> str:
+        """Start serving in a background thread; return the base URL once the socket is listening."""
+        if self._thread is not None:
+            return self.base_url
+        self._ready.clear()
+        self._startup_error = None
+        self._thread = threading.Thread(target=self._serve, name="assay-test-server", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout=30):
+            raise RuntimeError("the test server did not start within 30 s")
+        if self._startup_error is not None:
+            self._thread.join()
+            self._thread = None
+            raise self._startup_error
+        return self.base_url
+
+    def stop(self) -> None:
+        """Stop serving (pending slow replies are cut off) and wait for the thread to end."""
+        if self._thread is None or self._loop is None:
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+        self._thread = None
+
+    def __enter__(self) -> OpenAITestServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _serve(self) -> None:
+        loop = self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._setup())
+        except BaseException as err:  # e.g. the port is taken: re-raised by start()
+            self._startup_error = err
+            self._ready.set()
+            loop.close()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            if self._runner is not None:
+                loop.run_until_complete(self._runner.cleanup())
+            loop.close()
+
+    async def _setup(self) -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_get("/v1/models", self._models)
+        self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    # -- handlers ---------------------------------------------------------------------------------------------------
+
+    async def _models(self, request: web.Request) -> web.Response:
+        data = [{"id": m, "object": "model", "created": 0, "owned_by": "assay"} for m in self.models]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        authorization = request.headers.get("Authorization")
+        problem: str | None
+        try:
+            body = json.loads(raw)
+        except ValueError as err:
+            body, problem = None, f"request body is not JSON: {err}"
+        else:
+            problem = _check_request(body)
+        with self._lock:
+            self.requests_total += 1
+            self.last_authorization = authorization
+            if isinstance(body, dict):
+                self._bodies.append(body)
+            fault = self._next_fault(raw, body)
+        if self.api_key is not None and authorization != f"Bearer {self.api_key}":
+            return self._count(_error(401, "invalid or missing API key"))
+        if problem is not None:
+            return self._count(_error(400, problem))
+        if fault == "drop":
+            self._count_status("drop")
+            request.protocol.force_close()
+            return web.Response()
+        if isinstance(fault, int):
+            retry_after = self.faults.retry_after_s
+            headers = {"Retry-After": f"{retry_after:g}"} if fault == 429 and retry_after is not None else None
+            return self._count(_error(fault, f"injected fault: HTTP {fault}", headers))
+        delay = self.faults.slow_s if fault == "slow" else self.latency_s
+        if delay > 0:
+            await asyncio.sleep(delay)
+        try:
+            reply = self.reply(body) if callable(self.reply) else self.reply
+            if inspect.isawaitable(reply):
+                reply = await reply
+            return self._count(_completion(body, reply))
+        except Exception as err:  # a broken reply script is reported to the client, loudly
+            return self._count(_error(500, f"reply function failed: {type(err).__name__}: {err}"))
+
+    def _next_fault(self, raw: bytes, body: Any) -> int | str | None:
+        """Called under the lock, once per request in arrival order."""
+        plan = self.faults
+        u = self._rng.random()
+        if plan.fail_first:
+            canonical = json.dumps(body, sort_keys=True).encode() if isinstance(body, dict) else raw
+            key = hashlib.sha256(canonical).hexdigest()
+            self._attempts[key] += 1
+            if self._attempts[key] <= plan.fail_first:
+                return plan.fail_first_with
+        return plan.draw(u)
+
+    def _count(self, response: web.Response) -> web.Response:
+        self._count_status(response.status)
+        return response
+
+    def _count_status(self, status: int | str) -> None:
+        with self._lock:
+            self._status_counts[status] += 1
+
+
+def _check_request(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return "request body must be a JSON object"
+    if not isinstance(body.get("model"), str):
+        return "'model' must be a string"
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return "'messages' must be a non-empty list"
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            return f"messages[{i}] must be an object with a 'role'"
+    if body.get("stream"):
+        return "streaming is not supported by the assay test server"
+    tools = body.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        return "'tools' must be a list"
+    return None
+
+
+def _completion(body: dict[str, Any], reply: Any) -> web.Response:
+    """The chat-completion response for a reply (str, None for an echo, or a reply dict)."""
+    if reply is None:
+        reply = last_user_text(body)
+    if isinstance(reply, str):
+        reply = {"text": reply}
+    if not isinstance(reply, dict):
+        raise TypeError(f"a reply must be a str or dict, got {type(reply).__name__}")
+    unknown = sorted(set(reply) - REPLY_KEYS)
+    if unknown:
+        raise ValueError(f"unknown reply key(s) {unknown}; known: {sorted(REPLY_KEYS)}")
+    if reply.get("status", 200) != 200:
+        status = int(reply["status"])
+        return _error(status, str(reply.get("error", f"scripted HTTP {status}")), reply.get("headers"))
+    text: str | None = reply.get("text")
+    tool_calls = [_tool_call(i, call) for i, call in enumerate(reply.get("tool_calls") or [])]
+    finish = reply.get("finish_reason") or ("tool_calls" if tool_calls else "stop")
+    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+    if text is not None and isinstance(limit, int) and len(text.split()) > limit:
+        text, finish = " ".join(text.split()[:limit]), "length"
+    prompt_tokens = sum(len(message_text(m).split()) for m in body["messages"])
+    completion_tokens = len((text or "").split()) + sum(len(c["function"]["arguments"].split()) for c in tool_calls)
+    usage = reply.get("usage") or {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
+    usage = {**usage, "total_tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)}
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    out = {
+        "id": f"chatcmpl-{hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": body["model"],
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": usage,
+    }
+    return web.json_response(out, headers=reply.get("headers"))
+
+
+def _tool_call(index: int, call: Mapping[str, Any]) -> dict[str, Any]:
+    arguments = call.get("arguments", {})
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments)
+    return {
+        "id": call.get("id") or f"call_{index}",
+        "type": "function",
+        "function": {"name": call["name"], "arguments": arguments},
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until SIGINT/SIGTERM; print the base URL on stdout once listening, counts on stderr at the end."""
+    parser = argparse.ArgumentParser(prog="python -m assay.testing.server", description=(__doc__ or "").split("\n")[0])
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
+    parser.add_argument("--reply", default=None, help="a constant reply text (default: echo the last user message)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the fault generator")
+    parser.add_argument("--api-key", default=None, help="require this bearer token (401 otherwise)")
+    parser.add_argument("--rate-429", type=float, default=0.0)
+    parser.add_argument("--retry-after", type=float, default=1.0, help="Retry-After seconds of 429 replies")
+    parser.add_argument("--rate-500", type=float, default=0.0)
+    parser.add_argument("--rate-drop", type=float, default=0.0, help="share of connections closed without a reply")
+    parser.add_argument("--rate-slow", type=float, default=0.0)
+    parser.add_argument("--slow", type=float, default=5.0, help="seconds of a slow reply")
+    parser.add_argument("--fail-first", type=int, default=0, help="fail the first N attempts of each request")
+    parser.add_argument("--fail-first-with", default="500", help="an HTTP status, 'drop' or 'slow'")
+    args = parser.parse_args(argv)
+    kind: int | str = int(args.fail_first_with) if args.fail_first_with.isdigit() else args.fail_first_with
+    try:
+        faults = FaultPlan(
+            rate_429=args.rate_429,
+            retry_after_s=args.retry_after,
+            rate_500=args.rate_500,
+            rate_drop=args.rate_drop,
+            rate_slow=args.rate_slow,
+            slow_s=args.slow,
+            fail_first=args.fail_first,
+            fail_first_with=kind,
+        )
+    except ConfigError as err:
+        parser.error(str(err))
+    server = OpenAITestServer(
+        args.reply, latency_s=args.latency, faults=faults, port=args.port, seed=args.seed, api_key=args.api_key
+    )
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    with server:
+        print(server.base_url, flush=True)
+        while not done.wait(0.5):
+            pass
+    print(f"served {server.requests_total} requests: {server.status_counts}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
