@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/python examples/demo.py
+	$(BIN)/assay run examples/qa_tools/task.yaml --output runs/demo
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples

@@ -1,0 +1,172 @@
+"""``assay run`` and ``assay score``."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+
+from assay.errors import AssayError
+
+
+def _params(values: tuple[str, ...]) -> dict[str, Any]:
+    """``--param key=value`` pairs; values are parsed as JSON when they can be (numbers, booleans, lists)."""
+    out: dict[str, Any] = {}
+    for item in values:
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"expected key=value, got {item!r}", param_hint="--param")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def _model_spec(model: str | None, base_url: str | None, api_key_env: str | None, params: dict[str, Any]) -> Any:
+    if model is None:
+        if base_url or api_key_env or params:
+            raise click.UsageError("--base-url, --api-key-env and --param need --model")
+        return None
+    overrides: dict[str, Any] = {}
+    if base_url:
+        overrides["base_url"] = base_url
+    if api_key_env:
+        overrides["api_key_env"] = api_key_env
+    if params:
+        overrides["params"] = params
+    if not overrides:
+        return model
+    from assay.models.registry import load_model
+
+    return load_model(model, **overrides)
+
+
+def _print_results(run_dir: Path, fmt: str, console: Console) -> None:
+    from assay.report.table import render_table
+    from assay.results import load_run
+
+    out = render_table(load_run(run_dir), fmt=fmt)
+    if isinstance(out, str):
+        click.echo(out)
+    else:
+        Console().print(out)
+
+
+@click.command("run")
+@click.argument("tasks", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--model", "-m", help="Model: openai:NAME, python:pkg.mod:fn, predictions:FILE.jsonl.")
+@click.option("--base-url", help="Base URL of an OpenAI-compatible server (e.g. http://localhost:8000/v1).")
+@click.option("--api-key-env", help="Environment variable that holds the API key (default OPENAI_API_KEY).")
+@click.option("--param", "params", multiple=True, help="Generation parameter key=value (repeatable).")
+@click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N samples of each task.")
+@click.option("--concurrency", "-c", type=click.IntRange(1, 4096), default=32, show_default=True)
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True)
+@click.option("--max-attempts", type=click.IntRange(min=1), default=6, show_default=True)
+@click.option("--max-error-rate", type=click.FloatRange(0, 1), help="Stop the run past this share of failed samples.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the response cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), envvar="ASSAY_CACHE_DIR")
+@click.option("--output", "-o", "output_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"))
+@click.option("--resume", type=click.Path(exists=True, file_okay=False, path_type=Path), help="Resume a run folder.")
+@click.option("--error-policy", type=click.Choice(["exclude", "as_zero", "fail"]), default="exclude", show_default=True)
+@click.option("--bootstrap-iters", type=click.IntRange(min=0), default=10_000, show_default=True)
+@click.option("--seed", type=int, default=1234, show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no table (for CI logs).")
+@click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "json"]), default="rich", show_default=True)
+def run_command(
+    tasks: tuple[Path, ...],
+    model: str | None,
+    base_url: str | None,
+    api_key_env: str | None,
+    params: tuple[str, ...],
+    limit: int | None,
+    concurrency: int,
+    timeout_s: float,
+    max_attempts: int,
+    max_error_rate: float | None,
+    no_cache: bool,
+    cache_dir: Path | None,
+    output_dir: Path,
+    resume: Path | None,
+    error_policy: str,
+    bootstrap_iters: int,
+    seed: int,
+    quiet: bool,
+    fmt: str,
+) -> None:
+    """Run TASKS (YAML files) against a model and write a run folder; or --resume one."""
+    from assay.api import arun_outcome
+
+    console = Console(stderr=True)
+    if not tasks and resume is None:
+        raise click.UsageError("give at least one task file, or --resume RUN_DIR")
+    if tasks and resume is not None:
+        raise click.UsageError("--resume takes the tasks from the run folder; do not also give task files")
+    settings: dict[str, Any] = {
+        "concurrency": concurrency,
+        "timeout_s": timeout_s,
+        "max_attempts": max_attempts,
+        "max_error_rate": max_error_rate,
+        "cache": not no_cache,
+        "cache_path": (cache_dir / "responses.sqlite") if cache_dir else None,
+        "progress": False if quiet else None,
+    }
+    if resume is None:
+        settings.update(
+            output_dir=output_dir, limit=limit, error_policy=error_policy, bootstrap_iters=bootstrap_iters, seed=seed
+        )
+    try:
+        spec = _model_spec(model, base_url, api_key_env, _params(params))
+        outcome = asyncio.run(arun_outcome(list(tasks) or None, spec, resume=resume, **settings))
+    except KeyboardInterrupt:
+        console.print(
+            "[yellow]Interrupted.[/] Finished samples are saved; resume with [bold]assay run --resume RUN_DIR[/]"
+        )
+        sys.exit(130)
+    except AssayError as err:
+        console.print(f"[red]error:[/] {err}")
+        sys.exit(2)
+    if outcome.status != "finished":
+        console.print(f"[red]{outcome.message}[/]")
+        console.print(f"Run folder: {outcome.run_dir}  (resume with: assay run --resume {outcome.run_dir})")
+        sys.exit(1)
+    if not quiet:
+        _print_results(outcome.run_dir, fmt, console)
+    console.print(
+        f"{outcome.written} samples evaluated ({outcome.skipped} already done, {outcome.errors} errors, "
+        f"{outcome.cache_hits} cache hits, {outcome.retries} retries) in {outcome.seconds:.2f}s"
+    )
+    console.print(f"Run folder: [bold]{outcome.run_dir}[/]")
+
+
+@click.command("score")
+@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--task",
+    "task_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A changed task file whose evaluators replace those of the same-named task (repeatable).",
+)
+@click.option("--quiet", "-q", is_flag=True)
+@click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "json"]), default="rich", show_default=True)
+def score_command(run_dir: Path, task_files: tuple[Path, ...], quiet: bool, fmt: str) -> None:
+    """Re-score RUN_DIR's logged responses with the task's (possibly changed) evaluators; no model is called."""
+    from assay.api import load_tasks, run_sync
+    from assay.runner.rescore import rescore
+
+    console = Console(stderr=True)
+    try:
+        tasks = load_tasks(list(task_files)) if task_files else None
+        count = run_sync(rescore(run_dir, tasks))
+    except AssayError as err:
+        console.print(f"[red]error:[/] {err}")
+        sys.exit(2)
+    if not quiet:
+        _print_results(run_dir, fmt, console)
+    console.print(f"Re-scored {count} samples in {run_dir}")

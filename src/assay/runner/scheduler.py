@@ -1,0 +1,166 @@
+"""The request loop: bounded concurrency, cache, retries; each finished sample is scored and appended at once."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from assay.errors import AssayError
+from assay.models.base import Model, ModelError, Request, Response
+from assay.record import SampleRecord
+from assay.runner.cache import ResponseCache
+from assay.runner.progress import RunProgress
+from assay.runner.retry import RetryPolicy, call_with_retries
+from assay.runner.rundir import SampleWriter
+from assay.runner.scoring import score_sample
+
+if TYPE_CHECKING:
+    from assay.tasks import Sample, Task
+
+
+class ErrorRateExceeded(AssayError):
+    """The run stopped because too many samples failed (``max_error_rate``)."""
+
+
+@dataclass
+class SchedulerConfig:
+    """How the request loop behaves."""
+
+    concurrency: int = 32
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    max_error_rate: float | None = None  # stop the run past this share of failed samples
+    min_samples_for_error_rate: int = 20
+    fsync_every: int = 200
+
+
+@dataclass
+class RequestOutcome:
+    response: Response | None
+    error: str | None
+    cached: bool
+
+
+@dataclass
+class RunStats:
+    """What one execution of the loop did."""
+
+    written: int = 0
+    errors: int = 0
+    cache_hits: int = 0
+    requests: int = 0
+    retries: int = 0
+    seconds: float = 0.0
+
+
+class Scheduler:
+    """Runs the pending samples of some tasks against one model and appends each finished sample."""
+
+    def __init__(
+        self,
+        model: Model,
+        writer: SampleWriter,
+        config: SchedulerConfig,
+        *,
+        cache: ResponseCache | None,
+        progress: RunProgress,
+    ) -> None:
+        self.model = model
+        self.writer = writer
+        self.config = config
+        self.cache = cache if model.cacheable else None
+        self.progress = progress
+        self.stats = RunStats()
+        self.cache_failures: list[str] = []
+        self._slots = asyncio.Semaphore(config.concurrency)
+
+    async def run(self, work: list[tuple[Task, Sample]]) -> RunStats:
+        """Process every (task, sample) pair; a failure of one sample is recorded, never fatal."""
+        started = time.perf_counter()
+        pending: Iterator[tuple[Task, Sample]] = iter(work)
+        workers = [asyncio.create_task(self._worker(pending)) for _ in range(min(self.config.concurrency, len(work)))]
+        try:
+            await asyncio.gather(*workers)
+        finally:
+            for w in workers:
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            self.stats.seconds = time.perf_counter() - started
+        return self.stats
+
+    async def _worker(self, pending: Iterator[tuple[Task, Sample]]) -> None:
+        for task, sample in pending:  # safe: no await between the iterator's steps
+            record = await self._sample(task, sample)
+            self.writer.write(record)
+            self.stats.written += 1
+            failed = record.error is not None
+            self.stats.errors += int(failed)
+            self.stats.cache_hits += record.cache_hits
+            self.progress.advance(error=failed, cache_hits=record.cache_hits)
+            self._check_error_rate()
+
+    def _check_error_rate(self) -> None:
+        limit = self.config.max_error_rate
+        done = self.stats.written
+        if limit is None or done < self.config.min_samples_for_error_rate:
+            return
+        if self.stats.errors / done > limit:
+            raise ErrorRateExceeded(
+                f"stopped: {self.stats.errors} of {done} samples failed, above the allowed error rate {limit:.0%}"
+            )
+
+    async def _sample(self, task: Task, sample: Sample) -> SampleRecord:
+        started_at = time.time()
+        t0 = time.perf_counter()
+        requests = [task.build_request(sample, r) for r in range(task.repeats)]
+        outcomes = await asyncio.gather(*(self._request(req) for req in requests))
+        model_seconds = time.perf_counter() - t0
+        responses = [o.response for o in outcomes]
+        errors = [o.error for o in outcomes]
+        first = requests[0]
+        prompt = task.prompt_text(first)
+        filters, eval_seconds = await score_sample(task, sample, responses, errors, prompt)
+        return SampleRecord(
+            task=task.name,
+            task_hash=task.hash,
+            doc_id=sample.doc_id,
+            sample_id=sample.id,
+            doc=sample.doc,
+            prompt=prompt,
+            messages=first.messages,
+            gen_kwargs=first.params,
+            target=sample.target,
+            metadata=sample.metadata,
+            responses=responses,
+            response_errors=errors,
+            cache_hits=sum(o.cached for o in outcomes),
+            filters=filters,
+            started_at=started_at,
+            model_seconds=model_seconds,
+            eval_seconds=eval_seconds,
+        )
+
+    async def _request(self, request: Request) -> RequestOutcome:
+        key = None
+        if self.cache is not None:
+            key = self.cache.key(self.model, request)
+            hit = self.cache.get(key)
+            if hit is not None:
+                return RequestOutcome(hit, None, True)
+        async with self._slots:
+            self.stats.requests += 1
+            try:
+                response, attempts = await call_with_retries(lambda: self.model.generate(request), self.config.retry)
+            except ModelError as err:
+                return RequestOutcome(None, str(err), False)
+            except Exception as err:  # a bug in an agent or provider fails this sample, not the run
+                return RequestOutcome(None, f"{type(err).__name__}: {err}", False)
+        self.stats.retries += attempts - 1
+        if key is not None and self.cache is not None:
+            try:
+                self.cache.put(key, response, model=self.model)
+            except Exception as err:  # a full disk or a locked cache loses a cache entry, never the sample
+                self.cache_failures.append(f"{type(err).__name__}: {err}")
+        return RequestOutcome(response, None, False)

@@ -1,0 +1,66 @@
+"""Score one sample: filter its responses, run every metric's evaluator, build the FilterRecords."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from assay.evaluators.base import Evaluator
+from assay.models.base import Response
+from assay.record import FilterRecord
+from assay.verdict import Verdict
+
+if TYPE_CHECKING:
+    from assay.tasks import Sample, Task
+
+
+def _is_async(evaluator: Evaluator) -> bool:
+    """True when the evaluator does real async work (e.g. calls a judge model)."""
+    return type(evaluator).aevaluate is not Evaluator.aevaluate
+
+
+def _jsonable(value: Any) -> Any:
+    """How a filtered value is stored: a Response by its text (the full response is logged once)."""
+    if isinstance(value, Response):
+        return value.text
+    return value
+
+
+async def score_sample(
+    task: Task, sample: Sample, responses: list[Response | None], errors: list[str | None], prompt: str = ""
+) -> tuple[dict[str, FilterRecord], float]:
+    """Every filter pipeline's verdicts for one sample, and the seconds spent evaluating.
+
+    Evaluators see the sample as ``context`` (input, prompt, doc, metadata, target), which judges need.
+    """
+    started = time.perf_counter()
+    failure = next((e for e in errors if e), "the model request failed")
+    out: dict[str, FilterRecord] = {}
+    context = {
+        "input": sample.input,
+        "prompt": prompt,
+        "doc": sample.doc,
+        "metadata": sample.metadata,
+        "target": sample.target,
+    }
+    for filter_name, values in task.apply_filters(responses).items():
+        record = FilterRecord(filtered=[_jsonable(v) for v in values])
+        for metric in task.metrics:
+            if metric.filters and filter_name not in metric.filters:
+                continue
+            expected = task.expected_for(sample, metric)
+            evaluator = metric.evaluator
+            verdicts: list[Verdict] = []
+            for value in values:
+                if value is None:
+                    verdicts.append(Verdict.errored(f"no response to evaluate: {failure}"))
+                elif _is_async(evaluator):
+                    verdicts.append(await evaluator.aevaluate(value, expected, context=context))
+                else:
+                    verdicts.append(evaluator.evaluate(value, expected, context=context))
+            scored = [v for v in verdicts if not v.is_error]
+            record.verdicts[metric.name] = [v.to_dict() for v in verdicts]
+            record.scores[metric.name] = sum(v.score for v in scored) / len(scored) if scored else None
+            record.passed[metric.name] = all(v.passed for v in scored) if scored else None
+        out[filter_name] = record
+    return out, time.perf_counter() - started

@@ -1,0 +1,210 @@
+"""One run from start (or resume) to results: the run folder, the loop, interruption, and results files."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import subprocess
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from rich.console import Console
+
+from assay.errors import ConfigError
+from assay.models.base import Model
+from assay.record import RunManifest
+from assay.runner.cache import ResponseCache
+from assay.runner.progress import RunProgress
+from assay.runner.retry import RetryPolicy
+from assay.runner.rundir import (
+    SAMPLES,
+    SampleWriter,
+    finished_keys,
+    read_manifest,
+    repair_torn_tail,
+    write_manifest,
+)
+from assay.runner.scheduler import ErrorRateExceeded, RunStats, Scheduler, SchedulerConfig
+
+if TYPE_CHECKING:
+    from assay.tasks import Sample, Task
+
+
+class RunSettings(BaseModel):
+    """Everything about how a run executes (not what it evaluates); recorded in run.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    output_dir: Path = Path("runs")
+    limit: int | None = Field(default=None, ge=1)
+    concurrency: int = Field(default=32, ge=1, le=4096)
+    cache: bool = True
+    cache_path: Path | None = None
+    timeout_s: float = Field(default=60.0, gt=0)
+    max_attempts: int = Field(default=6, ge=1)
+    max_error_rate: float | None = Field(default=None, ge=0, le=1)
+    error_policy: Literal["exclude", "as_zero", "fail"] = "exclude"
+    bootstrap_iters: int = Field(default=10_000, ge=0)
+    seed: int = 1234
+    progress: bool | None = None  # None: show it when writing to a terminal
+
+    def recorded(self) -> dict[str, Any]:
+        """The settings as stored in the manifest (paths as strings)."""
+        return self.model_dump(mode="json", exclude={"progress"})
+
+
+class RunOutcome(BaseModel):
+    """Where the run is and how it ended."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    run_dir: Path
+    status: str
+    written: int
+    skipped: int
+    errors: int
+    cache_hits: int
+    requests: int
+    retries: int
+    seconds: float
+    message: str | None = None
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "run"
+
+
+def new_run_dir(output_dir: Path, tasks: list[Task]) -> Path:
+    """A fresh folder named after the task(s), the time and a random suffix."""
+    name = tasks[0].name if len(tasks) == 1 else f"{tasks[0].name}+{len(tasks) - 1}"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = output_dir / f"{_slug(name)}-{stamp}-{secrets.token_hex(3)}"
+    path.mkdir(parents=True, exist_ok=False)
+    return path
+
+
+def git_hash() -> str | None:
+    """The current git commit of the working directory, when there is one."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _check_unique_names(tasks: list[Task]) -> None:
+    seen: set[str] = set()
+    for task in tasks:
+        if task.name in seen:
+            raise ConfigError(f"two tasks are named {task.name!r}; task names must be unique within a run")
+        seen.add(task.name)
+
+
+def _pending(tasks: list[Task], limit: int | None, done: set[tuple[str, str]]) -> tuple[list[tuple[Task, Sample]], int]:
+    work: list[tuple[Task, Sample]] = []
+    skipped = 0
+    for task in tasks:
+        for sample in task.samples(limit):
+            if (task.name, sample.id) in done:
+                skipped += 1
+            else:
+                work.append((task, sample))
+    return work, skipped
+
+
+def start_manifest(tasks: list[Task], model: Model, settings: RunSettings, run_dir: Path) -> RunManifest:
+    from assay import __version__
+
+    return RunManifest(
+        run_id=run_dir.name,
+        assay_version=__version__,
+        created_at=time.time(),
+        model=model.describe(),
+        tasks=[task.info(len(task.samples(settings.limit))) for task in tasks],
+        config=settings.recorded(),
+        git_hash=git_hash(),
+    )
+
+
+async def execute(
+    tasks: list[Task],
+    model: Model,
+    settings: RunSettings,
+    *,
+    run_dir: Path | None = None,
+    console: Console | None = None,
+) -> RunOutcome:
+    """Run (or resume, when ``run_dir`` holds a run) every pending sample; write results when all are done."""
+    _check_unique_names(tasks)
+    console = console or Console(stderr=True)
+    if run_dir is None:
+        run_dir = new_run_dir(settings.output_dir, tasks)
+        manifest = start_manifest(tasks, model, settings, run_dir)
+        write_manifest(run_dir, manifest)
+        done: set[tuple[str, str]] = set()
+    else:
+        manifest = read_manifest(run_dir)
+        repair_torn_tail(run_dir / SAMPLES)
+        done = finished_keys(run_dir)
+    work, skipped = _pending(tasks, settings.limit, done)
+    show = settings.progress if settings.progress is not None else console.is_terminal
+    progress = RunProgress(len(work) + skipped, enabled=show, console=console)
+    cache = ResponseCache(settings.cache_path) if settings.cache else None
+    config = SchedulerConfig(
+        concurrency=settings.concurrency,
+        retry=RetryPolicy(max_attempts=settings.max_attempts, timeout_s=settings.timeout_s),
+        max_error_rate=settings.max_error_rate,
+    )
+    status, message = "finished", None
+    session_start = time.perf_counter()
+    stats = RunStats()
+    try:
+        with SampleWriter(run_dir / SAMPLES) as writer:
+            scheduler = Scheduler(model, writer, config, cache=cache, progress=progress)
+            progress.start(already_done=skipped)
+            try:
+                stats = await scheduler.run(work)
+            except ErrorRateExceeded as err:
+                status, message = "failed", str(err)
+                stats = scheduler.stats
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                status, message = "interrupted", "interrupted; finished samples are saved"
+                stats = scheduler.stats
+                raise
+            finally:
+                progress.stop()
+    finally:
+        await model.aclose()
+        if cache is not None:
+            cache.close()
+        manifest.status = status
+        manifest.total_seconds = (manifest.total_seconds or 0.0) + (time.perf_counter() - session_start)
+        if status == "finished":
+            manifest.finished_at = time.time()
+        write_manifest(run_dir, manifest)
+    if status == "finished":
+        from assay.results import write_results
+
+        write_results(
+            run_dir,
+            error_policy=settings.error_policy,
+            bootstrap_iters=settings.bootstrap_iters,
+            seed=settings.seed,
+        )
+    return RunOutcome(
+        run_dir=run_dir,
+        status=status,
+        written=stats.written,
+        skipped=skipped,
+        errors=stats.errors,
+        cache_hits=stats.cache_hits,
+        requests=stats.requests,
+        retries=stats.retries,
+        seconds=stats.seconds,
+        message=message,
+    )

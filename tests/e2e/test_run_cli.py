@@ -1,0 +1,186 @@
+"""Whole runs through the `assay` CLI against a real local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+from assay.testing.server import FaultPlan, OpenAITestServer
+from tests.e2e.e2e_support import arithmetic_reply, assay_cmd, only_run_dir, run_cli, sample_lines, write_task
+
+
+def model_args(server: OpenAITestServer) -> list[str]:
+    return ["--model", "openai:assay-test", "--base-url", server.base_url]
+
+
+def test_happy_path_writes_results_and_every_sample_once(tmp_path: Path, server: OpenAITestServer) -> None:
+    task = write_task(tmp_path, 30)
+    proc = run_cli("run", str(task), *model_args(server), "-o", "runs", "-c", "8", "--format", "markdown", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = only_run_dir(tmp_path / "runs")
+    lines = sample_lines(run_dir)
+    assert sorted(line["sample_id"] for line in lines) == sorted(f"q{i}" for i in range(30))
+    # multiples of 7 (0, 7, 14, 21, 28) are answered wrongly by the scripted server
+    wrong = {line["sample_id"] for line in lines if not line["filters"]["none"]["passed"]["exact_match"]}
+    assert wrong == {"q0", "q7", "q14", "q21", "q28"}
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["results"]["add"]["exact_match,none"] == 25 / 30
+    assert "exact_match" in proc.stdout and "Run folder" in proc.stderr
+    assert server.requests_total == 30
+    manifest = json.loads((run_dir / "run.json").read_text())
+    assert manifest["status"] == "finished" and manifest["model"]["base_url"] == server.base_url
+
+
+def test_retries_honour_retry_after_and_every_sample_succeeds(tmp_path: Path) -> None:
+    faults = FaultPlan(fail_first=2, fail_first_with=429, retry_after_s=0.05)
+    with OpenAITestServer(arithmetic_reply, faults=faults) as srv:
+        task = write_task(tmp_path, 10)
+        proc = run_cli("run", str(task), *model_args(srv), "-o", "runs", "-q", cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+        assert srv.requests_total == 30 and srv.status_counts[429] == 20
+    lines = sample_lines(only_run_dir(tmp_path / "runs"))
+    assert len(lines) == 10 and all(line["response_errors"] == [None] for line in lines)
+    assert "20 retries" in proc.stderr
+
+
+def test_thirty_percent_faults_every_sample_exactly_once(tmp_path: Path) -> None:
+    faults = FaultPlan(rate_429=0.1, retry_after_s=0.01, rate_500=0.1, rate_drop=0.1)
+    with OpenAITestServer(arithmetic_reply, faults=faults, seed=7) as srv:
+        task = write_task(tmp_path, 120)
+        proc = run_cli(
+            "run", str(task), *model_args(srv), "-o", "runs", "-q", "-c", "16", "--max-attempts", "10", cwd=tmp_path
+        )
+        assert proc.returncode == 0, proc.stderr
+        faulted = srv.status_counts.get(429, 0) + srv.status_counts.get(500, 0) + srv.status_counts.get("drop", 0)
+    lines = sample_lines(only_run_dir(tmp_path / "runs"))
+    counts = Counter(line["sample_id"] for line in lines)
+    assert set(counts) == {f"q{i}" for i in range(120)} and set(counts.values()) == {1}
+    assert faulted > 20  # the faults really happened
+    assert all(line["response_errors"] == [None] for line in lines)
+
+
+def test_sample_that_keeps_failing_is_an_error_sample_and_the_run_goes_on(tmp_path: Path) -> None:
+    def reply(request: dict) -> dict | str:
+        if "3 + 4" in request["messages"][-1]["content"]:
+            return {"status": 500, "error": "boom"}
+        return arithmetic_reply(request)
+
+    with OpenAITestServer(reply) as srv:
+        task = write_task(tmp_path, 6)
+        proc = run_cli("run", str(task), *model_args(srv), "-o", "runs", "-q", "--max-attempts", "2", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    lines = {line["sample_id"]: line for line in sample_lines(only_run_dir(tmp_path / "runs"))}
+    assert len(lines) == 6
+    bad = lines["q3"]
+    assert bad["responses"] == [None] and "500" in bad["response_errors"][0]
+    verdict = bad["filters"]["none"]["verdicts"]["exact_match"][0]
+    assert verdict["error"] and verdict["score"] is None  # an error, never a zero
+    assert "1 errors" in proc.stderr
+
+
+def test_cache_second_run_makes_no_requests(tmp_path: Path, server: OpenAITestServer) -> None:
+    task = write_task(tmp_path, 12)
+    first = run_cli("run", str(task), *model_args(server), "-o", "runs1", "-q", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert server.requests_total == 12
+    second = run_cli("run", str(task), *model_args(server), "-o", "runs2", "-q", cwd=tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert server.requests_total == 12
+    lines = sample_lines(only_run_dir(tmp_path / "runs2"))
+    assert all(line["cache_hits"] == 1 and line["responses"][0]["cached"] for line in lines)
+    third = run_cli("run", str(task), *model_args(server), "-o", "runs3", "-q", "--no-cache", cwd=tmp_path)
+    assert third.returncode == 0 and server.requests_total == 24
+
+
+def _start_slow_run(tmp_path: Path, srv: OpenAITestServer, n: int) -> tuple[subprocess.Popen[str], Path]:
+    task = write_task(tmp_path, n)
+    env = {**os.environ, "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen(
+        assay_cmd("run", str(task), *model_args(srv), "-o", "runs", "-q", "-c", "4", "--no-cache"),
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        runs = tmp_path / "runs"
+        dirs = list(runs.iterdir()) if runs.exists() else []
+        if dirs and (dirs[0] / "samples.jsonl").exists():
+            if len((dirs[0] / "samples.jsonl").read_text().splitlines()) >= 20:
+                return proc, dirs[0]
+        time.sleep(0.02)
+    proc.kill()
+    raise AssertionError("the run did not get going")
+
+
+def test_resume_after_sigkill_loses_and_duplicates_nothing(tmp_path: Path) -> None:
+    with OpenAITestServer(arithmetic_reply, latency_s=0.02) as srv:
+        proc, run_dir = _start_slow_run(tmp_path, srv, 200)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        done_before = len(sample_lines(run_dir))
+        assert 20 <= done_before < 200
+        requests_before = srv.requests_total
+        resumed = run_cli("run", "--resume", str(run_dir), "-q", cwd=tmp_path)
+        assert resumed.returncode == 0, resumed.stderr
+        # only the samples not yet written were asked again (plus at most the 4 in flight at the kill)
+        assert srv.requests_total - requests_before <= 200 - done_before + 4
+    counts = Counter(line["sample_id"] for line in sample_lines(run_dir))
+    assert set(counts) == {f"q{i}" for i in range(200)} and set(counts.values()) == {1}
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "finished"
+    assert (run_dir / "results.json").exists()
+
+
+def test_ctrl_c_saves_finished_samples_and_resume_completes(tmp_path: Path) -> None:
+    with OpenAITestServer(arithmetic_reply, latency_s=0.02) as srv:
+        proc, run_dir = _start_slow_run(tmp_path, srv, 200)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert "resume" in err
+        assert json.loads((run_dir / "run.json").read_text())["status"] == "interrupted"
+        assert not (run_dir / "results.json").exists()
+        resumed = run_cli("run", "--resume", str(run_dir), "-q", cwd=tmp_path)
+        assert resumed.returncode == 0, resumed.stderr
+    counts = Counter(line["sample_id"] for line in sample_lines(run_dir))
+    assert len(counts) == 200 and set(counts.values()) == {1}
+
+
+def test_malformed_task_file_names_file_key_and_line_and_writes_nothing(tmp_path: Path) -> None:
+    task = write_task(
+        tmp_path, 3, extra={"evaluators": [{"name": "exact_match"}, {"name": "fuzzy_match", "threshold": 3}]}
+    )
+    proc = run_cli("run", str(task), "--model", "openai:x", "--base-url", "http://127.0.0.1:9/v1", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "add.yaml" in proc.stderr and "evaluators[1]" in proc.stderr and "threshold" in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_malformed_dataset_line_names_file_and_line(tmp_path: Path) -> None:
+    task = write_task(tmp_path, 3)
+    with open(tmp_path / "add.jsonl", "a") as fh:
+        fh.write('{"id": "broken", "question": \n')
+    proc = run_cli("run", str(task), "--model", "openai:x", "--base-url", "http://127.0.0.1:9/v1", cwd=tmp_path)
+    assert proc.returncode == 2
+    assert "add.jsonl:4" in proc.stderr
+    assert not (tmp_path / "runs").exists()
+
+
+def test_score_rescoring_calls_no_model(tmp_path: Path, server: OpenAITestServer) -> None:
+    task = write_task(tmp_path, 10)
+    assert run_cli("run", str(task), *model_args(server), "-o", "runs", "-q", cwd=tmp_path).returncode == 0
+    run_dir = only_run_dir(tmp_path / "runs")
+    changed = write_task(tmp_path, 10, extra={"evaluators": [{"name": "numeric", "abs_tol": 1}]})
+    requests = server.requests_total
+    proc = run_cli("score", str(run_dir), "--task", str(changed), "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert server.requests_total == requests
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["results"]["add"]["numeric,none"] == 1.0  # off-by-one answers are within abs_tol
