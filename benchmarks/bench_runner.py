@@ -29,6 +29,8 @@ from assay.runner.scheduler import Scheduler, SchedulerConfig
 from assay.tasks import Task, load_task
 from assay.testing.server import OpenAITestServer
 
+ASSAY = [sys.executable, "-m", "assay"]
+
 
 def _task(n: int) -> Task:
     rows = [{"id": f"q{i}", "question": f"What is {i} + 1?", "answer": str(i + 1)} for i in range(n)]
@@ -141,13 +143,13 @@ def startup(tmp: Path) -> None:
     env = {**os.environ, "ASSAY_CACHE_DIR": str(tmp / "cache")}
     times = []
     with OpenAITestServer(reply) as server:
+        model_args = ["--model", "openai:x", "--base-url", server.base_url]
         for _ in range(3):
             first.clear()
             seen.clear()
             start = time.perf_counter()
             proc = subprocess.run(
-                [sys.executable, "-m", "assay", "run", str(task_path), "--model", "openai:x"]
-                + ["--base-url", server.base_url, "-q", "--no-cache", "-o", str(tmp / "runs")],
+                [*ASSAY, "run", str(task_path), *model_args, "-q", "--no-cache", "-o", str(tmp / "runs")],
                 env=env,
                 capture_output=True,
                 text=True,

@@ -112,9 +112,9 @@ def _start_slow_run(tmp_path: Path, srv: OpenAITestServer, n: int) -> tuple[subp
     while time.monotonic() < deadline:
         runs = tmp_path / "runs"
         dirs = list(runs.iterdir()) if runs.exists() else []
-        if dirs and (dirs[0] / "samples.jsonl").exists():
-            if len((dirs[0] / "samples.jsonl").read_text().splitlines()) >= 20:
-                return proc, dirs[0]
+        samples = dirs[0] / "samples.jsonl" if dirs else None
+        if samples is not None and samples.exists() and len(samples.read_text().splitlines()) >= 20:
+            return proc, dirs[0]
         time.sleep(0.02)
     proc.kill()
     raise AssertionError("the run did not get going")

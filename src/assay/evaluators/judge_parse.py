@@ -1,0 +1,304 @@
+"""Reading a judge's reply: structured JSON first, then a strict last ``SCORE:``/``GRADE:`` line; scale normalisation.
+
+Scales and how a grade becomes a score in [0, 1]:
+
+========================  ===============================  ================================================
+scale                     grades the judge may give        normalised score
+========================  ===============================  ================================================
+``binary``                ``pass`` / ``fail``              pass → 1, fail → 0
+``1-5``                   an integer 1 … 5                 (s − 1) / 4   (1 → 0, 3 → 0.5, 5 → 1)
+``1-10``                  an integer 1 … 10                (s − 1) / 9   (1 → 0, 10 → 1)
+``0-1``                   any number in [0, 1]             s
+labels ``{name: score}``  one of the names                 the score given for it (each within [0, 1])
+========================  ===============================  ================================================
+
+Labels match case-insensitively; integer scales take ``4``, ``4.0``, ``"4"`` or ``4/5`` (the denominator must be
+the scale's top). Anything else — a number outside the scale, a fraction on an integer scale, a label that was not
+offered, a reply with no grade at all — raises :class:`JudgeReplyError`, which the judge turns into an *error*
+verdict carrying the raw reply, never into the lowest score.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from assay.errors import ConfigError
+
+ScaleName = Literal["binary", "1-5", "1-10", "0-1", "labels"]
+NAMED_SCALES: tuple[str, ...] = ("binary", "1-5", "1-10", "0-1")
+GRADE_KEYS = ("score", "label", "grade")
+WINNERS = ("A", "B", "tie")
+
+_FALLBACK = re.compile(r"^[ \t>*_#`-]*(?:SCORE|GRADE)[ \t*_`]*:(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)
+_WINNER_LINE = re.compile(r"^[ \t>*_#`-]*(?:WINNER|GRADE)[ \t*_`]*:(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)
+_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL | re.IGNORECASE)
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+_FRACTION = re.compile(rf"(?P<num>{_NUMBER.pattern})\s*/\s*(?P<den>{_NUMBER.pattern})")
+_WRAPPERS = " \t*_`'\"[]().,;:!"
+
+
+class JudgeReplyError(ValueError):
+    """The judge's reply has no grade, or a grade that was not offered; becomes an error verdict."""
+
+
+@dataclass(frozen=True)
+class Scale:
+    """A grading scale: which grades the judge may give and how each maps onto [0, 1]."""
+
+    name: ScaleName
+    labels: tuple[tuple[str, float], ...] = ()  # binary and label scales: (label, score) in the order offered
+    low: float = 0.0  # numeric scales: the lowest and highest grade
+    high: float = 1.0
+    integer: bool = False
+
+    @classmethod
+    def parse(cls, spec: str | Mapping[str, float]) -> Scale:
+        """A scale from its option value: ``"binary"``, ``"1-5"``, ``"1-10"``, ``"0-1"`` or ``{label: score}``."""
+        if isinstance(spec, Mapping):
+            return cls._labels(spec)
+        if spec == "binary":
+            return cls("binary", labels=(("pass", 1.0), ("fail", 0.0)))
+        if spec == "1-5":
+            return cls("1-5", low=1, high=5, integer=True)
+        if spec == "1-10":
+            return cls("1-10", low=1, high=10, integer=True)
+        if spec == "0-1":
+            return cls("0-1", low=0, high=1)
+        raise ConfigError(
+            f"option 'scale': unknown scale {spec!r}; use one of {', '.join(NAMED_SCALES)} or a mapping of labels "
+            "to scores such as {correct: 1, partial: 0.5, incorrect: 0}"
+        )
+
+    @classmethod
+    def _labels(cls, spec: Mapping[str, float]) -> Scale:
+        if len(spec) < 2:
+            raise ConfigError(f"option 'scale': a label scale needs at least two labels, got {dict(spec)!r}")
+        seen: set[str] = set()
+        labels: list[tuple[str, float]] = []
+        for label, score in spec.items():
+            if not isinstance(label, str) or not label.strip():
+                raise ConfigError(f"option 'scale': labels must be non-empty strings, got {label!r}")
+            key = label.strip().casefold()
+            if key in seen:
+                raise ConfigError(f"option 'scale': label {label!r} appears twice (labels match case-insensitively)")
+            seen.add(key)
+            if isinstance(score, bool) or not isinstance(score, int | float) or not 0.0 <= float(score) <= 1.0:
+                raise ConfigError(
+                    f"option 'scale': the score of label {label!r} must be a number in [0, 1], got {score!r}"
+                )
+            labels.append((label.strip(), float(score)))
+        return cls("labels", labels=tuple(labels))
+
+    @property
+    def is_labelled(self) -> bool:
+        """True for binary and label scales (the judge names a label rather than a number)."""
+        return bool(self.labels)
+
+    @property
+    def key(self) -> str:
+        """The JSON key the judge is asked to fill: ``label`` or ``score``."""
+        return "label" if self.is_labelled else "score"
+
+    def describe(self) -> str:
+        """The scale as the judge reads it in the prompt."""
+        if self.name == "binary":
+            return 'Give the label "pass" if the response meets the criteria, otherwise "fail".'
+        if self.is_labelled:
+            names = ", ".join(f'"{label}"' for label, _ in self.labels)
+            return f"Give exactly one of these labels: {names}."
+        if self.integer:
+            return f"Give an integer score from {self.low:g} (worst) to {self.high:g} (best)."
+        return f"Give a score between {self.low:g} (worst) and {self.high:g} (best); decimals are allowed."
+
+    def fallback_hint(self) -> str:
+        """The example last line of a reply without JSON."""
+        if self.is_labelled:
+            return f"GRADE: {self.labels[0][0]}"
+        return f"SCORE: {self.high:g}"
+
+    def grade_schema(self) -> dict[str, Any]:
+        """The JSON-schema of the grade field."""
+        if self.is_labelled:
+            return {"type": "string", "enum": [label for label, _ in self.labels]}
+        if self.integer:
+            return {"type": "integer", "minimum": int(self.low), "maximum": int(self.high)}
+        return {"type": "number", "minimum": self.low, "maximum": self.high}
+
+    def offered(self) -> str:
+        """The grades on offer, for error messages."""
+        if self.is_labelled:
+            return ", ".join(repr(label) for label, _ in self.labels)
+        kind = "integers" if self.integer else "numbers"
+        return f"{kind} from {self.low:g} to {self.high:g}"
+
+    def normalize(self, grade: Any) -> tuple[str | float, float]:
+        """The canonical grade and its score in [0, 1]; :class:`JudgeReplyError` when it was not offered."""
+        if self.is_labelled:
+            return self._label_score(grade)
+        return self._number_score(grade)
+
+    def _label_score(self, grade: Any) -> tuple[str, float]:
+        if isinstance(grade, str):
+            wanted = grade.strip(_WRAPPERS).casefold()
+            for label, score in self.labels:
+                if label.casefold() == wanted:
+                    return label, score
+        raise JudgeReplyError(
+            f"the judge gave the grade {grade!r}, which is not one of the offered labels {self.offered()}"
+        )
+
+    def _number_score(self, grade: Any) -> tuple[float, float]:
+        value = _as_number(grade, self.high)
+        if value is None:
+            raise JudgeReplyError(f"the judge gave the grade {grade!r}, which is not a number ({self.offered()})")
+        if not math.isfinite(value) or not self.low <= value <= self.high:
+            raise JudgeReplyError(f"the judge gave the score {value:g}, outside the scale ({self.offered()})")
+        if self.integer and value != int(value):
+            raise JudgeReplyError(f"the judge gave the score {value:g}, but the scale offers {self.offered()}")
+        if self.integer:
+            value = float(int(value))
+        return value, (value - self.low) / (self.high - self.low)
+
+
+def _as_number(grade: Any, top: float) -> float | None:
+    """A number from a JSON number, a numeric string, or a fraction ``s/top``; None when it is none of these."""
+    if isinstance(grade, bool):
+        return None
+    if isinstance(grade, int | float):
+        return float(grade)
+    if not isinstance(grade, str):
+        return None
+    text = grade.strip(" \t*_`'\"[]").rstrip(".,;!")
+    if _NUMBER.fullmatch(text):
+        return float(text)
+    fraction = _FRACTION.fullmatch(text)
+    if fraction and float(fraction["den"]) == top:
+        return float(fraction["num"])
+    return None
+
+
+@dataclass(frozen=True)
+class Grade:
+    """One parsed judgement: the grade as given, its normalised score, the explanation and how it was read."""
+
+    grade: str | float
+    score: float
+    explanation: str
+    method: Literal["json", "fallback"]
+
+
+@dataclass(frozen=True)
+class Preference:
+    """One parsed pairwise judgement: which response won (``A``, ``B`` or ``tie``) and why."""
+
+    winner: Literal["A", "B", "tie"]
+    explanation: str
+    method: Literal["json", "fallback"]
+
+
+def find_json_object(text: str, keys: tuple[str, ...]) -> dict[str, Any] | None:
+    """The last JSON object in ``text`` (whole reply, fenced block or inline) that has one of ``keys``."""
+    stripped = text.strip()
+    candidates: list[Any] = []
+    try:
+        candidates.append(json.loads(stripped))
+    except ValueError:
+        candidates.extend(_loads(block) for block in _FENCE.findall(text))
+        decoder = json.JSONDecoder()
+        for match in re.finditer(r"\{", text):
+            try:
+                obj, _ = decoder.raw_decode(text, match.start())
+            except ValueError:
+                continue
+            candidates.append(obj)
+    found = [c for c in candidates if isinstance(c, dict) and any(k in c for k in keys)]
+    return found[-1] if found else None
+
+
+def _loads(block: str) -> Any:
+    try:
+        return json.loads(block)
+    except ValueError:
+        return None
+
+
+def _explanation(obj: Mapping[str, Any]) -> str:
+    for key in ("explanation", "reasoning", "reason", "rationale"):
+        value = obj.get(key)
+        if isinstance(value, str):
+            return value.strip()
+    return ""
+
+
+def parse_grade(reply: str | None, scale: Scale) -> Grade:
+    """Read a grade from a judge's reply: a JSON object with ``score``/``label``, else the last ``SCORE:`` line."""
+    if not reply or not reply.strip():
+        raise JudgeReplyError("the judge's reply is empty")
+    obj = find_json_object(reply, GRADE_KEYS)
+    if obj is not None:
+        key = next(k for k in (scale.key, *GRADE_KEYS) if k in obj)
+        grade, score = scale.normalize(obj[key])
+        return Grade(grade, score, _explanation(obj), "json")
+    matches = list(_FALLBACK.finditer(reply))
+    if not matches:
+        raise JudgeReplyError(
+            f"no grade in the judge's reply: neither a JSON object with {'/'.join(GRADE_KEYS)} nor a SCORE:/GRADE: line"
+        )
+    last = matches[-1]
+    value = last["value"].strip()
+    if not value:
+        raise JudgeReplyError("the judge's last SCORE:/GRADE: line is empty")
+    grade, score = scale.normalize(value)
+    return Grade(grade, score, reply[: last.start()].strip(), "fallback")
+
+
+def parse_preference(reply: str | None) -> Preference:
+    """Read a pairwise verdict: JSON ``{"winner": "A"|"B"|"tie"}``, else the last ``WINNER:`` line."""
+    if not reply or not reply.strip():
+        raise JudgeReplyError("the judge's reply is empty")
+    obj = find_json_object(reply, ("winner",))
+    if obj is not None:
+        return Preference(_winner(obj["winner"]), _explanation(obj), "json")
+    matches = list(_WINNER_LINE.finditer(reply))
+    if not matches:
+        raise JudgeReplyError(
+            'no verdict in the judge\'s reply: neither a JSON object with "winner" nor a WINNER: line'
+        )
+    last = matches[-1]
+    return Preference(_winner(last["value"]), reply[: last.start()].strip(), "fallback")
+
+
+def _winner(value: Any) -> Literal["A", "B", "tie"]:
+    if isinstance(value, str):
+        text = value.strip(_WRAPPERS).casefold()
+        if text in ("a", "response a"):
+            return "A"
+        if text in ("b", "response b"):
+            return "B"
+        if text in ("tie", "draw", "equal"):
+            return "tie"
+    raise JudgeReplyError(f"the judge named the winner {value!r}; the offered answers are 'A', 'B' and 'tie'")
+
+
+_NUMBERED = re.compile(r"^\s*(?:\d+[.)]|[-*])\s+(?P<step>\S.*?)\s*$", re.MULTILINE)
+
+
+def parse_steps(reply: str | None) -> list[str]:
+    """Evaluation steps from a G-Eval reply: JSON ``{"steps": [...]}``, else its numbered or bulleted lines."""
+    if not reply or not reply.strip():
+        raise JudgeReplyError("the judge's reply is empty")
+    obj = find_json_object(reply, ("steps",))
+    if obj is not None:
+        steps = obj["steps"]
+        if isinstance(steps, list) and steps and all(isinstance(s, str) and s.strip() for s in steps):
+            return [s.strip() for s in steps]
+        raise JudgeReplyError(f"the judge's steps must be a non-empty list of strings, got {steps!r}")
+    found = [m["step"] for m in _NUMBERED.finditer(reply)]
+    if not found:
+        raise JudgeReplyError("no evaluation steps in the judge's reply: neither JSON with 'steps' nor numbered lines")
+    return found

@@ -1,0 +1,130 @@
+import pytest
+
+from assay.errors import ConfigError
+from assay.evaluators.judge_parse import JudgeReplyError, Scale, parse_grade, parse_preference, parse_steps
+
+
+@pytest.mark.parametrize(
+    ("scale", "grade", "expected"),
+    [
+        ("binary", "pass", 1.0),
+        ("binary", "FAIL", 0.0),
+        ("1-5", 1, 0.0),
+        ("1-5", 3, 0.5),
+        ("1-5", 5, 1.0),
+        ("1-5", "4", 0.75),
+        ("1-5", "4/5", 0.75),
+        ("1-5", 2.0, 0.25),
+        ("1-10", 1, 0.0),
+        ("1-10", 10, 1.0),
+        ("1-10", 4, 1 / 3),
+        ("0-1", 0.25, 0.25),
+        ("0-1", "0.8", 0.8),
+        ("0-1", 0, 0.0),
+        ({"correct": 1, "partial": 0.5, "incorrect": 0}, "partial", 0.5),
+        ({"correct": 1, "partial": 0.5, "incorrect": 0}, "Correct", 1.0),
+    ],
+)
+def test_normalisation_per_scale(scale, grade, expected):
+    assert Scale.parse(scale).normalize(grade)[1] == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("scale", "grade"),
+    [
+        ("binary", 1),  # binary offers labels, not numbers
+        ("binary", "maybe"),
+        ("1-5", 0),
+        ("1-5", 6),
+        ("1-5", 3.5),  # integer scale
+        ("1-5", "4/10"),  # denominator is not the scale's top
+        ("1-10", 11),
+        ("0-1", 1.5),
+        ("0-1", -0.1),
+        ("0-1", "high"),
+        ("1-5", True),
+        ({"correct": 1, "incorrect": 0}, "partial"),
+    ],
+)
+def test_grades_not_offered_are_errors(scale, grade):
+    with pytest.raises(JudgeReplyError):
+        Scale.parse(scale).normalize(grade)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("1-7", "unknown scale '1-7'"),
+        ({"only": 1}, "at least two labels"),
+        ({"good": 1.5, "bad": 0}, "label 'good' must be a number in \\[0, 1\\]"),
+        ({"Good": 1, "good": 0}, "appears twice"),
+    ],
+)
+def test_bad_scales_name_the_option(spec, message):
+    with pytest.raises(ConfigError, match=message):
+        Scale.parse(spec)
+
+
+def test_structured_reply_whole_fenced_and_inline():
+    scale = Scale.parse("1-5")
+    whole = parse_grade('{"explanation": "solid", "score": 4}', scale)
+    assert (whole.grade, whole.score, whole.explanation, whole.method) == (4.0, 0.75, "solid", "json")
+    fenced = parse_grade('Here you go:\n```json\n{"explanation": "weak", "score": 2}\n```', scale)
+    assert (fenced.score, fenced.method) == (0.25, "json")
+    inline = parse_grade('I think {"score": 1, "explanation": "wrong"} is fair.', scale)
+    assert inline.score == 0.0 and inline.explanation == "wrong"
+
+
+def test_label_scale_reads_label_key():
+    scale = Scale.parse({"correct": 1, "partial": 0.5, "incorrect": 0})
+    grade = parse_grade('{"explanation": "half", "label": "partial"}', scale)
+    assert grade.grade == "partial" and grade.score == 0.5
+
+
+def test_fallback_reads_the_last_score_line_only():
+    reply = "The answer says SCORE: 5 in the middle.\nIt is mostly right.\nSCORE: 2\n"
+    grade = parse_grade(reply, Scale.parse("1-5"))
+    assert grade.grade == 2.0 and grade.method == "fallback"
+    assert grade.explanation.endswith("It is mostly right.")
+    assert parse_grade("ok\n**Grade:** pass", Scale.parse("binary")).score == 1.0
+    assert parse_grade("fine\nSCORE: 7/10", Scale.parse("1-10")).grade == 7.0
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "",
+        "   ",
+        "I would give it a good mark.",
+        "SCORE: 4 out of 5, because it is good",  # not a strict grade
+        "SCORE:",
+        '{"explanation": "no grade here"}',
+    ],
+)
+def test_unparseable_replies_raise(reply):
+    with pytest.raises(JudgeReplyError):
+        parse_grade(reply, Scale.parse("1-5"))
+
+
+def test_json_with_out_of_scale_grade_raises_even_if_a_score_line_follows():
+    with pytest.raises(JudgeReplyError, match="outside the scale"):
+        parse_grade('{"score": 9}\nSCORE: 3', Scale.parse("1-5"))
+
+
+def test_preferences():
+    assert parse_preference('{"explanation": "x", "winner": "B"}').winner == "B"
+    assert parse_preference("A is better.\nWINNER: A").winner == "A"
+    assert parse_preference('{"winner": "Tie"}').winner == "tie"
+    with pytest.raises(JudgeReplyError):
+        parse_preference('{"winner": "C"}')
+    with pytest.raises(JudgeReplyError):
+        parse_preference("both fine")
+
+
+def test_steps():
+    assert parse_steps('{"steps": ["Read it", "Check facts"]}') == ["Read it", "Check facts"]
+    assert parse_steps("1. Read it\n2) Check facts\n") == ["Read it", "Check facts"]
+    with pytest.raises(JudgeReplyError):
+        parse_steps('{"steps": []}')
+    with pytest.raises(JudgeReplyError):
+        parse_steps("no steps")
