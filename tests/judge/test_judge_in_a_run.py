@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tests.judge.judge_support import blocks
-
 import assay.api
 from assay.feedback.themes import build_report
 from assay.runner.rundir import read_manifest, read_records
 from assay.testing.server import OpenAITestServer
+from tests.judge.judge_support import blocks
 
 
 def reply(request: dict[str, Any]) -> Any:

@@ -9,12 +9,12 @@ import math
 from typing import Any
 
 import pytest
-from tests.judge.judge_support import blocks, is_grade, judge_spec
 
 from assay import evaluators
 from assay.errors import ConfigError
 from assay.evaluators.judge import LLMJudge
 from assay.testing.server import FaultPlan
+from tests.judge.judge_support import blocks, is_grade, judge_spec
 
 CRITERIA = "The response names the capital of France."
 
