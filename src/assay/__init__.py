@@ -30,18 +30,34 @@ _EXPORTS: dict[str, str] = {
     "Model": "assay.models.base",
     "ModelError": "assay.models.base",
     "SampleRecord": "assay.record",
+    "run": "assay.api",
+    "arun": "assay.api",
+    "Task": "assay.tasks.task",
+    "Sample": "assay.tasks.sample",
+    "load_task": "assay.tasks.loader",
+    "Run": "assay.results.loader",
+    "load_run": "assay.results.loader",
+    "compare_runs": "assay.results.compare",
+    "load_model": "assay.models.registry",
 }
 
 __all__ = ["__version__", "evaluators", *_EXPORTS]
 
 if TYPE_CHECKING:
     from assay import evaluators
+    from assay.api import arun, run
     from assay.errors import AssayError, ConfigError, DataError
     from assay.evaluators.base import BatchResult, Evaluator, Options
     from assay.evaluators.registry import register
     from assay.models.base import Model, ModelError, Request, Response, ToolCall, Usage
+    from assay.models.registry import load_model
     from assay.record import SampleRecord
     from assay.reductions import Aggregate, Reduction, reduce_scores
+    from assay.results.compare import compare_runs
+    from assay.results.loader import Run, load_run
+    from assay.tasks.loader import load_task
+    from assay.tasks.sample import Sample
+    from assay.tasks.task import Task
     from assay.verdict import Verdict
 
 

@@ -28,6 +28,19 @@ def _params(values: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
+def _spec_arg(value: str | None) -> str | dict[str, Any] | None:
+    """A model spec from the command line: a string like ``openai:NAME``, or a JSON object."""
+    if value is None or not value.lstrip().startswith("{"):
+        return value
+    try:
+        spec = json.loads(value)
+    except json.JSONDecodeError as err:
+        raise click.BadParameter(f"invalid JSON model spec: {err}") from None
+    if not isinstance(spec, dict):
+        raise click.BadParameter("a JSON model spec must be an object")
+    return spec
+
+
 def _model_spec(model: str | None, base_url: str | None, api_key_env: str | None, params: dict[str, Any]) -> Any:
     if model is None:
         if base_url or api_key_env or params:
@@ -76,6 +89,11 @@ def _print_results(run_dir: Path, fmt: str, console: Console) -> None:
 @click.option("--error-policy", type=click.Choice(["exclude", "as_zero", "fail"]), default="exclude", show_default=True)
 @click.option("--bootstrap-iters", type=click.IntRange(min=0), default=10_000, show_default=True)
 @click.option("--seed", type=int, default=1234, show_default=True)
+@click.option(
+    "--feedback-model",
+    help="A model that writes feedback for failing verdicts: a spec as --model, or JSON such as "
+    '\'{"provider": "openai", "model": "m", "base_url": "http://…/v1"}\'.',
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no table (for CI logs).")
 @click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "json"]), default="rich", show_default=True)
 def run_command(
@@ -96,6 +114,7 @@ def run_command(
     error_policy: str,
     bootstrap_iters: int,
     seed: int,
+    feedback_model: str | None,
     quiet: bool,
     fmt: str,
 ) -> None:
@@ -118,7 +137,12 @@ def run_command(
     }
     if resume is None:
         settings.update(
-            output_dir=output_dir, limit=limit, error_policy=error_policy, bootstrap_iters=bootstrap_iters, seed=seed
+            output_dir=output_dir,
+            limit=limit,
+            error_policy=error_policy,
+            bootstrap_iters=bootstrap_iters,
+            seed=seed,
+            feedback_model=_spec_arg(feedback_model),
         )
     try:
         spec = _model_spec(model, base_url, api_key_env, _params(params))

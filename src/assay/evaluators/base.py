@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, overload
@@ -20,6 +21,9 @@ class Options(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
 
+_SECRET_KEY = re.compile(r"key|token|secret|password|credential|authorization", re.IGNORECASE)
+
+
 def _describe_validation_error(evaluator: str, options_cls: type[Options], err: ValidationError) -> str:
     problems = []
     for e in err.errors():
@@ -29,7 +33,8 @@ def _describe_validation_error(evaluator: str, options_cls: type[Options], err: 
             problems.append(f"unknown option {key!r} (known options: {known})")
         else:
             msg = e["msg"].removeprefix("Value error, ")
-            problems.append(f"option {key!r}: {msg} (got {e.get('input')!r})")
+            shown = "" if _SECRET_KEY.search(key) else f" (got {e.get('input')!r})"  # never echo a secret
+            problems.append(f"option {key!r}: {msg}{shown}")
     return f"{evaluator}: " + "; ".join(problems)
 
 
@@ -75,6 +80,9 @@ class Evaluator(ABC):
     ) -> Verdict:
         """Async form; evaluators that call models (llm_judge) override it."""
         return self.evaluate(actual, expected, context=context)
+
+    async def aclose(self) -> None:
+        """Release what the evaluator holds (a judge's connections); the runner calls it when a run ends."""
 
     def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
         """Judge many pairs. The default loops over :meth:`evaluate`; fast evaluators override it."""

@@ -32,6 +32,7 @@ class SchedulerConfig:
     concurrency: int = 32
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     max_error_rate: float | None = None  # stop the run past this share of failed samples
+    feedback_model: Model | None = None  # rewrites failing verdicts' feedback
     min_samples_for_error_rate: int = 20
     fsync_every: int = 200
 
@@ -121,7 +122,9 @@ class Scheduler:
         errors = [o.error for o in outcomes]
         first = requests[0]
         prompt = task.prompt_text(first)
-        filters, eval_seconds = await score_sample(task, sample, responses, errors, prompt)
+        filters, eval_seconds = await score_sample(
+            task, sample, responses, errors, prompt, feedback_model=self.config.feedback_model
+        )
         return SampleRecord(
             task=task.name,
             task_hash=task.hash,

@@ -6,7 +6,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from assay.evaluators.base import Evaluator
-from assay.models.base import Response
+from assay.models.base import Model, Response
 from assay.record import FilterRecord
 from assay.verdict import Verdict
 
@@ -27,11 +27,18 @@ def _jsonable(value: Any) -> Any:
 
 
 async def score_sample(
-    task: Task, sample: Sample, responses: list[Response | None], errors: list[str | None], prompt: str = ""
+    task: Task,
+    sample: Sample,
+    responses: list[Response | None],
+    errors: list[str | None],
+    prompt: str = "",
+    *,
+    feedback_model: Model | None = None,
 ) -> tuple[dict[str, FilterRecord], float]:
     """Every filter pipeline's verdicts for one sample, and the seconds spent evaluating.
 
-    Evaluators see the sample as ``context`` (input, prompt, doc, metadata, target), which judges need.
+    Evaluators see the sample as ``context`` (input, prompt, doc, metadata, target), which judges need. With a
+    ``feedback_model``, each failing verdict's feedback is rewritten by that model (passing ones cost no call).
     """
     started = time.perf_counter()
     failure = next((e for e in errors if e), "the model request failed")
@@ -58,6 +65,16 @@ async def score_sample(
                     verdicts.append(await evaluator.aevaluate(value, expected, context=context))
                 else:
                     verdicts.append(evaluator.evaluate(value, expected, context=context))
+                if feedback_model is not None and value is not None:
+                    from assay.feedback.generate import with_model_feedback
+
+                    verdicts[-1] = await with_model_feedback(
+                        verdicts[-1],
+                        feedback_model,
+                        input=sample.input if sample.input is not None else prompt,
+                        output=_jsonable(value),
+                        target=sample.target,
+                    )
             scored = [v for v in verdicts if not v.is_error]
             record.verdicts[metric.name] = [v.to_dict() for v in verdicts]
             record.scores[metric.name] = sum(v.score for v in scored) / len(scored) if scored else None

@@ -49,6 +49,7 @@ class RunSettings(BaseModel):
     error_policy: Literal["exclude", "as_zero", "fail"] = "exclude"
     bootstrap_iters: int = Field(default=10_000, ge=0)
     seed: int = 1234
+    feedback_model: str | dict[str, Any] | None = None  # a model spec that rewrites failing verdicts' feedback
     progress: bool | None = None  # None: show it when writing to a terminal
 
     def recorded(self) -> dict[str, Any]:
@@ -117,6 +118,22 @@ def _pending(tasks: list[Task], limit: int | None, done: set[tuple[str, str]]) -
     return work, skipped
 
 
+def _judges(task: Task) -> list[dict[str, Any]]:
+    """The judge models a task's evaluators call (each names its role), for the manifest."""
+    found: list[dict[str, Any]] = []
+    for metric in task.metrics:
+        judges = getattr(metric.evaluator, "judges", None)
+        if callable(judges):
+            found.extend({**j, "metric": metric.name, "task": task.name} for j in judges())
+    return found
+
+
+async def _close_evaluators(tasks: list[Task]) -> None:
+    for task in tasks:
+        for metric in task.metrics:
+            await metric.evaluator.aclose()
+
+
 def start_manifest(tasks: list[Task], model: Model, settings: RunSettings, run_dir: Path) -> RunManifest:
     from assay import __version__
 
@@ -125,6 +142,7 @@ def start_manifest(tasks: list[Task], model: Model, settings: RunSettings, run_d
         assay_version=__version__,
         created_at=time.time(),
         model=model.describe(),
+        judges=[judge for task in tasks for judge in _judges(task)],
         tasks=[task.info(len(task.samples(settings.limit))) for task in tasks],
         config=settings.recorded(),
         git_hash=git_hash(),
@@ -155,10 +173,16 @@ async def execute(
     show = settings.progress if settings.progress is not None else console.is_terminal
     progress = RunProgress(len(work) + skipped, enabled=show, console=console)
     cache = ResponseCache(settings.cache_path) if settings.cache else None
+    feedback_model = None
+    if settings.feedback_model is not None:
+        from assay.models.registry import load_model
+
+        feedback_model = load_model(settings.feedback_model)
     config = SchedulerConfig(
         concurrency=settings.concurrency,
         retry=RetryPolicy(max_attempts=settings.max_attempts, timeout_s=settings.timeout_s),
         max_error_rate=settings.max_error_rate,
+        feedback_model=feedback_model,
     )
     status, message = "finished", None
     session_start = time.perf_counter()
@@ -180,6 +204,9 @@ async def execute(
                 progress.stop()
     finally:
         await model.aclose()
+        await _close_evaluators(tasks)
+        if feedback_model is not None:
+            await feedback_model.aclose()
         if cache is not None:
             cache.close()
         manifest.status = status
