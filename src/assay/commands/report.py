@@ -1,0 +1,267 @@
+"""``assay report`` (tables, JUnit, HTML, ``--fail-under`` gates) and ``assay compare`` (paired tests).
+
+Exit codes: 0 fine; 1 a ``--fail-under`` threshold was missed (report) or a metric is significantly
+worse (compare); 2 a usage error (bad option, not a run folder, unknown metric).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from assay.errors import AssayError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from assay.results.compare import Comparison
+    from assay.results.loader import MetricRow, Run
+
+FORMATS = ("rich", "markdown", "json")
+
+
+class UsageFailure(click.ClickException):
+    """A problem with what was asked (not a run folder, unknown metric): exit code 2, like click's usage errors."""
+
+    exit_code = 2
+
+
+def _console() -> Console:
+    """A console for tables: the terminal's width, or a wide one when output goes to a file or CI log."""
+    import sys
+
+    from rich.console import Console
+
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+
+
+def _load(path: Path) -> Run:
+    from assay.results import load_run
+
+    try:
+        run = load_run(path)
+        _ = run.results  # computed now when results.json is missing, so its errors surface here
+    except AssayError as err:
+        raise UsageFailure(str(err)) from None
+    return run
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """A ``--fail-under`` gate: ``[task/]metric[,filter]=value``."""
+
+    task: str | None
+    metric: str
+    filter: str | None
+    value: float
+    text: str
+
+    def matches(self, row: MetricRow) -> bool:
+        """Whether a table row is gated by this threshold (a bare metric gates tasks, not groups)."""
+        if self.task is None and row.is_group:
+            return False
+        return (
+            (self.task is None or row.task == self.task)
+            and row.metric == self.metric
+            and (self.filter is None or row.filter == self.filter)
+        )
+
+
+def parse_threshold(spec: str) -> Threshold:
+    """Parse ``METRIC=VALUE`` where METRIC is ``metric``, ``task/metric``, optionally with ``,filter``."""
+    name, sep, raw = spec.rpartition("=")
+    if not sep or not name:
+        raise click.BadParameter(f"expected METRIC=VALUE, got {spec!r}", param_hint="--fail-under")
+    try:
+        value = float(raw)
+    except ValueError:
+        raise click.BadParameter(f"{raw!r} is not a number (in {spec!r})", param_hint="--fail-under") from None
+    if not math.isfinite(value):
+        raise click.BadParameter(f"threshold must be finite (in {spec!r})", param_hint="--fail-under")
+    task, slash, rest = name.rpartition("/")
+    metric, comma, filter_name = rest.partition(",")
+    if not metric or (slash and not task) or (comma and not filter_name):
+        raise click.BadParameter(f"expected [task/]metric[,filter]=VALUE, got {spec!r}", param_hint="--fail-under")
+    return Threshold(task or None, metric, filter_name or None, value, spec)
+
+
+def check_thresholds(run: Run, thresholds: list[Threshold]) -> list[str]:
+    """The failures (empty when every gated metric reaches its threshold); an unmatched gate is a usage error."""
+    rows = run.metric_rows()
+    failures: list[str] = []
+    for t in thresholds:
+        matched = [r for r in rows if t.matches(r)]
+        if not matched:
+            known = sorted({f"{r.task}/{r.metric},{r.filter}" for r in rows})
+            raise UsageFailure(f"--fail-under {t.text}: no such metric in {run.name}; known: {', '.join(known)}")
+        for r in matched:
+            if r.mean is None:
+                failures.append(f"{r.key} has no value (every sample errored) — threshold {t.value:g}")
+            elif r.mean < t.value:
+                failures.append(f"{r.key} = {r.mean:.4f} < {t.value:g}")
+    return failures
+
+
+def _html_writer() -> Any:
+    try:
+        from assay.report import html
+    except ImportError as err:
+        if err.name not in ("assay.report.html", None):
+            raise
+        raise UsageFailure(
+            "--html: the HTML report is not available in this installation (assay.report.html)"
+        ) from None
+    return html.write_html
+
+
+def _print_run(run: Run, fmt: str, console: Console, title: str | None) -> None:
+    from rich.text import Text
+
+    from assay.report.table import build_tables, operational_renderables, render_operational, render_table
+
+    if fmt == "rich":
+        if title:
+            console.rule(Text(title))
+        for table in build_tables(run, width=console.width):
+            console.print(table)
+        for note in json.loads(render_table(run, "json"))["notes"]:
+            console.print(Text("• " + note, style="yellow"))
+        for part in operational_renderables(run):
+            console.print(part)
+    else:
+        if title:
+            click.echo(f"## {title}\n" if fmt == "markdown" else "")
+        click.echo(render_table(run, fmt))
+        ops = render_operational(run, "markdown")
+        if ops:
+            click.echo("\n" + ops)
+
+
+def _report_json(runs: list[Run], comparison: Comparison | None) -> str:
+    from assay.report.table import render_table
+
+    out: list[dict[str, Any]] = []
+    for run in runs:
+        table = json.loads(render_table(run, "json"))
+        out.append({"run": str(run.path), "run_id": run.manifest.run_id, **table, "operational": run.operational})
+    doc: dict[str, Any] = {"runs": out}
+    if comparison is not None:
+        doc["comparison"] = comparison.to_dict()
+    return json.dumps(doc, indent=2, ensure_ascii=False)
+
+
+@click.command("report")
+@click.argument("run_dirs", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="rich", show_default=True)
+@click.option("--junit", "junit_path", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML here.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write an HTML report.")
+@click.option(
+    "--fail-under",
+    "fail_under",
+    multiple=True,
+    metavar="[TASK/]METRIC[,FILTER]=VALUE",
+    help="Exit 1 when the metric's mean is below VALUE (repeatable).",
+)
+@click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
+def report_command(
+    run_dirs: tuple[Path, ...],
+    fmt: str,
+    junit_path: Path | None,
+    html_path: Path | None,
+    fail_under: tuple[str, ...],
+    alpha: float,
+) -> None:
+    """Show a run's results again from disk: RUN_DIR [RUN_DIR_B].
+
+    With two runs both are shown and B (the candidate) is compared with A; --junit and --fail-under
+    then apply to B. Exit code 1 when a --fail-under threshold is missed, 2 on usage errors.
+    """
+    if len(run_dirs) > 2:
+        raise click.UsageError(f"expected one or two run folders, got {len(run_dirs)}")
+    thresholds = [parse_threshold(s) for s in fail_under]
+    write_html = _html_writer() if html_path is not None else None
+    runs = [_load(p) for p in run_dirs]
+    candidate = runs[-1]
+    comparison = None
+    if len(runs) == 2:
+        from assay.results.compare import compare_runs
+
+        comparison = compare_runs(runs[0], runs[1], alpha=alpha)
+    failures = check_thresholds(candidate, thresholds)
+    console = _console()
+    if fmt == "json":
+        click.echo(_report_json(runs, comparison))
+    else:
+        for i, run in enumerate(runs):
+            title = f"{'AB'[i]}: {run.path}" if len(runs) == 2 else None
+            _print_run(run, fmt, console, title)
+        if comparison is not None:
+            _print_comparison(comparison, fmt, console)
+    if junit_path is not None:
+        from assay.report.junit import write_junit
+
+        counts = write_junit(candidate, junit_path)
+        click.echo(
+            f"JUnit: {counts['tests']} tests, {counts['failures']} failures, {counts['errors']} errors -> {junit_path}",
+            err=True,
+        )
+    if write_html is not None:
+        write_html(runs, html_path, compare=comparison)
+        click.echo(f"HTML report -> {html_path}", err=True)
+    if failures:
+        for line in failures:
+            click.echo(f"FAIL {line}", err=True)
+        raise SystemExit(1)
+
+
+def _print_comparison(comparison: Comparison, fmt: str, console: Console) -> None:
+    from assay.report.table import comparison_renderables, render_comparison
+
+    if fmt == "rich":
+        console.rule("B vs A")
+        for part in comparison_renderables(comparison):
+            console.print(part)
+    else:
+        click.echo(("\n## B vs A\n\n" if fmt == "markdown" else "") + render_comparison(comparison, fmt))
+
+
+@click.command("compare")
+@click.argument("run_a", type=click.Path(exists=True, path_type=Path))
+@click.argument("run_b", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.05,
+    show_default=True,
+    help="Significance level.",
+)
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="rich", show_default=True)
+@click.option(
+    "--iters", type=click.IntRange(min=1), default=10_000, show_default=True, help="Bootstrap/permutation draws."
+)
+@click.option("--seed", type=int, default=1234, show_default=True, help="Seed of the resampling.")
+def compare_command(run_a: Path, run_b: Path, alpha: float, fmt: str, iters: int, seed: int) -> None:
+    """Compare RUN_B (candidate) with RUN_A (baseline) on the samples both scored.
+
+    Pass/fail metrics: exact McNemar test; continuous ones: sign-flip permutation test; intervals
+    from a paired bootstrap. Exit code 1 when any metric is significantly worse, 2 on usage errors.
+    """
+    from assay.report.table import comparison_renderables, render_comparison
+    from assay.results.compare import compare_runs
+
+    comparison = compare_runs(_load(run_a), _load(run_b), alpha=alpha, iters=iters, seed=seed)
+    if fmt == "rich":
+        console = _console()
+        for part in comparison_renderables(comparison):
+            console.print(part)
+    else:
+        click.echo(render_comparison(comparison, fmt))
+    worse = comparison.significantly_worse
+    if worse:
+        click.echo(f"significantly worse: {', '.join(m.key for m in worse)}", err=True)
+        raise SystemExit(1)

@@ -1,0 +1,385 @@
+"""Results as a table, like lm-eval's (Task | Version | Filter | n-shot | Metric | ↑↓ | Value | ± | Stderr),
+with the confidence interval and the error count; in the terminal (rich), as markdown or as JSON."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+    from rich.table import Table
+
+    from assay.results.compare import Comparison
+    from assay.results.loader import MetricRow, Run
+
+FORMATS = ("rich", "markdown", "json")
+ARROWS = {True: "↑", False: "↓"}
+HEADERS = ["Version", "Filter", "n-shot", "Metric", "↑↓", "Value", "±", "Stderr", "CI", "Scored", "Errors"]
+
+
+def _fmt(value: float | None, digits: int = 4) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _ci(row: MetricRow) -> list[float] | None:
+    return row.ci_bootstrap or row.ci_t
+
+
+def _ci_text(ci: Sequence[float] | None) -> str:
+    return "—" if not ci else f"[{ci[0]:.4f}, {ci[1]:.4f}]"
+
+
+def _errors_text(row: MetricRow) -> str:
+    if not row.n_errored:
+        return "0"
+    how = {"exclude": "excluded", "as_zero": "scored 0"}.get(row.error_policy or "", row.error_policy or "")
+    return f"{row.n_errored} ({how})" if how else str(row.n_errored)
+
+
+def _as_results(obj: Run | dict[str, Any]) -> dict[str, Any]:
+    return obj if isinstance(obj, dict) else obj.results
+
+
+def _confidence(results: dict[str, Any]) -> float:
+    settings = results.get("assay") or {}
+    return float(settings.get("confidence", 0.95))
+
+
+def _cells(rows: list[MetricRow]) -> list[list[str]]:
+    """Table cells; the name and version are shown once per task, as lm-eval does."""
+    out: list[list[str]] = []
+    previous = None
+    for r in rows:
+        first = r.task != previous
+        previous = r.task
+        out.append(
+            [
+                (r.alias or r.task) if first else "",
+                ("" if r.version is None else str(r.version)) if first else "",
+                r.filter,
+                "" if r.n_shot is None else str(r.n_shot),
+                r.metric,
+                ARROWS.get(r.higher_is_better, "") if r.higher_is_better is not None else "",
+                _fmt(r.mean),
+                "±" if r.stderr is not None else "",
+                _fmt(r.stderr) if r.stderr is not None else "",
+                _ci_text(_ci(r)),
+                f"{r.n_scored}/{r.n_total}",
+                _errors_text(r),
+            ]
+        )
+    return out
+
+
+def _split(results: dict[str, Any]) -> tuple[list[MetricRow], list[MetricRow]]:
+    from assay.results.loader import metric_rows
+
+    rows = metric_rows(results)
+    return [r for r in rows if not r.is_group], [r for r in rows if r.is_group]
+
+
+def _notes(results: dict[str, Any]) -> list[str]:
+    settings = results.get("assay") or {}
+    notes: list[str] = []
+    status = settings.get("status")
+    if status and status != "finished":
+        notes.append(f"run status: {status}")
+    for task, info in (settings.get("tasks") or {}).items():
+        if info.get("n_missing"):
+            notes.append(f"{task}: {info['n_missing']} of {info['n_selected']} selected samples have no record")
+        if info.get("n_model_errors"):
+            notes.append(f"{task}: {info['n_model_errors']} sample(s) with model errors")
+    if settings.get("torn_lines"):
+        notes.append(f"{settings['torn_lines']} torn line(s) at the end of samples.jsonl were skipped")
+    notes.extend(settings.get("warnings") or [])
+    if settings.get("cluster_key"):
+        notes.append(f"stderr and CI are clustered by {settings['cluster_key']!r}")
+    return notes
+
+
+COMPACT_DROP = ("Version", "n-shot", "±", "Scored")  # columns left out when the terminal is too narrow
+
+
+def build_tables(obj: Run | dict[str, Any], width: int | None = None) -> list[Table]:
+    """Rich tables: tasks, then groups when there are any. Given a console ``width`` too narrow for every
+    column, the version, n-shot, ± and scored columns are left out rather than squeezing names to nothing."""
+    results = _as_results(obj)
+    tasks, groups = _split(results)
+    tables = [_rich_table("Tasks", tasks, results, ())]
+    if groups:
+        tables.append(_rich_table("Groups", groups, results, ()))
+    if width is not None and any(_natural_width(t) > width for t in tables):
+        drop = COMPACT_DROP + (("Filter",) if all(r.filter == "none" for r in tasks + groups) else ())
+        tables = [_rich_table("Tasks", tasks, results, drop)]
+        if groups:
+            tables.append(_rich_table("Groups", groups, results, drop))
+    return tables
+
+
+def _natural_width(table: Table) -> int:
+    from rich.console import Console
+    from rich.measure import Measurement
+
+    console = Console(width=10_000)
+    return Measurement.get(console, console.options, table).maximum
+
+
+def _rich_table(title: str, rows: list[MetricRow], results: dict[str, Any], drop: Sequence[str]) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    conf = _confidence(results)
+    table = Table(header_style="bold")
+    headers = [title, *HEADERS]
+    keep = [i for i, h in enumerate(headers) if h not in drop]
+    for i in keep:
+        header = headers[i]
+        label = f"{conf * 100:g}% CI" if header == "CI" else header
+        # numbers are never cut; names, the interval and the error note wrap when space is short
+        wraps = header in (title, "Filter", "Metric", "CI", "Errors")
+        table.add_column(label, justify="right" if i >= 6 else "left", no_wrap=not wraps, overflow="fold")
+    for cells, row in zip(_cells(rows), rows, strict=True):
+        styled = [Text(c) for c in cells]
+        if row.n_errored:
+            styled[-1].stylize("yellow")
+        if row.mean is None:
+            styled[6].stylize("red")
+        if "±" in drop and row.stderr is not None:
+            styled[8] = Text("± " + cells[8])
+        table.add_row(*(styled[i] for i in keep))
+    return table
+
+
+def _markdown(header: list[str], rows: list[list[str]]) -> str:
+    def esc(text: str) -> str:
+        return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+    lines = ["|" + "|".join(esc(h) for h in header) + "|", "|" + "|".join("---" for _ in header) + "|"]
+    lines.extend("|" + "|".join(esc(c) for c in r) + "|" for r in rows)
+    return "\n".join(lines)
+
+
+def _row_json(r: MetricRow) -> dict[str, Any]:
+    return {
+        "task": r.task,
+        "group": r.is_group,
+        "alias": r.alias,
+        "version": r.version,
+        "filter": r.filter,
+        "n_shot": r.n_shot,
+        "metric": r.metric,
+        "higher_is_better": r.higher_is_better,
+        "value": r.mean,
+        "stderr": r.stderr,
+        "ci_t": r.ci_t,
+        "ci_bootstrap": r.ci_bootstrap,
+        "n_total": r.n_total,
+        "n_scored": r.n_scored,
+        "n_errored": r.n_errored,
+        "error_policy": r.error_policy,
+        "pass_rate": r.pass_rate,
+    }
+
+
+def render_rich(renderables: Sequence[RenderableType], width: int = 160) -> str:
+    """Render rich objects to plain text (no colour codes)."""
+    from rich.console import Console
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system=None, force_terminal=False, legacy_windows=False)
+    for r in renderables:
+        console.print(r)
+    return buf.getvalue()
+
+
+def render_table(run_or_results: Run | dict[str, Any], fmt: str = "rich") -> str:
+    """The results table as text: ``rich`` (plain text of the terminal table), ``markdown`` or ``json``."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    results = _as_results(run_or_results)
+    tasks, groups = _split(results)
+    notes = _notes(results)
+    if fmt == "json":
+        return json.dumps(
+            {"rows": [_row_json(r) for r in tasks + groups], "notes": notes}, indent=2, ensure_ascii=False
+        )
+    if fmt == "markdown":
+        conf = f"{_confidence(results) * 100:g}% CI"
+        header = [h if h != "CI" else conf for h in HEADERS]
+        parts = [_markdown(["Tasks", *header], _cells(tasks))]
+        if groups:
+            parts.append(_markdown(["Groups", *header], _cells(groups)))
+        if notes:
+            parts.append("\n".join(f"- {n}" for n in notes))
+        return "\n\n".join(parts)
+    return render_rich([*build_tables(results), *notes])
+
+
+# --- operational figures ---------------------------------------------------------------------------------------
+
+OPERATIONAL_HEADERS = ["Role", "Model", "Requests", "Errors", "Cache hits", "Tokens in", "Tokens out"]
+OPERATIONAL_HEADERS += ["p50 s", "p95 s", "p99 s", "Cost $"]
+
+
+def _operational_cells(figures: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for role, models in (figures.get("roles") or {}).items():
+        for name, f in models.items():
+            lat = f.get("latency_s") or {}
+            cost = f.get("cost_usd")
+            rows.append(
+                [
+                    role,
+                    name,
+                    str(f.get("requests", 0)),
+                    str(f.get("errors", 0)),
+                    str(f.get("cache_hits", 0)),
+                    str(f.get("input_tokens", 0)),
+                    str(f.get("output_tokens", 0)),
+                    _fmt(lat.get("p50"), 3),
+                    _fmt(lat.get("p95"), 3),
+                    _fmt(lat.get("p99"), 3),
+                    "—" if cost is None else f"{cost:.4f}",
+                ]
+            )
+    return rows
+
+
+def _operational_figures(run_or_results: Run | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(run_or_results, dict):
+        return (run_or_results.get("assay") or {}).get("operational") or {}
+    return run_or_results.operational
+
+
+def _operational_footer(figures: dict[str, Any]) -> list[str]:
+    footer = []
+    if figures.get("cost_usd") is not None:
+        footer.append(f"estimated cost: ${figures['cost_usd']:.4f}")
+    if figures.get("unpriced_models"):
+        footer.append("no price configured for: " + ", ".join(figures["unpriced_models"]))
+    return footer
+
+
+def operational_renderables(run_or_results: Run | dict[str, Any]) -> list[RenderableType]:
+    """The operational table and its notes as rich renderables (empty when there is nothing to show)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    figures = _operational_figures(run_or_results)
+    cells = _operational_cells(figures)
+    if not cells:
+        return []
+    table = Table(header_style="bold")
+    for i, h in enumerate(OPERATIONAL_HEADERS):
+        table.add_column(h, justify="right" if i >= 2 else "left")
+    for c in cells:
+        table.add_row(*(Text(x) for x in c))
+    return [table, *(Text(f) for f in _operational_footer(figures))]
+
+
+def render_operational(run_or_results: Run | dict[str, Any], fmt: str = "rich") -> str:
+    """Requests, errors, cache hits, tokens, latency percentiles and cost per role and model."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    figures = _operational_figures(run_or_results)
+    if fmt == "json":
+        return json.dumps(figures, indent=2, ensure_ascii=False)
+    if fmt == "markdown":
+        cells = _operational_cells(figures)
+        if not cells:
+            return ""
+        return _markdown(OPERATIONAL_HEADERS, cells) + "".join(f"\n\n- {f}" for f in _operational_footer(figures))
+    parts = operational_renderables(run_or_results)
+    return render_rich(parts) if parts else ""
+
+
+# --- comparison ------------------------------------------------------------------------------------------------
+
+COMPARE_HEADERS = ["Task", "Filter", "Metric", "A", "B", "Δ (B−A)", "CI", "Test", "p", "Shared", "Worse", "Better"]
+MAX_LISTED = 20
+
+
+def _verdict(m: Any) -> str:
+    if m.worse:
+        return "significantly worse"
+    if m.better:
+        return "significantly better"
+    return "no significant difference" if m.p_value is not None else "no shared samples"
+
+
+def _compare_cells(comp: Comparison) -> list[list[str]]:
+    rows = []
+    for m in comp.metrics:
+        diff = "—" if m.diff is None else f"{m.diff:+.4f}"
+        p = "—" if m.p_value is None else f"{m.p_value:.4g}"
+        rows.append(
+            [
+                m.task,
+                m.filter,
+                m.metric + (f" {ARROWS[m.higher_is_better]}"),
+                _fmt(m.mean_a),
+                _fmt(m.mean_b),
+                diff,
+                _ci_text(m.ci),
+                m.test + (" (exact)" if m.exact and m.test == "sign_flip" else ""),
+                p,
+                str(m.n_shared),
+                str(len(m.regressed)),
+                str(len(m.improved)),
+                _verdict(m),
+            ]
+        )
+    return rows
+
+
+def _listing(comp: Comparison) -> list[str]:
+    lines = []
+    for m in comp.metrics:
+        for label, ids in (("regressed", m.regressed), ("improved", m.improved)):
+            if ids:
+                shown = ", ".join(str(i) for i in ids[:MAX_LISTED])
+                more = f" … and {len(ids) - MAX_LISTED} more" if len(ids) > MAX_LISTED else ""
+                lines.append(f"{m.key} {label} (doc_id): {shown}{more}")
+    return lines
+
+
+def comparison_renderables(comp: Comparison) -> list[RenderableType]:
+    """The comparison table and its notes (runs, warnings, regressed/improved samples) as rich renderables."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(header_style="bold")
+    for i, h in enumerate(_compare_headers(comp)):
+        table.add_column(h, justify="right" if 3 <= i <= 11 else "left")
+    for c, m in zip(_compare_cells(comp), comp.metrics, strict=True):
+        row = [Text(x) for x in c]
+        if m.worse:
+            row[-1].stylize("bold red")
+        elif m.better:
+            row[-1].stylize("green")
+        table.add_row(*row)
+    return [table, *(Text(n) for n in _compare_notes(comp))]
+
+
+def _compare_headers(comp: Comparison) -> list[str]:
+    conf = f"{comp.confidence * 100:g}% CI"
+    return [conf if h == "CI" else h for h in COMPARE_HEADERS] + ["Result"]
+
+
+def _compare_notes(comp: Comparison) -> list[str]:
+    return [f"A = {comp.run_a}, B = {comp.run_b}; alpha = {comp.alpha:g}", *comp.warnings, *_listing(comp)]
+
+
+def render_comparison(comp: Comparison, fmt: str = "rich") -> str:
+    """The comparison as text: per metric the difference, its interval, the test, p and sample counts."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; known: {', '.join(FORMATS)}")
+    if fmt == "json":
+        return json.dumps(comp.to_dict(), indent=2, ensure_ascii=False)
+    if fmt == "markdown":
+        body = _markdown(_compare_headers(comp), _compare_cells(comp))
+        return body + "".join(f"\n\n- {n}" for n in _compare_notes(comp))
+    return render_rich(comparison_renderables(comp))

@@ -1,0 +1,82 @@
+"""Results: per-sample values, statistics, ``results.json`` in lm-eval's schema, loading and comparing runs.
+
+``results.json`` carries lm-eval's keys (see :mod:`assay.results.schema`) and one more, ``"assay"``,
+which lm-eval's readers ignore and which holds the figures that schema has no room for::
+
+    "assay": {
+      "schema_version": 1, "run_id": str, "status": "finished" | "interrupted" | ...,
+      "error_policy": "exclude" | "as_zero", "bootstrap_iters": int, "seed": int, "confidence": 0.95,
+      "cluster_key": str | null, "repeat_reduction": "mean" | "max" | "min" | "majority",
+      "group_weighting": "size" | "equal", "torn_lines": int, "warnings": [str], "results_seconds": float,
+      "tasks": {task: {"n_docs", "n_selected", "n_records", "n_missing", "n_model_errors", "repeats",
+                       "filters": {filter: {metric: METRIC}}}},
+      "groups": {group: {"subtasks": [task], "weighting": str, "filters": {filter: {metric: GROUP_METRIC}}}},
+      "operational": {"roles": {"model" | "judge": {model_name: {"requests", "errors", "cache_hits",
+                       "input_tokens", "output_tokens", "latency_s": {"p50", "p95", "p99", "mean", "max"},
+                       "cost_usd"}}}, "samples", "total_seconds", "samples_per_second",
+                       "prices_configured", "cost_usd", "unpriced_models"}
+    }
+
+    METRIC = {"metric", "filter", "higher_is_better", "mean", "stderr" (ddof=1), "confidence",
+              "ci_t": [lo, hi], "ci_bootstrap": [lo, hi] (percentile), "bootstrap_iters", "seed",
+              "n_total", "n_scored", "n_errored" (samples), "n_errored_verdicts", "error_policy",
+              "pass_rate", "n_passed", "binary", "repeats", "repeat_reduction",
+              "error_examples": [{"doc_id", "error"}],
+              "pass_at_k" / "pass_hat_k": {k: {"value", "stderr", "n", "n_excluded"}}   (repeats > 1),
+              "clustered": {"key", "n_clusters", "stderr", "ci_t", "ci_bootstrap"}     (with a cluster key)}
+    GROUP_METRIC = {"metric", "filter", "mean", "stderr" (pooled), "ci_t", "ci_bootstrap" (stratified),
+                    "weighting", "weights": {task: w}, "subtasks", "n_total", "n_scored", "n_errored",
+                    "higher_is_better"}
+
+Undefined figures (no scored sample, fewer than two values) are ``null`` here and simply absent from the
+lm-eval keys. When a cluster key is given, the stderr under lm-eval's ``"metric_stderr,filter"`` key is the
+clustered one. Bootstrap resamples of task ``t`` use ``numpy.random.default_rng([seed, crc32(t), 0])``
+(``1`` for the cluster bootstrap), so tasks resample independently and every figure is reproducible.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "write_results": "assay.results.writer",
+    "build_results": "assay.results.writer",
+    "ErroredVerdictsError": "assay.results.writer",
+    "load_run": "assay.results.loader",
+    "Run": "assay.results.loader",
+    "MetricRow": "assay.results.loader",
+    "compare_runs": "assay.results.compare",
+    "Comparison": "assay.results.compare",
+    "operational_figures": "assay.results.operational",
+    "sample_values": "assay.results.aggregate",
+}
+
+__all__ = [
+    "Comparison",
+    "ErroredVerdictsError",
+    "MetricRow",
+    "Run",
+    "build_results",
+    "compare_runs",
+    "load_run",
+    "operational_figures",
+    "sample_values",
+    "write_results",
+]
+
+if TYPE_CHECKING:
+    from assay.results.aggregate import sample_values
+    from assay.results.compare import Comparison, compare_runs
+    from assay.results.loader import MetricRow, Run, load_run
+    from assay.results.operational import operational_figures
+    from assay.results.writer import ErroredVerdictsError, build_results, write_results
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'assay.results' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

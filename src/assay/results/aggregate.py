@@ -1,0 +1,300 @@
+"""From verdicts to per-sample values to per-metric figures, with errors counted and never silently zero."""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from assay.errors import ConfigError
+from assay.record import SampleRecord
+from assay.results import stats
+
+ERROR_POLICIES = ("exclude", "as_zero", "fail")
+REPEAT_REDUCTIONS = ("mean", "max", "min", "majority")
+GROUP_WEIGHTINGS = ("size", "equal")
+MAX_ERROR_EXAMPLES = 3
+
+
+def check_choice(key: str, value: str, choices: Sequence[str]) -> str:
+    """Validate a setting against its choices; the error names the setting and the known values."""
+    if value not in choices:
+        raise ConfigError(f"{key}: unknown value {value!r}; known: {', '.join(choices)}")
+    return value
+
+
+@dataclass
+class SampleValues:
+    """One metric under one filter of one task, per sample: the reduced value, its repeats and errors.
+
+    ``values`` is NaN where the sample counts as errored (every verdict errored under ``exclude``);
+    ``n_attempts``/``n_passed`` count the repeats that were judged (all repeats under ``as_zero``).
+    """
+
+    doc_ids: list[int]
+    values: npt.NDArray[np.float64]
+    passed_frac: npt.NDArray[np.float64]
+    n_attempts: npt.NDArray[np.int64]
+    n_passed: npt.NDArray[np.int64]
+    n_errored_verdicts: int
+    errors: list[tuple[int, str]] = field(default_factory=list)  # (doc_id, first error) of samples with any error
+
+    @property
+    def scored(self) -> npt.NDArray[np.bool_]:
+        """Mask of samples that have a value."""
+        return ~np.isnan(self.values)
+
+    def as_dict(self) -> dict[int, float | None]:
+        """doc_id -> value (None where errored)."""
+        return {d: (None if math.isnan(v) else float(v)) for d, v in zip(self.doc_ids, self.values, strict=True)}
+
+
+def _reduce(scores: list[float], passes: list[bool], reduction: str) -> float:
+    if reduction == "mean":
+        return math.fsum(scores) / len(scores)
+    if reduction == "max":
+        return max(scores)
+    if reduction == "min":
+        return min(scores)
+    return 1.0 if sum(passes) * 2 > len(passes) else 0.0  # majority of repeats passed
+
+
+def sample_values(
+    records: Sequence[SampleRecord],
+    filter_name: str,
+    metric: str,
+    *,
+    error_policy: str = "exclude",
+    repeat_reduction: str = "mean",
+) -> SampleValues:
+    """Per-sample values of one metric: verdicts reduced over repeats, errors excluded or scored 0.
+
+    A verdict with ``error`` set (score None) is an error; so is a sample with no verdicts for the
+    metric (its model call failed, or its filter record is missing). Under ``as_zero`` each errored
+    repeat scores 0 and fails; otherwise a sample with no judged repeat is errored (value NaN).
+    """
+    n = len(records)
+    values = np.full(n, np.nan)
+    passed_frac = np.full(n, np.nan)
+    n_attempts = np.zeros(n, dtype=np.int64)
+    n_passed = np.zeros(n, dtype=np.int64)
+    errors: list[tuple[int, str]] = []
+    n_errored_verdicts = 0
+    as_zero = error_policy == "as_zero"
+    for i, rec in enumerate(records):
+        fr = rec.filters.get(filter_name)
+        verdicts = fr.verdicts.get(metric) if fr is not None else None
+        stored = fr.scores.get(metric) if fr is not None else None
+        scores: list[float] = []
+        passes: list[bool] = []
+        first_error: str | None = None
+        if verdicts:
+            for v in verdicts:
+                score, err = v.get("score"), v.get("error")
+                if err is not None or score is None:
+                    n_errored_verdicts += 1
+                    first_error = first_error or str(err or "verdict has no score")
+                    if as_zero:
+                        scores.append(0.0)
+                        passes.append(False)
+                else:
+                    scores.append(float(score))
+                    passes.append(bool(v.get("passed", False)))
+        elif fr is not None and stored is not None:  # a record without per-repeat verdicts: its summary
+            scores.append(float(stored))
+            passes.append(bool(fr.passed.get(metric)))
+        else:
+            n_errored_verdicts += 1
+            if rec.error:
+                first_error = f"model error: {rec.error}"
+            elif fr is None:
+                first_error = f"no record for filter {filter_name!r}"
+            else:
+                first_error = f"no verdict for metric {metric!r}"
+            if as_zero:
+                scores.append(0.0)
+                passes.append(False)
+        if first_error is not None:
+            errors.append((rec.doc_id, first_error))
+        if scores:
+            values[i] = _reduce(scores, passes, repeat_reduction)
+            n_attempts[i] = len(scores)
+            n_passed[i] = sum(passes)
+            passed_frac[i] = n_passed[i] / n_attempts[i]
+    return SampleValues(
+        [r.doc_id for r in records], values, passed_frac, n_attempts, n_passed, n_errored_verdicts, errors
+    )
+
+
+def task_rng(seed: int, task: str, stream: int = 0) -> np.random.Generator:
+    """The seeded generator of one task's resamples (independent across tasks, reproducible)."""
+    return np.random.default_rng([seed, zlib.crc32(task.encode("utf-8")), stream])
+
+
+def _interval(ci: tuple[float, float] | None) -> list[float] | None:
+    return None if ci is None else [float(ci[0]), float(ci[1])]
+
+
+def k_values(repeats: int) -> list[int]:
+    """The k reported for pass@k / pass^k: every k up to 16 repeats, beyond that powers of two and ``repeats``."""
+    if repeats <= 16:
+        return list(range(1, repeats + 1))
+    ks = {1 << i for i in range(repeats.bit_length()) if 1 << i <= repeats}
+    return sorted(ks | {repeats})
+
+
+def _pass_k_figures(sv: SampleValues, repeats: int, error_policy: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    at_k: dict[str, Any] = {}
+    hat_k: dict[str, Any] = {}
+    attempts = sv.n_attempts
+    for k in k_values(repeats):
+        ok = attempts >= k if error_policy != "as_zero" else attempts > 0
+        at = [stats.pass_at_k(int(n), int(c), k) for n, c in zip(attempts[ok], sv.n_passed[ok], strict=True)]
+        hat = [stats.pass_hat_k(int(n), int(c), k) for n, c in zip(attempts[ok], sv.n_passed[ok], strict=True)]
+        excluded = int(attempts.size - len(at))
+        at_k[str(k)] = {"value": stats.mean(at), "stderr": stats.stderr(at), "n": len(at), "n_excluded": excluded}
+        hat_k[str(k)] = {"value": stats.mean(hat), "stderr": stats.stderr(hat), "n": len(hat), "n_excluded": excluded}
+    return at_k, hat_k
+
+
+@dataclass
+class MetricSummary:
+    """Figures for one (task, filter, metric), plus the bootstrap distribution used by groups."""
+
+    entry: dict[str, Any]
+    scored_values: npt.NDArray[np.float64]
+    bootstrap: npt.NDArray[np.float64] | None
+
+
+def summarize_metric(
+    sv: SampleValues,
+    *,
+    task: str,
+    filter_name: str,
+    metric: str,
+    higher_is_better: bool,
+    error_policy: str,
+    repeat_reduction: str,
+    repeats: int,
+    bootstrap_iters: int,
+    seed: int,
+    confidence: float = 0.95,
+    clusters: Sequence[Any] | None = None,
+    cluster_key: str | None = None,
+) -> MetricSummary:
+    """Mean, stderr (ddof=1), t and bootstrap intervals, counts, pass rate, pass@k and clustered stderr."""
+    mask = sv.scored
+    x = sv.values[mask]
+    n_scored = int(x.size)
+    m = stats.mean(x)
+    se = stats.stderr(x)
+    use_bootstrap = bootstrap_iters > 0 and n_scored >= 2
+    dist = stats.bootstrap_means(x, bootstrap_iters, task_rng(seed, task)) if use_bootstrap else None
+    entry: dict[str, Any] = {
+        "metric": metric,
+        "filter": filter_name,
+        "higher_is_better": higher_is_better,
+        "mean": m,
+        "stderr": se,
+        "confidence": confidence,
+        "ci_t": _interval(stats.t_interval(m, se, n_scored - 1, confidence)),
+        "ci_bootstrap": _interval(None if dist is None else stats.percentile_interval(dist, confidence)),
+        "bootstrap_iters": bootstrap_iters,
+        "seed": seed,
+        "n_total": int(sv.values.size),
+        "n_scored": n_scored,
+        "n_errored": int(sv.values.size - n_scored),
+        "n_errored_verdicts": sv.n_errored_verdicts,
+        "error_policy": error_policy,
+        "pass_rate": stats.mean(sv.passed_frac[mask]),
+        "n_passed": int(np.count_nonzero(sv.passed_frac[mask] == 1.0)),
+        "binary": bool(n_scored > 0 and np.all((x == 0.0) | (x == 1.0))),
+        "repeats": repeats,
+        "repeat_reduction": repeat_reduction,
+        "error_examples": [{"doc_id": d, "error": e} for d, e in sv.errors[:MAX_ERROR_EXAMPLES]],
+    }
+    if repeats > 1:
+        entry["pass_at_k"], entry["pass_hat_k"] = _pass_k_figures(sv, repeats, error_policy)
+    if clusters is not None:
+        labels = [c for c, ok in zip(clusters, mask, strict=True) if ok]
+        entry["clustered"] = clustered_figures(
+            x, labels, cluster_key, bootstrap_iters, task_rng(seed, task, 1), confidence
+        )
+    return MetricSummary(entry, x, dist)
+
+
+def clustered_figures(
+    x: npt.NDArray[np.float64],
+    labels: Sequence[Any],
+    key: str | None,
+    iters: int,
+    rng: np.random.Generator,
+    confidence: float,
+) -> dict[str, Any]:
+    """Cluster-robust stderr with its t interval (df = clusters - 1) and a cluster bootstrap interval."""
+    se, g = stats.clustered_stderr(x, labels) if x.size else (None, 0)
+    m = stats.mean(x)
+    ci_boot = None
+    if g >= 2 and iters > 0:
+        sums, sizes = stats.cluster_sums(x, labels)
+        ci_boot = stats.percentile_interval(stats.bootstrap_ratios(sums, sizes, iters, rng), confidence)
+    return {
+        "key": key,
+        "n_clusters": g,
+        "stderr": se,
+        "ci_t": _interval(stats.t_interval(m, se, g - 1, confidence)),
+        "ci_bootstrap": _interval(ci_boot),
+    }
+
+
+def cluster_labels(records: Sequence[SampleRecord], key: str) -> list[Any]:
+    """Each sample's cluster: ``metadata[key]``, else ``doc[key]``, else its own singleton cluster."""
+    labels: list[Any] = []
+    for rec in records:
+        value = rec.metadata.get(key, rec.doc.get(key, None))
+        labels.append(("__sample__", rec.doc_id) if value is None else ("v", repr(value)))
+    return labels
+
+
+def combine_group(
+    members: list[tuple[str, MetricSummary]],
+    *,
+    weighting: str,
+    confidence: float,
+) -> dict[str, Any]:
+    """A group's figure for one metric: weighted mean of subtask means, pooled stderr, stratified bootstrap."""
+    usable = [(t, s) for t, s in members if s.entry["mean"] is not None]
+    entry: dict[str, Any] = {
+        "weighting": weighting,
+        "subtasks": [t for t, _ in members],
+        "n_total": sum(s.entry["n_total"] for _, s in members),
+        "n_scored": sum(s.entry["n_scored"] for _, s in members),
+        "n_errored": sum(s.entry["n_errored"] for _, s in members),
+        "mean": None,
+        "stderr": None,
+        "ci_t": None,
+        "ci_bootstrap": None,
+        "weights": {},
+        "higher_is_better": members[0][1].entry["higher_is_better"],
+    }
+    if not usable:
+        return entry
+    w = stats.group_weights([s.entry["n_scored"] for _, s in usable], weighting)
+    means = np.array([s.entry["mean"] for _, s in usable])
+    entry["weights"] = {t: float(wi) for (t, _), wi in zip(usable, w, strict=True)}
+    entry["mean"] = float(np.dot(w, means))
+    if all(s.entry["stderr"] is not None for _, s in usable):
+        se = stats.pooled_stderr([s.entry["stderr"] for _, s in usable], w)
+        entry["stderr"] = se
+        df = sum(s.entry["n_scored"] - 1 for _, s in usable)
+        entry["ci_t"] = _interval(stats.t_interval(entry["mean"], se, df, confidence))
+    dists = [s.bootstrap for _, s in usable]
+    if all(d is not None for d in dists):
+        combined = np.sum([wi * d for wi, d in zip(w, dists, strict=True) if d is not None], axis=0)
+        entry["ci_bootstrap"] = _interval(stats.percentile_interval(combined, confidence))
+    return entry

@@ -1,0 +1,295 @@
+"""Load a run folder (``run.json``, ``samples.jsonl``, ``results.json``) into a :class:`Run`."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from assay.errors import DataError
+from assay.record import RunManifest, SampleRecord
+from assay.results.aggregate import SampleValues, sample_values
+
+MANIFEST = "run.json"
+SAMPLES = "samples.jsonl"
+RESULTS = "results.json"
+
+
+def run_root(path: str | os.PathLike[str]) -> Path:
+    """The run folder for a path that is the folder or one of its files."""
+    p = Path(path)
+    if p.is_file() and p.name in {MANIFEST, SAMPLES, RESULTS}:
+        return p.parent
+    return p
+
+
+def read_manifest(root: Path) -> RunManifest:
+    """Parse ``run.json``; a missing or malformed file is a DataError naming it."""
+    path = root / MANIFEST
+    if not path.is_file():
+        hint = "" if root.is_dir() else " (no such folder)"
+        raise DataError(f"{root} is not a run folder: {path} not found{hint}")
+    try:
+        return RunManifest.model_validate_json(path.read_bytes())
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(document)"
+        raise DataError(f"{path}: invalid run manifest at {where}: {first['msg']}") from None
+
+
+def read_records(root: Path) -> tuple[list[SampleRecord], int]:
+    """Parse ``samples.jsonl``: a torn last line (crashed run) is skipped and counted; a bad line elsewhere
+    is a DataError naming file and line. A sample written twice (resume) keeps its last record."""
+    path = root / SAMPLES
+    if not path.is_file():
+        return [], 0
+    lines = path.read_bytes().split(b"\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    by_key: dict[tuple[str, int], SampleRecord] = {}
+    torn = 0
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = SampleRecord.model_validate_json(raw)
+        except ValidationError as err:
+            if number == len(lines):
+                torn += 1
+                continue
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(line)"
+            raise DataError(f"{path}:{number}: invalid sample record at {where}: {first['msg']}") from None
+        by_key[(rec.task, rec.doc_id)] = rec
+    return list(by_key.values()), torn
+
+
+@dataclass
+class MetricRow:
+    """One row of a results table: a task's (or group's) metric under one filter, with its uncertainty."""
+
+    task: str
+    filter: str
+    metric: str
+    mean: float | None
+    stderr: float | None
+    ci_t: list[float] | None
+    ci_bootstrap: list[float] | None
+    n_total: int
+    n_scored: int
+    n_errored: int
+    higher_is_better: bool | None
+    version: Any = None
+    n_shot: Any = None
+    alias: str | None = None
+    is_group: bool = False
+    pass_rate: float | None = None
+    error_policy: str | None = None
+    entry: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """``task/metric,filter``."""
+        return f"{self.task}/{self.metric},{self.filter}"
+
+
+@dataclass
+class Run:
+    """A run folder: its manifest, sample records and results (computed on the fly if results.json is missing)."""
+
+    path: Path
+    manifest: RunManifest
+    records: list[SampleRecord]
+    torn_lines: int = 0
+    stored_results: dict[str, Any] | None = None
+
+    @cached_property
+    def results(self) -> dict[str, Any]:
+        """The parsed ``results.json``, or results computed now with the run's configured settings."""
+        if self.stored_results is not None:
+            return self.stored_results
+        from assay.results.writer import build_results
+
+        cfg = self.manifest.config
+        return build_results(
+            self.manifest,
+            self.records,
+            error_policy=str(cfg.get("error_policy", "exclude")),
+            bootstrap_iters=int(cfg.get("bootstrap_iters", 10_000)),
+            seed=int(cfg.get("bootstrap_seed", cfg.get("seed", 1234)) or 1234),
+            cluster_key=cfg.get("cluster_key"),
+            repeat_reduction=str(cfg.get("repeat_reduction", "mean")),
+            group_weighting=str(cfg.get("group_weighting", "size")),
+            torn_lines=self.torn_lines,
+        )
+
+    @property
+    def computed(self) -> bool:
+        """True when results were computed from the samples because results.json was missing."""
+        return self.stored_results is None
+
+    @property
+    def name(self) -> str:
+        """A short label: the folder name."""
+        return self.path.name
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The ``assay`` section of the results (error policy, seed, tasks, groups, operational figures…)."""
+        section = self.results.get("assay")
+        return section if isinstance(section, dict) else {}
+
+    @property
+    def task_names(self) -> list[str]:
+        """Tasks in manifest order."""
+        return [t.name for t in self.manifest.tasks]
+
+    def task_records(self, task: str) -> list[SampleRecord]:
+        """The records of one task, by doc_id."""
+        return sorted((r for r in self.records if r.task == task), key=lambda r: r.doc_id)
+
+    def sample_values(self, task: str, filter_name: str, metric: str) -> SampleValues:
+        """Per-sample values of a metric under the settings the results were computed with."""
+        info = next((t for t in self.manifest.tasks if t.name == task), None)
+        reduction = self.settings.get("repeat_reduction", "mean")
+        if info is not None:
+            reduction = info.config.get("repeat_reduction", reduction)
+        return sample_values(
+            self.task_records(task),
+            filter_name,
+            metric,
+            error_policy=str(self.settings.get("error_policy", "exclude")),
+            repeat_reduction=str(reduction),
+        )
+
+    def metric_rows(self, *, groups: bool = True) -> list[MetricRow]:
+        """Every (task, filter, metric) with its figures, then every group's (see :func:`metric_rows`)."""
+        return metric_rows(self.results, groups=groups)
+
+    def row(self, task: str, metric: str, filter_name: str | None = None) -> MetricRow | None:
+        """The row of one task's (or group's) metric; the first filter when none is given."""
+        for r in self.metric_rows():
+            if r.task == task and r.metric == metric and (filter_name is None or r.filter == filter_name):
+                return r
+        return None
+
+    @property
+    def operational(self) -> dict[str, Any]:
+        """Operational figures per role and model (requests, tokens, latency, cache hits, errors, cost)."""
+        figures = self.settings.get("operational")
+        if isinstance(figures, dict):
+            return figures
+        from assay.results.operational import operational_figures
+
+        return operational_figures(self.records, self.manifest)
+
+
+def metric_rows(results: dict[str, Any], *, groups: bool = True) -> list[MetricRow]:
+    """Rows of a results document: from its ``assay`` section when present, otherwise from the lm-eval keys
+    alone (no intervals or error counts), so results.json files written by lm-eval itself can be shown too."""
+    section = results.get("assay")
+    settings: dict[str, Any] = section if isinstance(section, dict) else {}
+    rows: list[MetricRow] = []
+    sections = [("tasks", "results", False)] + ([("groups", "groups", True)] if groups else [])
+    for assay_key, lm_key, is_group in sections:
+        detailed = settings.get(assay_key) or {}
+        for name, lm in (results.get(lm_key) or {}).items():
+            alias = str(lm.get("alias", name)) if isinstance(lm, dict) else name
+            figures = (detailed.get(name) or {}).get("filters")
+            if figures:
+                for filter_name, metrics in figures.items():
+                    for metric, e in metrics.items():
+                        rows.append(_row(results, settings, name, filter_name, metric, e, alias, is_group))
+            else:
+                rows.extend(_rows_from_lm_eval(results, name, lm, alias, is_group))
+    return rows
+
+
+def _row(
+    res: dict[str, Any],
+    settings: dict[str, Any],
+    task: str,
+    filter_name: str,
+    metric: str,
+    e: dict[str, Any],
+    alias: str,
+    is_group: bool,
+) -> MetricRow:
+    clustered = e.get("clustered") or {}
+    use_clustered = clustered.get("stderr") is not None
+    return MetricRow(
+        task=task,
+        filter=filter_name,
+        metric=metric,
+        mean=e.get("mean"),
+        stderr=clustered["stderr"] if use_clustered else e.get("stderr"),
+        ci_t=clustered.get("ci_t") if use_clustered else e.get("ci_t"),
+        ci_bootstrap=clustered.get("ci_bootstrap") if use_clustered else e.get("ci_bootstrap"),
+        n_total=int(e.get("n_total", 0)),
+        n_scored=int(e.get("n_scored", 0)),
+        n_errored=int(e.get("n_errored", 0)),
+        higher_is_better=e.get("higher_is_better"),
+        version=(res.get("versions") or {}).get(task),
+        n_shot=(res.get("n-shot") or {}).get(task),
+        alias=alias,
+        is_group=is_group,
+        pass_rate=e.get("pass_rate"),
+        error_policy=e.get("error_policy", settings.get("error_policy")),
+        entry=e,
+    )
+
+
+def _rows_from_lm_eval(res: dict[str, Any], name: str, lm: Any, alias: str, is_group: bool) -> list[MetricRow]:
+    from assay.results.schema import RESERVED_TASK_KEYS, split_metric_key, stderr_key
+
+    if not isinstance(lm, dict):
+        return []
+    rows = []
+    hib = (res.get("higher_is_better") or {}).get(name, {})
+    for key, value in lm.items():
+        metric, filter_name = split_metric_key(key)
+        if key in RESERVED_TASK_KEYS or metric.endswith("_stderr") or not isinstance(value, int | float):
+            continue
+        se = lm.get(stderr_key(metric, filter_name))
+        rows.append(
+            MetricRow(
+                task=name,
+                filter=filter_name,
+                metric=metric,
+                mean=float(value),
+                stderr=float(se) if isinstance(se, int | float) else None,
+                ci_t=None,
+                ci_bootstrap=None,
+                n_total=int(lm.get("sample_len", 0) or 0),
+                n_scored=int(lm.get("sample_len", 0) or 0),
+                n_errored=0,
+                higher_is_better=hib.get(metric),
+                version=(res.get("versions") or {}).get(name),
+                n_shot=(res.get("n-shot") or {}).get(name),
+                alias=alias,
+                is_group=is_group,
+            )
+        )
+    return rows
+
+
+def load_run(path: str | os.PathLike[str]) -> Run:
+    """Load a run folder (or any of its files): manifest, sample records and results.json if present."""
+    root = run_root(path)
+    manifest = read_manifest(root)
+    records, torn = read_records(root)
+    stored = None
+    results_path = root / RESULTS
+    if results_path.is_file():
+        try:
+            stored = json.loads(results_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as err:
+            raise DataError(f"{results_path}:{err.lineno}: invalid JSON: {err.msg}") from None
+        if not isinstance(stored, dict):
+            raise DataError(f"{results_path}: expected a JSON object")
+    return Run(root, manifest, records, torn, stored)

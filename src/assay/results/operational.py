@@ -1,0 +1,166 @@
+"""Operational figures per role and model: requests, tokens, latency percentiles, cache hits, errors, cost.
+
+Roles are ``model`` (the model under test, from each sample's responses, under its configured name, since
+servers may report other names) and ``judge`` (from
+``details["judge"] = {"model", "usage": {"input_tokens", "output_tokens"}, "latency_s", "cached"}``
+of llm_judge verdicts). Prices, when given, are US dollars per million tokens::
+
+    {"gpt-4o-mini": {"input": 0.15, "output": 0.60}, ...}
+
+Cost counts only requests that were not served from the cache (a cached answer cost nothing this run).
+Latency percentiles are over requests that reached the model (cached answers excluded).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from assay.errors import ConfigError
+from assay.record import RunManifest, SampleRecord
+
+ROLES = ("model", "judge")
+
+
+@dataclass
+class _Tally:
+    requests: int = 0
+    errors: int = 0
+    cached: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    billable_input_tokens: int = 0
+    billable_output_tokens: int = 0
+    latencies: list[float] = field(default_factory=list)
+
+    def add(self, *, input_tokens: int, output_tokens: int, latency: float | None, cached: bool) -> None:
+        self.requests += 1
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+        if cached:
+            self.cached += 1
+        else:
+            self.billable_input_tokens += input_tokens
+            self.billable_output_tokens += output_tokens
+            if latency is not None and math.isfinite(latency):
+                self.latencies.append(latency)
+
+
+def validate_prices(prices: Mapping[str, Any] | None) -> dict[str, dict[str, float]]:
+    """Check a price table ``{model: {"input": usd_per_mtok, "output": usd_per_mtok}}``; errors name the key."""
+    if prices is None:
+        return {}
+    if not isinstance(prices, Mapping):
+        raise ConfigError(f"prices: expected a mapping of model name to prices, got {type(prices).__name__}")
+    out: dict[str, dict[str, float]] = {}
+    for model, entry in prices.items():
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"prices.{model}: expected {{'input': ..., 'output': ...}}, got {entry!r}")
+        unknown = set(entry) - {"input", "output"}
+        if unknown:
+            raise ConfigError(f"prices.{model}: unknown key(s) {', '.join(sorted(unknown))} (known: input, output)")
+        parsed: dict[str, float] = {}
+        for key in ("input", "output"):
+            value = entry.get(key, 0.0)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or not math.isfinite(value):
+                raise ConfigError(f"prices.{model}.{key}: expected a non-negative number (USD per 1M tokens)")
+            parsed[key] = float(value)
+        out[str(model)] = parsed
+    return out
+
+
+def _percentiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p95": None, "p99": None, "mean": None, "max": None}
+    arr = np.asarray(values, dtype=np.float64)
+    p50, p95, p99 = np.percentile(arr, [50, 95, 99])
+    return {"p50": float(p50), "p95": float(p95), "p99": float(p99), "mean": float(arr.mean()), "max": float(arr.max())}
+
+
+def _figures(t: _Tally, price: dict[str, float] | None) -> dict[str, Any]:
+    cost = None
+    if price is not None:
+        cost = (t.billable_input_tokens * price["input"] + t.billable_output_tokens * price["output"]) / 1e6
+    return {
+        "requests": t.requests,
+        "errors": t.errors,
+        "cache_hits": t.cached,
+        "input_tokens": t.input_tokens,
+        "output_tokens": t.output_tokens,
+        "latency_s": _percentiles(t.latencies),
+        "cost_usd": cost,
+    }
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def operational_figures(
+    records: Iterable[SampleRecord],
+    manifest: RunManifest | None = None,
+    prices: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Per role and model: requests, errors, cache hits, tokens in/out, latency p50/p95/p99 and cost."""
+    table = validate_prices(prices if prices is not None else (manifest.config.get("prices") if manifest else None))
+    default_model = str(manifest.model.get("name", "model")) if manifest else "model"
+    tallies: dict[str, dict[str, _Tally]] = {role: {} for role in ROLES}
+    n_samples = 0
+    for rec in records:
+        n_samples += 1
+        n_repeats = max(len(rec.responses), len(rec.response_errors))
+        for i in range(n_repeats):
+            resp = rec.responses[i] if i < len(rec.responses) else None
+            err = rec.response_errors[i] if i < len(rec.response_errors) else None
+            tally = tallies["model"].setdefault(default_model, _Tally())
+            if resp is None:
+                tally.requests += 1
+                tally.errors += 1
+                continue
+            tally.add(
+                input_tokens=resp.usage.input_tokens,
+                output_tokens=resp.usage.output_tokens,
+                latency=resp.latency_s,
+                cached=resp.cached,
+            )
+            if err:
+                tally.errors += 1
+        for fr in rec.filters.values():
+            for verdicts in fr.verdicts.values():
+                for v in verdicts:
+                    judge = (v.get("details") or {}).get("judge")
+                    if not isinstance(judge, Mapping):
+                        continue
+                    raw_usage = judge.get("usage")
+                    usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
+                    tally = tallies["judge"].setdefault(str(judge.get("model") or "judge"), _Tally())
+                    latency = judge.get("latency_s")
+                    tally.add(
+                        input_tokens=_int(usage.get("input_tokens")),
+                        output_tokens=_int(usage.get("output_tokens")),
+                        latency=float(latency) if isinstance(latency, int | float) else None,
+                        cached=bool(judge.get("cached", False)),
+                    )
+                    if v.get("error"):
+                        tally.errors += 1
+    roles = {
+        role: {name: _figures(t, table.get(name)) for name, t in sorted(by.items())} for role, by in tallies.items()
+    }
+    costs = [f["cost_usd"] for by in roles.values() for f in by.values()]
+    total_cost = math.fsum(c for c in costs if c is not None) if any(c is not None for c in costs) else None
+    seconds = manifest.total_seconds if manifest else None
+    return {
+        "roles": roles,
+        "samples": n_samples,
+        "total_seconds": seconds,
+        "samples_per_second": (n_samples / seconds) if seconds else None,
+        "prices_configured": bool(table),
+        "cost_usd": total_cost,
+        "unpriced_models": sorted({n for by in roles.values() for n, f in by.items() if f["cost_usd"] is None})
+        if table
+        else [],
+    }

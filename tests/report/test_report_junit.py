@@ -1,0 +1,65 @@
+"""JUnit XML parsed back: one testcase per sample and metric, failures with reasons, errors as <error>."""
+
+import xml.etree.ElementTree as ET
+
+from assay.report.junit import write_junit, xml_text
+from assay.results import load_run
+from tests.results import runfactory as rf
+from tests.results.test_results_writer import rich_run
+
+
+def _cases(root):
+    return {c.get("name"): c for c in root.iter("testcase")}
+
+
+def test_junit_counts_and_outcomes(tmp_path):
+    run = load_run(rich_run(tmp_path / "run"))
+    out = tmp_path / "junit.xml"
+    counts = write_junit(run, out)
+    root = ET.parse(out).getroot()
+    assert root.tag == "testsuites"
+    # arith 7 x 1 metric, algebra 4 x 2, judged 3 x 2; failures: arith 1, algebra 2 + 2, judged 1
+    assert counts == {"tests": 21, "failures": 6, "errors": 3}
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("21", "6", "3")
+    suites = {s.get("name"): s for s in root.iter("testsuite")}
+    assert list(suites) == ["arith", "algebra", "judged"]
+    assert suites["arith"].get("tests") == "7" and suites["arith"].get("errors") == "2"
+    cases = _cases(root)
+    failed = cases["arith-1::exact_match"].find("failure")
+    assert failed is not None and failed.get("message") == "mismatch" and failed.get("type") == "exact_match"
+    assert cases["arith-1::exact_match"].find("system-out").text == "answer"
+    errored = cases["arith-3::exact_match"].find("error")
+    assert errored is not None and errored.get("message") == "judge reply unparseable"
+    model_error = cases["arith-6::exact_match"].find("error")
+    assert model_error.get("message") == "model error: HTTP 500"
+    assert cases["arith-0::exact_match"].find("failure") is None and cases["arith-0::exact_match"].find("error") is None
+    # with repeats, the text lists each failing repeat; an errored repeat makes the case an error
+    rep = cases["algebra-0::exact_match"].find("failure")
+    assert rep is not None and rep.text == "repeat 1: mismatch"
+    assert cases["algebra-3::exact_match"].find("error").get("message") == "repeat 2: timeout"
+    assert cases["judged-0::judge"].find("failure") is not None
+    assert float(cases["arith-0::exact_match"].get("time")) > 0
+
+
+def test_junit_escapes_model_output_and_names_filters(tmp_path):
+    nasty = "<b>&\x1b[31mred\x00</b>"
+    rec = rf.record(
+        "qa",
+        0,
+        filters={
+            "none": {"exact_match": [rf.verdict(0.0, reason="expected 'x' </failure>", feedback="say x")]},
+            "strict": {"exact_match": [rf.verdict(1.0)]},
+        },
+        texts=[nasty],
+    )
+    rf.write_run(tmp_path / "run", rf.manifest([rf.task("qa", filters=("none", "strict"), n=1)]), [rec])
+    out = tmp_path / "j.xml"
+    write_junit(load_run(tmp_path / "run"), out)
+    root = ET.parse(out).getroot()
+    cases = _cases(root)
+    assert set(cases) == {"qa-0::exact_match::none", "qa-0::exact_match::strict"}
+    failure = cases["qa-0::exact_match::none"].find("failure")
+    assert failure.get("message") == "expected 'x' </failure>"
+    assert failure.text == "expected 'x' </failure>\nfeedback: say x"
+    assert cases["qa-0::exact_match::none"].find("system-out").text == "<b>&\\x1b[31mred\\x00</b>"
+    assert xml_text("ok\tline\n") == "ok\tline\n"
