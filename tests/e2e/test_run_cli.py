@@ -10,6 +10,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from assay.testing.server import FaultPlan, OpenAITestServer
 from tests.e2e.e2e_support import arithmetic_reply, assay_cmd, only_run_dir, run_cli, sample_lines, write_task
 
@@ -184,3 +186,25 @@ def test_score_rescoring_calls_no_model(tmp_path: Path, server: OpenAITestServer
     assert server.requests_total == requests
     results = json.loads((run_dir / "results.json").read_text())
     assert results["results"]["add"]["numeric,none"] == 1.0  # off-by-one answers are within abs_tol
+
+
+def test_prices_and_cluster_key_reach_the_results(tmp_path: Path, server: OpenAITestServer) -> None:
+    task = write_task(
+        tmp_path, 20, extra={"fields": {"id": "id", "input": "question", "target": "answer", "metadata": ["passage"]}}
+    )
+    rows = [json.loads(line) for line in (tmp_path / "add.jsonl").read_text().splitlines()]
+    with open(tmp_path / "add.jsonl", "w") as fh:
+        for i, row in enumerate(rows):
+            fh.write(json.dumps({**row, "passage": f"p{i // 4}"}) + "\n")
+    (tmp_path / "prices.json").write_text(json.dumps({"assay-test": {"input": 1.0, "output": 2.0}}))
+    proc = run_cli(
+        "run", str(task), *model_args(server), "-o", "runs", "-q",
+        "--cluster-key", "passage", "--prices", "prices.json", cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assay_key = json.loads((only_run_dir(tmp_path / "runs") / "results.json").read_text())["assay"]
+    metric = assay_key["tasks"]["add"]["filters"]["none"]["exact_match"]
+    assert metric["clustered"]["key"] == "passage" and metric["clustered"]["n_clusters"] == 5
+    model_figures = assay_key["operational"]["roles"]["model"]["assay-test"]
+    expected_cost = (model_figures["input_tokens"] * 1.0 + model_figures["output_tokens"] * 2.0) / 1e6
+    assert model_figures["cost_usd"] == pytest.approx(expected_cost) and expected_cost > 0

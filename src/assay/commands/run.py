@@ -28,6 +28,18 @@ def _params(values: tuple[str, ...]) -> dict[str, Any]:
     return out
 
 
+def _prices(path: Path | None) -> dict[str, Any] | None:
+    if path is None:
+        return None
+    try:
+        prices = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise click.BadParameter(f"{path}:{err.lineno}: invalid JSON: {err.msg}", param_hint="--prices") from None
+    if not isinstance(prices, dict):
+        raise click.BadParameter(f"{path}: expected an object of model -> prices", param_hint="--prices")
+    return prices
+
+
 def _spec_arg(value: str | None) -> str | dict[str, Any] | None:
     """A model spec from the command line: a string like ``openai:NAME``, or a JSON object."""
     if value is None or not value.lstrip().startswith("{"):
@@ -89,6 +101,20 @@ def _print_results(run_dir: Path, fmt: str, console: Console) -> None:
 @click.option("--error-policy", type=click.Choice(["exclude", "as_zero", "fail"]), default="exclude", show_default=True)
 @click.option("--bootstrap-iters", type=click.IntRange(min=0), default=10_000, show_default=True)
 @click.option("--seed", type=int, default=1234, show_default=True)
+@click.option("--cluster-key", help="Metadata key shared by related samples (clustered standard errors).")
+@click.option(
+    "--repeat-reduction",
+    type=click.Choice(["mean", "max", "min", "majority"]),
+    default="mean",
+    show_default=True,
+    help="How a sample's repeats become one score.",
+)
+@click.option(
+    "--prices",
+    "prices_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help='JSON file of prices: {"model": {"input": usd_per_1M_tokens, "output": usd_per_1M_tokens}}.',
+)
 @click.option(
     "--feedback-model",
     help="A model that writes feedback for failing verdicts: a spec as --model, or JSON such as "
@@ -114,6 +140,9 @@ def run_command(
     error_policy: str,
     bootstrap_iters: int,
     seed: int,
+    cluster_key: str | None,
+    repeat_reduction: str,
+    prices_file: Path | None,
     feedback_model: str | None,
     quiet: bool,
     fmt: str,
@@ -142,6 +171,9 @@ def run_command(
             error_policy=error_policy,
             bootstrap_iters=bootstrap_iters,
             seed=seed,
+            cluster_key=cluster_key,
+            repeat_reduction=repeat_reduction,
+            prices=_prices(prices_file),
             feedback_model=_spec_arg(feedback_model),
         )
     try:

@@ -54,6 +54,11 @@ class Response(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+def display_name(described: dict[str, Any]) -> str:
+    """The name to show for a model from its ``describe()`` dict (providers name it ``name`` or ``model``)."""
+    return str(described.get("name") or described.get("model") or described.get("provider") or "model")
+
+
 class ModelError(Exception):
     """A request failed. ``retryable`` for 429/5xx/connection errors/timeouts; ``retry_after`` in seconds."""
 

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from assay.errors import ConfigError
+from assay.models.base import display_name
 from assay.record import RunManifest, SampleRecord
 
 ROLES = ("model", "judge")
@@ -107,7 +108,7 @@ def operational_figures(
 ) -> dict[str, Any]:
     """Per role and model: requests, errors, cache hits, tokens in/out, latency p50/p95/p99 and cost."""
     table = validate_prices(prices if prices is not None else (manifest.config.get("prices") if manifest else None))
-    default_model = str(manifest.model.get("name", "model")) if manifest else "model"
+    default_model = display_name(manifest.model) if manifest else "model"
     tallies: dict[str, dict[str, _Tally]] = {role: {} for role in ROLES}
     n_samples = 0
     for rec in records:

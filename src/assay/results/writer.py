@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import AssayError, ConfigError
+from assay.models.base import display_name
 from assay.record import RunManifest, SampleRecord, TaskInfo
 from assay.results import schema
 from assay.results.aggregate import (
@@ -333,7 +334,7 @@ def _lm_eval_document(
 ) -> dict[str, Any]:
     tasks = manifest.tasks
     model = dict(manifest.model)
-    model_name = str(model.get("name", "model"))
+    model_name = display_name(model)
     hib: dict[str, dict[str, bool]] = {t.name: {m.name: m.higher_is_better for m in t.metrics} for t in tasks}
     n_shot: dict[str, int] = {t.name: t.n_shot for t in tasks}
     for g, subs in group_subtasks.items():

@@ -9,6 +9,7 @@ from assay.errors import ConfigError
 from assay.record import SampleRecord
 from assay.runner.rundir import SAMPLES, atomic_write_text, read_manifest, read_records, write_manifest
 from assay.runner.scoring import score_sample
+from assay.runner.session import RESULTS_OPTIONS
 
 if TYPE_CHECKING:
     from assay.tasks import Sample, Task
@@ -63,9 +64,7 @@ async def rescore(run_dir: Path, tasks: list[Task] | None = None, **results_opti
     ]
     manifest.config = {**manifest.config, "rescored": True}
     write_manifest(run_dir, manifest)
-    options: dict[str, Any] = {
-        k: manifest.config[k] for k in ("error_policy", "bootstrap_iters", "seed") if k in manifest.config
-    }
+    options: dict[str, Any] = {k: v for k, v in manifest.config.items() if k in RESULTS_OPTIONS}
     options.update(results_options)
     write_results(run_dir, **options)
     return len(records)

@@ -33,6 +33,18 @@ if TYPE_CHECKING:
     from assay.tasks import Sample, Task
 
 
+RESULTS_OPTIONS = {
+    "error_policy",
+    "bootstrap_iters",
+    "seed",
+    "cluster_key",
+    "repeat_reduction",
+    "group_weighting",
+    "confidence",
+    "prices",
+}
+
+
 class RunSettings(BaseModel):
     """Everything about how a run executes (not what it evaluates); recorded in run.json."""
 
@@ -49,8 +61,17 @@ class RunSettings(BaseModel):
     error_policy: Literal["exclude", "as_zero", "fail"] = "exclude"
     bootstrap_iters: int = Field(default=10_000, ge=0)
     seed: int = 1234
+    cluster_key: str | None = None  # metadata key whose samples share a cluster (clustered stderr)
+    repeat_reduction: Literal["mean", "max", "min", "majority"] = "mean"
+    group_weighting: Literal["size", "equal"] = "size"
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    prices: dict[str, dict[str, float]] | None = None  # model -> {"input": usd per 1M tokens, "output": …}
     feedback_model: str | dict[str, Any] | None = None  # a model spec that rewrites failing verdicts' feedback
     progress: bool | None = None  # None: show it when writing to a terminal
+
+    def results_options(self) -> dict[str, Any]:
+        """The settings that shape results.json (passed to write_results)."""
+        return self.model_dump(include=RESULTS_OPTIONS)
 
     def recorded(self) -> dict[str, Any]:
         """The settings as stored in the manifest (paths as strings)."""
@@ -217,12 +238,7 @@ async def execute(
     if status == "finished":
         from assay.results import write_results
 
-        write_results(
-            run_dir,
-            error_policy=settings.error_policy,
-            bootstrap_iters=settings.bootstrap_iters,
-            seed=settings.seed,
-        )
+        write_results(run_dir, **settings.results_options())
     return RunOutcome(
         run_dir=run_dir,
         status=status,
