@@ -1,0 +1,198 @@
+"""Dataset readers: JSONL, CSV/TSV, JSON and inline rows, each row remembering the line it came from."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from assay.data.spec import DatasetSpec
+from assay.errors import DataError
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Rows read from one source, with where each came from (for error messages) and a content hash."""
+
+    rows: list[Row]
+    source: str  # display name: a file path, "task.yaml" for inline rows, "hf:repo[split]"
+    lines: list[int] | None = field(default=None, repr=False)  # 1-based line of each row, where known
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def where(self, index: int) -> str:
+        """Where row ``index`` came from: ``data.jsonl:17`` where the line is known, else ``data.json: row 3``."""
+        if self.lines is not None and 0 <= index < len(self.lines) and self.lines[index] > 0:
+            return f"{self.source}:{self.lines[index]}"
+        return f"{self.source}: row {index + 1}"
+
+    @cached_property
+    def content_hash(self) -> str:
+        """sha256 over the rows' canonical JSON: the same rows hash the same from any file format or key order."""
+        from assay.tasks.hashing import rows_hash
+
+        return rows_hash(self.rows)
+
+
+def display_path(path: str | Path) -> str:
+    """``path`` relative to the working directory when inside it (shorter messages), else absolute."""
+    p = Path(path)
+    try:
+        rel = os.path.relpath(p)
+    except ValueError:  # another drive on Windows
+        return str(p)
+    return rel if not rel.startswith("..") else str(p)
+
+
+def read_rows(
+    source: str | Path | DatasetSpec | list[Row] | dict[str, Any], base_dir: str | Path | None = None
+) -> list[Row]:
+    """The rows of a dataset file, inline list, spec dict or :class:`DatasetSpec` (relative paths from ``base_dir``)."""
+    return read_dataset(as_spec(source), base_dir).rows
+
+
+def as_spec(source: str | Path | DatasetSpec | list[Row] | dict[str, Any]) -> DatasetSpec:
+    """A :class:`DatasetSpec` from a path, a list of rows, a spec dict or a spec."""
+    if isinstance(source, DatasetSpec):
+        return source
+    if isinstance(source, str | Path):
+        return DatasetSpec(path=str(source))
+    if isinstance(source, list):
+        return DatasetSpec(rows=source)
+    if isinstance(source, dict):
+        return DatasetSpec(**source)
+    raise TypeError(f"a dataset is a path, a list of rows, a spec dict or a DatasetSpec, not {type(source).__name__}")
+
+
+def read_dataset(
+    spec: DatasetSpec,
+    base_dir: str | Path | None = None,
+    *,
+    inline_source: str = "<inline rows>",
+    inline_lines: list[int] | None = None,
+) -> Dataset:
+    """Read a dataset. Malformed content raises DataError naming the file and line."""
+    spec = spec.resolve(base_dir)
+    fmt = spec.resolved_format()
+    if fmt == "inline":
+        assert spec.rows is not None
+        return Dataset(list(spec.rows), inline_source, inline_lines)
+    if fmt == "hf":
+        from assay.data.hf import read_hf
+
+        return read_hf(spec)
+    assert spec.path is not None
+    path = Path(spec.path)
+    name = display_path(path)
+    if not path.is_file():
+        raise DataError(f"{name}: dataset file not found" if not path.exists() else f"{name}: not a file")
+    text = _read_text(path, name)
+    if fmt == "jsonl":
+        rows, lines = parse_jsonl(text, name)
+        return Dataset(rows, name, lines)
+    if fmt in ("csv", "tsv"):
+        delimiter = spec.delimiter or ("\t" if fmt == "tsv" else ",")
+        rows, lines = parse_csv(text, name, delimiter)
+        return Dataset(rows, name, lines)
+    return Dataset(parse_json(text, name), name, None)
+
+
+def _read_text(path: Path, name: str) -> str:
+    try:
+        raw = gzip.decompress(path.read_bytes()) if path.suffix.lower() == ".gz" else path.read_bytes()
+    except (OSError, EOFError) as err:
+        raise DataError(f"{name}: cannot read: {err}") from None
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = raw.count(b"\n", 0, err.start) + 1
+        raise DataError(f"{name}:{line}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
+
+
+def _kind(value: Any) -> str:
+    return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+        type(value), "a number" if isinstance(value, int | float) else type(value).__name__
+    )
+
+
+def parse_jsonl(text: str, name: str) -> tuple[list[Row], list[int]]:
+    """One JSON object per line; blank lines are skipped. A bad line raises DataError ``name:line: ...``."""
+    rows: list[Row] = []
+    lines: list[int] = []
+    loads = json.loads
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line or line.isspace():
+            continue
+        try:
+            obj = loads(line)
+        except json.JSONDecodeError as err:
+            raise DataError(f"{name}:{lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
+        if type(obj) is not dict:
+            raise DataError(f"{name}:{lineno}: expected a JSON object on each line, got {_kind(obj)}")
+        rows.append(obj)
+        lines.append(lineno)
+    return rows, lines
+
+
+def parse_csv(text: str, name: str, delimiter: str = ",") -> tuple[list[Row], list[int]]:
+    """A header row then one row per record (values are strings); ragged rows raise DataError naming the line."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    rows: list[Row] = []
+    lines: list[int] = []
+    header: list[str] | None = None
+    header_line = 0
+    prev = 0
+    try:
+        for record in reader:
+            start, prev = prev + 1, reader.line_num
+            if not record:  # blank line
+                continue
+            if header is None:
+                header, header_line = record, start
+                seen: set[str] = set()
+                for col in header:
+                    if col in seen:
+                        raise DataError(f"{name}:{start}: duplicate column {col!r} in the header")
+                    seen.add(col)
+                continue
+            if len(record) != len(header):
+                raise DataError(
+                    f"{name}:{start}: expected {len(header)} fields (as in the header on line {header_line}), "
+                    f"got {len(record)}"
+                )
+            rows.append(dict(zip(header, record, strict=True)))
+            lines.append(start)
+    except csv.Error as err:
+        raise DataError(f"{name}:{reader.line_num}: malformed CSV: {err}") from None
+    if header is None:
+        raise DataError(f"{name}: empty CSV file (no header row)")
+    return rows, lines
+
+
+def parse_json(text: str, name: str) -> list[Row]:
+    """A JSON array of objects, or an object holding one under ``data`` or ``rows``."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise DataError(f"{name}:{err.lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
+    where = ""
+    if isinstance(doc, dict):
+        key = next((k for k in ("data", "rows") if isinstance(doc.get(k), list)), None)
+        if key is None:
+            raise DataError(f"{name}: expected a JSON array of objects, or an object with a 'data' or 'rows' array")
+        doc, where = doc[key], f" of {key!r}"
+    if not isinstance(doc, list):
+        raise DataError(f"{name}: expected a JSON array of objects, got {_kind(doc)}")
+    for i, row in enumerate(doc):
+        if type(row) is not dict:
+            raise DataError(f"{name}: row {i + 1} (item {i}{where}): expected an object, got {_kind(row)}")
+    return doc

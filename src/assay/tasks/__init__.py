@@ -1,0 +1,54 @@
+"""Tasks: datasets, field mapping, prompt templates, few-shot, filters and metrics, from YAML or Python.
+
+Names load lazily so that importing one submodule (e.g. ``assay.tasks.hashing``) stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS: dict[str, str] = {
+    "Task": "assay.tasks.task",
+    "Sample": "assay.tasks.sample",
+    "FieldMap": "assay.tasks.sample",
+    "MetricSpec": "assay.tasks.metrics",
+    "FilterPipeline": "assay.tasks.filters",
+    "FilterStep": "assay.tasks.filters",
+    "register_step": "assay.tasks.filters",
+    "build_step": "assay.tasks.filters",
+    "load_task": "assay.tasks.loader",
+    "ConfigContext": "assay.tasks.loader",
+    "DatasetSpec": "assay.data.spec",
+}
+
+__all__ = [
+    "ConfigContext",
+    "DatasetSpec",
+    "FieldMap",
+    "FilterPipeline",
+    "FilterStep",
+    "MetricSpec",
+    "Sample",
+    "Task",
+    "build_step",
+    "load_task",
+    "register_step",
+]
+
+if TYPE_CHECKING:
+    from assay.data.spec import DatasetSpec
+    from assay.tasks.filters import FilterPipeline, FilterStep, build_step, register_step
+    from assay.tasks.loader import ConfigContext, load_task
+    from assay.tasks.metrics import MetricSpec
+    from assay.tasks.sample import FieldMap, Sample
+    from assay.tasks.task import Task
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'assay.tasks' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

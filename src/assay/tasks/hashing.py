@@ -1,0 +1,57 @@
+"""Canonical JSON and sha256: the same value hashes the same across processes, platforms and dict key order."""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+
+def _default(value: Any) -> Any:
+    """JSON form of values json cannot write; chosen to be stable (never a repr with a memory address)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        return {"__bytes__": base64.b64encode(bytes(value)).decode("ascii")}
+    if isinstance(value, set | frozenset):
+        return sorted(canonical_json(v) for v in value)
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    item = getattr(value, "item", None)  # numpy scalars
+    if callable(item) and getattr(value, "ndim", None) == 0:
+        return item()
+    tolist = getattr(value, "tolist", None)  # numpy arrays
+    if callable(tolist):
+        return tolist()
+    model_dump = getattr(value, "model_dump", None)  # pydantic models
+    if callable(model_dump):
+        return model_dump(mode="json")
+    if isinstance(value, Mapping):
+        return dict(value)
+    return {"__type__": f"{type(value).__module__}.{type(value).__qualname__}", "value": str(value)}
+
+
+def canonical_json(value: Any) -> str:
+    """Compact JSON with sorted keys; equal values give equal text regardless of dict order."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default)
+
+
+def sha256_hex(value: Any) -> str:
+    """sha256 (hex) of the canonical JSON of ``value``; a str is hashed as its UTF-8 bytes directly."""
+    text = value if isinstance(value, str) else canonical_json(value)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def rows_hash(rows: Iterable[Any]) -> str:
+    """sha256 over a sequence of rows, one canonical JSON line each (streamed: no giant string)."""
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(canonical_json(row).encode("utf-8"))
+        h.update(b"\n")
+    return h.hexdigest()

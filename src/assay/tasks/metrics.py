@@ -1,0 +1,161 @@
+"""A task's metrics: which evaluator, under which result key, judged against what, on which filters."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from assay.errors import ConfigError, DataError
+from assay.evaluators.base import Evaluator
+from assay.tasks.loader import ConfigContext, KeyPath, did_you_mean
+from assay.tasks.sample import Sample, get_path
+
+# keys of an evaluator entry that configure the metric rather than the evaluator
+METRIC_KEYS = ("name", "metric", "higher_is_better", "expected", "filters")
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric of a task. ``expected`` is ``"target"`` (default), ``"none"``, ``"doc.<field>"`` or
+    ``"metadata.<field>"``; ``filters`` restricts it to some filter pipelines (None: all)."""
+
+    name: str
+    evaluator: Evaluator
+    higher_is_better: bool = True
+    expected: str = "target"
+    filters: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        check_expected(self.expected)
+
+    def to_config(self) -> dict[str, Any]:
+        """The metric as a task-file entry: the evaluator's config plus the metric keys that differ from defaults."""
+        config = dict(self.evaluator.to_config())
+        if self.name != self.evaluator.name:
+            config["metric"] = self.name
+        if self.higher_is_better != default_higher_is_better(self.evaluator):
+            config["higher_is_better"] = self.higher_is_better
+        if self.expected != "target":
+            config["expected"] = self.expected
+        if self.filters is not None:
+            config["filters"] = list(self.filters)
+        return config
+
+    def applies_to(self, pipeline: str) -> bool:
+        """True when this metric judges the values of filter pipeline ``pipeline``."""
+        return self.filters is None or pipeline in self.filters
+
+
+def default_higher_is_better(evaluator: Evaluator) -> bool:
+    """The evaluator's own ``higher_is_better`` attribute, True when it has none."""
+    return bool(getattr(evaluator, "higher_is_better", True))
+
+
+def check_expected(expected: str) -> None:
+    """Raise ValueError unless ``expected`` is target, none, doc.<field> or metadata.<field>."""
+    if expected in ("target", "none"):
+        return
+    for prefix in ("doc.", "metadata."):
+        if expected.startswith(prefix) and len(expected) > len(prefix):
+            return
+    raise ValueError(f"expected must be 'target', 'none', 'doc.<field>' or 'metadata.<field>', got {expected!r}")
+
+
+def expected_value(sample: Sample, expected: str, where: str = "") -> Any:
+    """The value a metric compares against for ``sample``; a missing field raises DataError."""
+    if expected == "target":
+        return sample.target
+    if expected == "none":
+        return None
+    source, _, path = expected.partition(".")
+    container = sample.doc if source == "doc" else sample.metadata
+    try:
+        return get_path(container, path)
+    except KeyError:
+        at = where or f"sample {sample.id!r}"
+        raise DataError(f"{at}: expected: {expected!r}: the {source} has no field {path!r}") from None
+
+
+def build_metrics(entries: list[Any], ctx: ConfigContext, pipelines: list[str]) -> list[MetricSpec]:
+    """MetricSpecs from task-file entries (a name, a mapping, an Evaluator or a MetricSpec); names must be unique."""
+    metrics = [_build_one(entry, ("evaluators", i), ctx, pipelines) for i, entry in enumerate(entries)]
+    first: dict[str, int] = {}
+    for i, metric in enumerate(metrics):
+        j = first.setdefault(metric.name, i)
+        if j != i:
+            raise ctx.error(
+                ("evaluators", i),
+                f"metric name {metric.name!r} is used by evaluators[{j}] and evaluators[{i}]; "
+                f"give one an alias with `metric: <name>` (e.g. metric: {metric.name}_2)",
+            )
+    return metrics
+
+
+def _build_one(entry: Any, path: KeyPath, ctx: ConfigContext, pipelines: list[str]) -> MetricSpec:
+    if isinstance(entry, MetricSpec):
+        spec = entry
+    elif isinstance(entry, Evaluator):
+        spec = MetricSpec(entry.name, entry, default_higher_is_better(entry))
+    elif isinstance(entry, str):
+        spec = _from_mapping({"name": entry}, path, ctx)
+    elif isinstance(entry, dict):
+        spec = _from_mapping(entry, path, ctx)
+    else:
+        raise ctx.error(path, f"an evaluator is a name or a mapping like {{name: exact_match, ...}}, got {entry!r}")
+    for k, name in enumerate(spec.filters or ()):
+        if name not in pipelines:
+            hint = did_you_mean(name, pipelines)
+            raise ctx.error(
+                (*path, "filters", k), f"no filter pipeline {name!r}{hint}; defined: {', '.join(pipelines)}"
+            )
+    return spec
+
+
+def _from_mapping(entry: dict[str, Any], path: KeyPath, ctx: ConfigContext) -> MetricSpec:
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise ctx.error(
+            path if "name" not in entry else (*path, "name"), "each evaluator needs a 'name' (e.g. exact_match)"
+        )
+    options = {k: v for k, v in entry.items() if k not in METRIC_KEYS}
+    try:
+        evaluator = Evaluator.from_config({"name": name, **options})
+    except ConfigError as err:
+        raise _evaluator_error(err, entry, path, ctx) from None
+    metric = entry.get("metric", name)
+    if not isinstance(metric, str) or not re.fullmatch(r"[\w][\w.\-]*", metric):
+        raise ctx.error((*path, "metric"), f"a metric name uses letters, digits, '_', '-', '.'; got {metric!r}")
+    hib = entry.get("higher_is_better", default_higher_is_better(evaluator))
+    if not isinstance(hib, bool):
+        raise ctx.error((*path, "higher_is_better"), f"must be true or false, got {hib!r}")
+    expected = entry.get("expected", "target")
+    try:
+        check_expected(expected if isinstance(expected, str) else repr(expected))
+    except ValueError as err:
+        raise ctx.error((*path, "expected"), str(err)) from None
+    filters = entry.get("filters")
+    if isinstance(filters, str):
+        filters = [filters]
+    if filters is not None and (not isinstance(filters, list) or not all(isinstance(f, str) for f in filters)):
+        raise ctx.error((*path, "filters"), f"a list of filter pipeline names, got {filters!r}")
+    return MetricSpec(metric, evaluator, hib, expected, tuple(filters) if filters is not None else None)
+
+
+def _evaluator_error(err: ConfigError, entry: dict[str, Any], path: KeyPath, ctx: ConfigContext) -> ConfigError:
+    """Re-raise an evaluator's ConfigError at the key path (and line) of the option it names."""
+    message = str(err)
+    if message.startswith("unknown evaluator"):
+        from assay.evaluators.registry import names
+
+        hint = did_you_mean(str(entry.get("name")), names())
+        return ctx.error((*path, "name"), message.replace(";", hint + ";", 1) if hint else message)
+    named = re.search(r"option '([^']+)'", message)
+    key = named.group(1).split(".")[0] if named else None
+    if key is not None and f"unknown option {key!r}" in message:
+        from assay.evaluators.registry import get_class
+
+        known = get_class(str(entry["name"])).Options.model_fields
+        hint = did_you_mean(key, known)
+        message = message.replace(f"unknown option {key!r}", f"unknown option {key!r}{hint}", 1)
+    return ctx.error((*path, key) if key in entry else path, message)

@@ -1,0 +1,166 @@
+"""Rendering a sample into chat messages: a text template (one user message), a list of message templates,
+or the sample's input as is; few-shot examples prepended as text or as earlier chat turns."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cached_property, partial
+from typing import Any
+
+from assay.models.base import Message
+from assay.tasks.config import FewshotConfig
+from assay.tasks.fewshot import example_context, shot_target
+from assay.tasks.sample import Sample
+from assay.tasks.template import Template
+
+
+class RenderError(Exception):
+    """A template failed for one sample (or one of its few-shot examples)."""
+
+    def __init__(
+        self, template: Template | None, error: Exception | str, context: dict[str, Any], example: Sample | None = None
+    ) -> None:
+        super().__init__(str(error))
+        self.template = template
+        self.error = error
+        self.context = context
+        self.example = example
+
+
+def sample_context(sample: Sample, shots: list[Sample]) -> dict[str, Any]:
+    """The template variables: the row's fields, then ``doc``, ``input``, ``target``, ``metadata``, ``fewshot``."""
+    return {
+        **sample.doc,
+        "doc": sample.doc,
+        "input": sample.input,
+        "target": sample.target,
+        "metadata": sample.metadata,
+        "fewshot": [example_context(s) for s in shots],
+    }
+
+
+def is_messages(value: Any) -> bool:
+    """True for a non-empty list of chat messages (mappings with a ``role``)."""
+    return isinstance(value, list) and bool(value) and all(isinstance(m, dict) and "role" in m for m in value)
+
+
+@dataclass(frozen=True, eq=False)
+class Prompt:
+    """How a task turns a sample into messages.
+
+    * ``template``: one user message (``system`` adds a system message); few-shot examples are rendered
+      with the same template, each followed by ``target_delimiter`` and its target, joined by ``separator``
+      and put before the sample's text (lm-evaluation-harness layout).
+    * ``messages``: a chat of message templates; few-shot examples become earlier turns (the non-system
+      messages rendered for the example, then an assistant message with its target).
+    * neither: the sample's ``input`` as the user message, or as the whole chat when it is a message list.
+
+    A template that reads the ``fewshot`` variable lays examples out itself; nothing is added automatically.
+    """
+
+    template: Template | None = None
+    system: Template | None = None
+    messages: tuple[tuple[str, Template], ...] | None = None
+    fewshot: FewshotConfig | None = None
+    # a few-shot example renders the same way every time it is shown: (id, kind) -> (example, rendering)
+    _shots: dict[tuple[int, str], tuple[Sample, Any]] = field(default_factory=dict, repr=False)
+
+    def _shot(self, shot: Sample, kind: str, make: Callable[[], Any]) -> Any:
+        hit = self._shots.get((id(shot), kind))
+        if hit is not None and hit[0] is shot:
+            return hit[1]
+        value = make()
+        self._shots[(id(shot), kind)] = (shot, value)
+        return value
+
+    @cached_property
+    def uses_fewshot_variable(self) -> bool:
+        """True when a template lays out the few-shot examples itself."""
+        templates = [self.template, self.system, *(t for _, t in self.messages or ())]
+        return any(t is not None and "fewshot" in t.variables for t in templates)
+
+    def render(self, sample: Sample, shots: list[Sample]) -> list[Message]:
+        """The messages for ``sample``; raises RenderError naming the template that failed."""
+        laid_out = self.uses_fewshot_variable
+        ctx = sample_context(sample, shots if laid_out else [])  # examples' contexts only where a template reads them
+        auto = [] if laid_out else shots
+        out: list[Message] = []
+        if self.system is not None:
+            out.append({"role": "system", "content": _render(self.system, ctx)})
+        if self.messages is not None:
+            out.extend(self._chat(ctx, auto))
+        elif self.template is not None:
+            text = _render(self.template, ctx)
+            out.append({"role": "user", "content": self._with_text_shots(text, auto, self.template)})
+        else:
+            out.extend(self._from_input(sample, auto))
+        return out
+
+    def _with_text_shots(self, text: str, shots: list[Sample], template: Template | None) -> str:
+        if not shots:
+            return text
+        assert self.fewshot is not None
+        delimiter = self.fewshot.target_delimiter
+
+        def block(shot: Sample) -> str:
+            body = _render(template, example_context(shot), shot) if template is not None else _input_text(shot)
+            return body + delimiter + _target(shot)
+
+        parts = [self._shot(shot, "text", partial(block, shot)) for shot in shots]
+        sep = self.fewshot.separator
+        return sep.join(parts) + sep + text
+
+    def _chat(self, ctx: dict[str, Any], shots: list[Sample]) -> list[Message]:
+        assert self.messages is not None
+        lead = 0
+        while lead < len(self.messages) and self.messages[lead][0] in ("system", "developer"):
+            lead += 1
+        out = [{"role": role, "content": _render(t, ctx)} for role, t in self.messages[:lead]]
+        turns = self.messages[lead:]
+
+        def shot_turns(shot: Sample) -> list[Message]:
+            ectx = example_context(shot)
+            rendered = [{"role": role, "content": _render(t, ectx, shot)} for role, t in turns]
+            return [*rendered, {"role": "assistant", "content": _target(shot)}]
+
+        for shot in shots:
+            out.extend(dict(m) for m in self._shot(shot, "chat", partial(shot_turns, shot)))
+        out.extend({"role": role, "content": _render(t, ctx)} for role, t in self.messages[lead:])
+        return out
+
+    def _from_input(self, sample: Sample, shots: list[Sample]) -> list[Message]:
+        value = sample.input
+        if isinstance(value, str):
+            return [{"role": "user", "content": self._with_text_shots(value, shots, None)}]
+        if is_messages(value):
+            out: list[Message] = []
+            for shot in shots:
+                if not is_messages(shot.input):
+                    raise RenderError(None, "a few-shot example's input is not a message list", {}, shot)
+                out.extend(dict(m) for m in shot.input)
+                out.append({"role": "assistant", "content": _target(shot)})
+            out.extend(dict(m) for m in value)
+            return out
+        kind = "missing" if value is None else f"a {type(value).__name__}"
+        raise RenderError(None, f"there is no template and the input is {kind}, not text or a message list", {})
+
+
+def _render(template: Template, ctx: dict[str, Any], example: Sample | None = None) -> str:
+    try:
+        return template.render(ctx)
+    except Exception as err:
+        raise RenderError(template, err, ctx, example) from err
+
+
+def _input_text(shot: Sample) -> str:
+    if not isinstance(shot.input, str):
+        raise RenderError(None, "a few-shot example's input is not text", {}, shot)
+    return shot.input
+
+
+def _target(shot: Sample) -> str:
+    try:
+        return shot_target(shot)
+    except ValueError as err:
+        raise RenderError(None, err, {}, shot) from err

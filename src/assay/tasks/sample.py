@@ -1,0 +1,103 @@
+"""Samples: dataset rows with their id, input, target and metadata picked out by the task's field mapping."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.data.readers import Dataset
+from assay.errors import DataError
+
+_MISSING: Any = object()  # get_path's default: raise KeyError
+_ABSENT: Any = object()
+
+
+@dataclass(frozen=True, slots=True, eq=True)
+class Sample:
+    """One dataset row ready to become a request.
+
+    ``doc_id`` is the row's 0-based position in the dataset as loaded (before any limit or shuffle);
+    ``id`` comes from the id field, else ``str(doc_id)``; ``target`` may be a list of acceptable answers.
+    """
+
+    doc_id: int
+    id: str
+    doc: dict[str, Any]
+    input: Any = None
+    target: Any = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def get_path(row: Any, path: str, default: Any = _MISSING) -> Any:
+    """The value at a dotted ``path`` in a nested row (``a.b.0`` indexes lists); a literal key ``a.b`` wins."""
+    if isinstance(row, Mapping) and path in row:
+        return row[path]
+    value = row
+    for part in path.split("."):
+        if isinstance(value, Mapping) and part in value:
+            value = value[part]
+        elif isinstance(value, list | tuple) and _is_index(part) and -len(value) <= int(part) < len(value):
+            value = value[int(part)]
+        else:
+            if default is _MISSING:
+                raise KeyError(path)
+            return default
+    return value
+
+
+def _is_index(part: str) -> bool:
+    return part.lstrip("-").isdigit()
+
+
+def has_path(row: Any, path: str) -> bool:
+    """True when :func:`get_path` finds ``path`` in ``row``."""
+    return get_path(row, path, _ABSENT) is not _ABSENT
+
+
+@dataclass(frozen=True)
+class FieldMap:
+    """Which row fields are the id, input, target and metadata. Explicitly mapped fields must exist in every
+    row; unmapped ``id``/``input``/``target`` default to the row's field of that name when present."""
+
+    id: str | None = None
+    input: str | None = None
+    target: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)  # metadata name -> field path
+
+    def samples(self, dataset: Dataset) -> list[Sample]:
+        """A Sample per row; a row lacking a mapped field, or a repeated id, raises DataError naming the row."""
+        out: list[Sample] = []
+        seen: dict[str, int] = {}
+        id_f, input_f, target_f = self.id, self.input, self.target
+        meta = list(self.metadata.items())
+        for i, row in enumerate(dataset.rows):
+            try:
+                sid = str(get_path(row, id_f)) if id_f is not None else str(row.get("id", i))
+                inp = get_path(row, input_f) if input_f is not None else row.get("input")
+                tgt = get_path(row, target_f) if target_f is not None else row.get("target")
+                md = {name: get_path(row, path) for name, path in meta}
+            except KeyError as err:
+                raise DataError(self._missing(dataset, i, row, str(err.args[0]))) from None
+            first = seen.setdefault(sid, i)
+            if first != i:
+                hint = (
+                    "" if id_f is not None else " (ids come from the rows' 'id' field; set fields.id to a unique field)"
+                )
+                raise DataError(f"{dataset.where(i)}: duplicate id {sid!r}, first used at {dataset.where(first)}{hint}")
+            out.append(Sample(i, sid, row, inp, tgt, md))
+        return out
+
+    def _missing(self, dataset: Dataset, index: int, row: dict[str, Any], path: str) -> str:
+        roles = [r for r in ("id", "input", "target") if getattr(self, r) == path]
+        roles += [f"metadata.{n}" for n, p in self.metadata.items() if p == path]
+        role = f" (mapped as fields.{roles[0]})" if roles else ""
+        keys = ", ".join(sorted(map(str, row))) or "none"
+        return f"{dataset.where(index)}: row has no field {path!r}{role}; its fields: {keys}"
+
+    def to_config(self) -> dict[str, Any]:
+        """The mapping as written in a task file (unset keys left out)."""
+        out: dict[str, Any] = {k: getattr(self, k) for k in ("id", "input", "target") if getattr(self, k) is not None}
+        if self.metadata:
+            out["metadata"] = dict(self.metadata)
+        return out

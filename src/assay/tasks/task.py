@@ -1,0 +1,531 @@
+"""The Task: dataset + field mapping + prompt + few-shot + generation settings + filters + metrics + repeats."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from assay.data.readers import Dataset, read_dataset
+from assay.data.spec import DatasetSpec
+from assay.errors import ConfigError, DataError
+from assay.models.base import Message, Request, Response
+from assay.tasks.config import TaskConfig, check_tools, expand_shorthands, validate_config
+from assay.tasks.fewshot import FewshotSampler
+from assay.tasks.filters import NO_FILTER, FilterPipeline, build_step
+from assay.tasks.hashing import sha256_hex
+from assay.tasks.loader import ConfigContext, KeyPath, read_task_file
+from assay.tasks.metrics import MetricSpec, build_metrics, expected_value
+from assay.tasks.prompt import Prompt, RenderError
+from assay.tasks.sample import FieldMap, Sample, has_path
+from assay.tasks.template import Template, compile_template, describe_render_error
+
+if TYPE_CHECKING:
+    from assay.evaluators.base import Evaluator
+    from assay.record import TaskInfo
+
+HASH_SCHEMA = 1  # bump when the meaning of the hashed payload changes
+
+
+class Task:
+    """An evaluation task, defined in YAML (:meth:`from_yaml`, :func:`assay.tasks.load_task`) or in Python.
+
+    The configuration is checked when the task is built; the dataset is read (once) and the first sample
+    rendered by :meth:`validate`, which :meth:`from_yaml`, :meth:`samples` and :attr:`hash` call, so that
+    every error surfaces before anything runs.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        dataset: str | Path | list[dict[str, Any]] | dict[str, Any] | DatasetSpec,
+        *,
+        template: str | None = None,
+        messages: list[dict[str, Any]] | None = None,
+        system: str | None = None,
+        fields: dict[str, Any] | None = None,
+        evaluators: Sequence[Evaluator | MetricSpec | dict[str, Any] | str] | None = None,
+        metrics: Sequence[Evaluator | MetricSpec | dict[str, Any] | str] | None = None,
+        filters: Sequence[FilterPipeline | dict[str, Any]] | None = None,
+        fewshot: dict[str, Any] | int | None = None,
+        generation: dict[str, Any] | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | None = None,
+        repeats: int = 1,
+        repeat_reduction: str | None = None,
+        version: str = "1.0",
+        alias: str | None = None,
+        description: str | None = None,
+        tags: list[str] | None = None,
+        groups: list[str] | None = None,
+        model: dict[str, Any] | None = None,
+        base_dir: str | Path | None = None,
+    ) -> None:
+        raw: dict[str, Any] = {
+            "name": name,
+            "dataset": dataset,
+            "template": template,
+            "messages": messages,
+            "system": system,
+            "fields": fields,
+            "evaluators": list(evaluators) if evaluators is not None else None,
+            "metrics": list(metrics) if metrics is not None else None,
+            "filters": [f.to_config() if isinstance(f, FilterPipeline) else f for f in filters or ()] or None,
+            "fewshot": fewshot,
+            "generation": generation,
+            "tools": tools,
+            "response_format": response_format,
+            "repeats": repeats,
+            "repeat_reduction": repeat_reduction,
+            "version": version,
+            "alias": alias,
+            "description": description,
+            "tags": tags,
+            "groups": groups,
+            "model": model,
+        }
+        raw = {k: v for k, v in raw.items() if v is not None}
+        ctx = ConfigContext(f"task {name!r}", base_dir=Path(base_dir) if base_dir is not None else None)
+        self._setup(raw, ctx)
+
+    # ---- construction ------------------------------------------------------------------------------
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> Task:
+        """Load, check and validate a YAML task file (relative dataset paths are relative to the file)."""
+        raw, ctx = read_task_file(path)
+        task = cls._from_raw(raw, ctx)
+        task.validate()
+        return task
+
+    @classmethod
+    def from_config(
+        cls, config: dict[str, Any], *, base_dir: str | Path | None = None, source: str | None = None
+    ) -> Task:
+        """Build and validate a task from a config dict (the YAML schema, or :meth:`to_config` output)."""
+        if not isinstance(config, dict):
+            raise ConfigError(f"a task config is a mapping, got {type(config).__name__}")
+        ctx = ConfigContext(
+            source or f"task {config.get('name', '?')!r}", base_dir=Path(base_dir) if base_dir is not None else None
+        )
+        task = cls._from_raw(config, ctx)
+        task.validate()
+        return task
+
+    @classmethod
+    def _from_raw(cls, raw: dict[str, Any], ctx: ConfigContext) -> Task:
+        task = cls.__new__(cls)
+        task._setup(raw, ctx)
+        return task
+
+    def _setup(self, raw: dict[str, Any], ctx: ConfigContext) -> None:
+        self._ctx = ctx
+        cfg = validate_config(expand_shorthands(raw, ctx), ctx)
+        self.config: TaskConfig = cfg
+        self.name: str = cfg.name
+        self.alias: str | None = cfg.alias
+        self.version: str = cfg.version
+        self.description: str | None = cfg.description
+        self.tags: list[str] = list(cfg.tags)
+        self.groups: list[str] = list(cfg.groups)
+        self.repeats: int = cfg.repeats
+        self.repeat_reduction: str | None = cfg.repeat_reduction
+        self.model: dict[str, Any] | None = cfg.model
+        self.generation: dict[str, Any] = cfg.generation.params()
+        self.tools: list[dict[str, Any]] | None = cfg.tools
+        self.response_format: dict[str, Any] | None = cfg.response_format
+        self.system: str | None = cfg.system
+        self.fields = FieldMap(cfg.fields.id, cfg.fields.input, cfg.fields.target, dict(cfg.fields.metadata))
+        self.dataset_spec: DatasetSpec = self._resolve_spec(cfg.dataset, ("dataset",))
+        self.fewshot_spec: DatasetSpec | None = None
+        if cfg.fewshot is not None and cfg.fewshot.source is not None:
+            self.fewshot_spec = self._resolve_spec(cfg.fewshot.source, ("fewshot", "source"))
+        self.prompt = self._build_prompt(cfg)
+        self._pipelines = self._build_filters(cfg)
+        self.metrics: list[MetricSpec] = build_metrics(cfg.evaluators, ctx, self.filters)
+        check_tools(cfg, ctx)
+        self._dataset: Dataset | None = None
+        self._samples: list[Sample] | None = None
+        self._sampler: FewshotSampler | None = None
+        self._pool_dataset: Dataset | None = None
+        self._hash: str | None = None
+        self._validated = False
+        self._last_render: tuple[Sample, list[Message]] | None = None
+
+    def _resolve_spec(self, spec: DatasetSpec, path: KeyPath) -> DatasetSpec:
+        resolved = spec.resolve(self._ctx.base_dir)
+        try:
+            fmt = resolved.resolved_format()
+        except ConfigError as err:
+            raise self._ctx.error((*path, "path"), str(err)) from None
+        if resolved.path is not None:
+            p = Path(resolved.path)
+            exists = p.is_dir() if fmt == "hf" else p.is_file()
+            if not exists:
+                what = "folder" if fmt == "hf" else "file"
+                raise self._ctx.error((*path, "path"), f"dataset {what} not found: {resolved.path}")
+        return resolved
+
+    def _template(self, source: str, path: KeyPath) -> Template:
+        return compile_template(source, self._ctx.where(path))
+
+    def _build_prompt(self, cfg: TaskConfig) -> Prompt:
+        template = self._template(cfg.template, ("template",)) if cfg.template is not None else None
+        system = self._template(cfg.system, ("system",)) if cfg.system is not None else None
+        messages = None
+        if cfg.messages is not None:
+            messages = tuple(
+                (m.role, self._template(m.content, ("messages", i, "content"))) for i, m in enumerate(cfg.messages)
+            )
+        return Prompt(template, system, messages, cfg.fewshot)
+
+    def _build_filters(self, cfg: TaskConfig) -> list[FilterPipeline]:
+        pipelines: list[FilterPipeline] = []
+        first: dict[str, int] = {}
+        for i, fc in enumerate(cfg.filters):
+            j = first.setdefault(fc.name, i)
+            if j != i:
+                raise self._ctx.error(
+                    ("filters", i, "name"), f"filter pipeline {fc.name!r} is already defined by filters[{j}]"
+                )
+            if fc.name == "none" and fc.steps:
+                raise self._ctx.error(
+                    ("filters", i, "name"), "'none' names the unfiltered responses; choose another name"
+                )
+            steps = []
+            for k, step in enumerate(fc.steps):
+                path: KeyPath = ("filters", i, "steps", k)
+                try:
+                    steps.append(build_step(step))
+                except ConfigError as err:
+                    message = str(err)
+                    option = next((key for key in step if f"option {key!r}" in message), None)
+                    at = (*path, option) if option else (*path, "type") if "filter step type" in message else path
+                    raise self._ctx.error(at, message) from None
+            pipelines.append(FilterPipeline(fc.name, tuple(steps)))
+        return pipelines
+
+    # ---- data -------------------------------------------------------------------------------------
+
+    def _read(self, spec: DatasetSpec, path: KeyPath) -> Dataset:
+        if spec.resolved_format() == "inline":
+            return read_dataset(spec, inline_source=self._ctx.source, inline_lines=self._ctx.row_lines((*path, "rows")))
+        return read_dataset(spec)
+
+    def _all_samples(self) -> list[Sample]:
+        if self._samples is None:
+            self._dataset = self._read(self.dataset_spec, ("dataset",))
+            self._samples = self.fields.samples(self._dataset)
+        return self._samples
+
+    @property
+    def dataset(self) -> Dataset:
+        """The dataset as read (read on first use)."""
+        self._all_samples()
+        assert self._dataset is not None
+        return self._dataset
+
+    @property
+    def n_docs(self) -> int:
+        """Dataset size before any limit."""
+        return len(self._all_samples())
+
+    def _fewshot(self) -> FewshotSampler | None:
+        cfg = self.config.fewshot
+        if cfg is None or cfg.shots == 0:
+            return None
+        if self._sampler is None:
+            if cfg.fixed is not None:
+                pool_data = Dataset(list(cfg.fixed), self._ctx.source, self._ctx.row_lines(("fewshot", "fixed")))
+                pool, same = self.fields.samples(pool_data), False
+            elif self.fewshot_spec is not None:
+                pool_data = self._read(self.fewshot_spec, ("fewshot", "source"))
+                pool, same = self.fields.samples(pool_data), False
+            else:
+                pool_data, pool, same = self.dataset, self._all_samples(), True
+            sampler = FewshotSampler(cfg, pool, same=same)
+            if sampler.n > sampler.available():
+                where = "the dataset (a sample is never its own example)" if same else pool_data.source
+                raise self._ctx.error(
+                    ("fewshot", "n"), f"{sampler.n} examples asked for but {where} offers only {sampler.available()}"
+                )
+            self._pool_dataset, self._sampler = pool_data, sampler
+        return self._sampler
+
+    def validate(self) -> None:
+        """Read the dataset(s) and render the first sample, so that data and template errors surface now."""
+        if self._validated:
+            return
+        samples = self._all_samples()
+        if not samples:
+            raise self._ctx.error(("dataset",), f"the dataset has no rows ({self.dataset.source})")
+        self._fewshot()
+        first = samples[0]
+        for i, metric in enumerate(self.metrics):
+            path: KeyPath = ("evaluators", i, "expected")
+            if metric.expected == "target" and self.fields.target is None and not has_path(first.doc, "target"):
+                raise self._ctx.error(
+                    ("evaluators", i),
+                    f"{metric.name} compares with the target, but the rows have no 'target' field; set fields.target "
+                    "to the answer field, or expected: none / doc.<field> on this evaluator",
+                )
+            if metric.expected not in ("target", "none"):
+                try:
+                    expected_value(first, metric.expected)
+                except DataError:
+                    source, _, field = metric.expected.partition(".")
+                    raise self._ctx.error(
+                        path, f"the first row ({self.dataset.where(0)}) has no {source} field {field!r}"
+                    ) from None
+        try:
+            self._render(first)
+        except RenderError as err:
+            raise self._render_error(err, first, ConfigError) from None
+        self._validated = True
+
+    def samples(self, limit: int | None = None, shuffle_seed: int | None = None) -> list[Sample]:
+        """The samples to evaluate: all, or the first ``limit`` (after a seeded shuffle when ``shuffle_seed``)."""
+        self.validate()
+        samples = list(self._all_samples())
+        if shuffle_seed is not None:
+            random.Random(shuffle_seed).shuffle(samples)
+        if limit is not None:
+            if limit < 0:
+                raise ValueError(f"limit must be >= 0, got {limit}")
+            samples = samples[:limit]
+        return samples
+
+    # ---- requests ---------------------------------------------------------------------------------
+
+    def fewshot_for(self, sample: Sample) -> list[Sample]:
+        """The few-shot examples shown before ``sample`` (the same for every repeat)."""
+        sampler = self._fewshot()
+        return sampler.select(sample) if sampler is not None else []
+
+    def _render(self, sample: Sample) -> list[Message]:
+        last = self._last_render  # repeats of one sample are built one after another: render once
+        if last is not None and last[0] is sample:
+            return last[1]
+        messages = self.prompt.render(sample, self.fewshot_for(sample))
+        self._last_render = (sample, messages)
+        return messages
+
+    def _render_error(self, err: RenderError, sample: Sample, kind: type[Exception]) -> Exception:
+        if err.example is not None and self._pool_dataset is not None:
+            row = f"few-shot example at {self._pool_dataset.where(err.example.doc_id)}"
+        elif self._dataset is not None and 0 <= sample.doc_id < len(self._dataset):
+            row = self._dataset.where(sample.doc_id)
+        else:
+            row = f"sample {sample.id!r}"
+        if err.template is None:
+            if err.example is None and kind is ConfigError:  # no template and an input that cannot be a prompt
+                return kind(f"{self._ctx.source}: {err.error} ({row}); set 'template' or 'messages', or fields.input")
+            return DataError(f"{row}: {err.error}")
+        detail = (
+            describe_render_error(err.error, err.template, err.context)
+            if isinstance(err.error, Exception)
+            else str(err.error)
+        )
+        if kind is ConfigError:
+            return kind(f"{err.template.label}: {detail} (rendering {row})")
+        return kind(f"{row}: rendering {err.template.label}: {detail}")
+
+    def build_request(self, sample: Sample, repeat: int = 0) -> Request:
+        """The request for one sample and repeat: rendered messages, generation params, tools, response format.
+
+        With ``repeats > 1`` and a fixed ``generation.seed``, repeat ``r`` is sent with ``seed + r`` so repeats
+        are distinct draws (a provider honouring the seed would otherwise return the same answer each time).
+        """
+        if not 0 <= repeat < self.repeats:
+            raise ValueError(f"repeat must be in [0, {self.repeats}), got {repeat}")
+        try:
+            messages = self._render(sample)
+        except RenderError as err:
+            raise self._render_error(err, sample, DataError) from None
+        return Request(
+            sample_id=sample.id,
+            messages=messages,
+            params=self.params_for(repeat),
+            tools=self.tools,
+            response_format=self.response_format,
+            repeat=repeat,
+            doc=sample.doc,
+            metadata=sample.metadata,
+        )
+
+    def params_for(self, repeat: int = 0) -> dict[str, Any]:
+        """Generation parameters of repeat ``repeat`` (the seed offset by the repeat index when repeating)."""
+        params = dict(self.generation)
+        if self.repeats > 1 and isinstance(params.get("seed"), int):
+            params["seed"] += repeat
+        return params
+
+    @staticmethod
+    def prompt_text(request: Request) -> str:
+        """The prompt as one text: a lone user message's content, else ``role: content`` lines."""
+        msgs = request.messages
+        if len(msgs) == 1 and msgs[0].get("role") == "user" and isinstance(msgs[0].get("content"), str):
+            return str(msgs[0]["content"])
+        return "\n".join(f"{m.get('role')}: {_content_text(m.get('content'))}" for m in msgs)
+
+    # ---- filters and metrics ----------------------------------------------------------------------
+
+    @property
+    def filters(self) -> list[str]:
+        """Names of the filter pipelines (``["none"]`` when none are configured)."""
+        return [p.name for p in self._pipelines] or [NO_FILTER.name]
+
+    @property
+    def pipelines(self) -> list[FilterPipeline]:
+        """The filter pipelines (the pass-through ``none`` pipeline when none are configured)."""
+        return list(self._pipelines) or [NO_FILTER]
+
+    def apply_filters(self, responses: Sequence[Response | None]) -> dict[str, list[Any]]:
+        """Each pipeline's filtered values for one sample's responses (one per repeat, None where it failed)."""
+        return {p.name: p.apply(responses) for p in self.pipelines}
+
+    def metric(self, name: str) -> MetricSpec:
+        """The metric named ``name``."""
+        for m in self.metrics:
+            if m.name == name:
+                return m
+        raise KeyError(f"task {self.name!r} has no metric {name!r}; metrics: {', '.join(m.name for m in self.metrics)}")
+
+    def expected_for(self, sample: Sample, metric: MetricSpec | str) -> Any:
+        """What ``metric`` compares ``sample``'s output with (target, nothing, or a doc/metadata field)."""
+        spec = self.metric(metric) if isinstance(metric, str) else metric
+        where = ""
+        if self._dataset is not None and 0 <= sample.doc_id < len(self._dataset):
+            where = self._dataset.where(sample.doc_id)
+        return expected_value(sample, spec.expected, where)
+
+    # ---- identity -----------------------------------------------------------------------------------
+
+    @property
+    def n_shot(self) -> int:
+        """Few-shot examples per prompt."""
+        return self.config.fewshot.shots if self.config.fewshot is not None else 0
+
+    @property
+    def hash(self) -> str:
+        """sha256 (hex) of everything that changes the requests or the scoring; not names, tags or descriptions."""
+        if self._hash is None:
+            self.validate()
+            self._hash = sha256_hex(self._hash_payload())
+        return self._hash
+
+    def _hash_payload(self) -> dict[str, Any]:
+        # Left out on purpose: name, alias, description, tags, groups, model (the runner keys answers by model
+        # separately), dataset location (only its content counts), and higher_is_better and repeat_reduction
+        # (they change how results are read and aggregated, not any request or per-sample verdict).
+        cfg = self.config
+        fewshot: dict[str, Any] | None = None
+        if cfg.fewshot is not None and cfg.fewshot.shots > 0:
+            fs = cfg.fewshot
+            if fs.fixed is not None:
+                source: Any = {"fixed": sha256_hex(fs.fixed[: fs.shots])}
+            elif self.fewshot_spec is not None:
+                sampler = self._fewshot()
+                assert sampler is not None and self._pool_dataset is not None
+                source = {"dataset": self._pool_dataset.content_hash, "seed": fs.seed}
+            else:
+                source = {"dataset": "same", "seed": fs.seed}
+            fewshot = {"n": fs.shots, "source": source, "separator": fs.separator, "delimiter": fs.target_delimiter}
+        return {
+            "schema": HASH_SCHEMA,
+            "version": self.version,
+            "dataset": self.dataset.content_hash,
+            "fields": self.fields.to_config(),
+            "template": cfg.template,
+            "system": cfg.system,
+            "messages": [m.model_dump() for m in cfg.messages] if cfg.messages is not None else None,
+            "fewshot": fewshot,
+            "generation": self.generation,
+            "tools": self.tools,
+            "response_format": self.response_format,
+            "filters": [p.to_config() for p in self._pipelines],
+            "metrics": [
+                {"name": m.name, "evaluator": m.evaluator.to_config(), "expected": m.expected, "filters": m.filters}
+                for m in self.metrics
+            ],
+            "repeats": self.repeats,
+        }
+
+    def to_config(self) -> dict[str, Any]:
+        """The task as a JSON-safe config that :meth:`from_config` rebuilds (dataset paths made absolute)."""
+        cfg = self.config
+        out: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.alias is not None:
+            out["alias"] = self.alias
+        if self.description is not None:
+            out["description"] = self.description
+        if self.tags:
+            out["tags"] = list(self.tags)
+        if self.groups:
+            out["groups"] = list(self.groups)
+        out["dataset"] = self.dataset_spec.to_config()
+        if fields := self.fields.to_config():
+            out["fields"] = fields
+        for key in ("template", "system"):
+            if getattr(cfg, key) is not None:
+                out[key] = getattr(cfg, key)
+        if cfg.messages is not None:
+            out["messages"] = [m.model_dump() for m in cfg.messages]
+        if cfg.fewshot is not None:
+            fewshot = cfg.fewshot.model_dump(mode="json", exclude_none=True, exclude={"source"})
+            fewshot["source"] = self.fewshot_spec.to_config() if self.fewshot_spec is not None else "same"
+            if cfg.fewshot.fixed is not None:
+                del fewshot["source"]
+            out["fewshot"] = fewshot
+        if self.generation:
+            out["generation"] = dict(self.generation)
+        if self.tools is not None:
+            out["tools"] = self.tools
+        if self.response_format is not None:
+            out["response_format"] = self.response_format
+        if self._pipelines:
+            out["filters"] = [p.to_config() for p in self._pipelines]
+        out["repeats"] = self.repeats
+        if self.repeat_reduction is not None:
+            out["repeat_reduction"] = self.repeat_reduction
+        out["evaluators"] = [m.to_config() for m in self.metrics]
+        if self.model is not None:
+            out["model"] = self.model
+        return out
+
+    def info(self, n_selected: int) -> TaskInfo:
+        """What the results code records about this task."""
+        from assay.record import MetricInfo, TaskInfo
+
+        return TaskInfo(
+            name=self.name,
+            version=self.version,
+            task_hash=self.hash,
+            config=self.to_config(),
+            n_shot=self.n_shot,
+            metrics=[
+                MetricInfo(name=m.name, evaluator=m.evaluator.to_config(), higher_is_better=m.higher_is_better)
+                for m in self.metrics
+            ],
+            filters=self.filters,
+            repeats=self.repeats,
+            groups=list(self.groups),
+            n_docs=self.n_docs,
+            n_selected=n_selected,
+            system_instruction=self.system,
+        )
+
+    def __repr__(self) -> str:
+        metrics = ", ".join(m.name for m in self.metrics)
+        return f"Task({self.name!r}, repeats={self.repeats}, metrics=[{metrics}], filters={self.filters})"
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    from assay.tasks.hashing import canonical_json
+
+    return canonical_json(content)
