@@ -1,12 +1,15 @@
 """Bootstrap speed: 100,000 sample scores x 10,000 resamples, vectorised, against a pure-Python loop.
 
-The vectorised bootstrap (``assay.results.stats.bootstrap_means``) is exact: a resample of scores that take
-few distinct values (pass/fail, graded rubrics) is one multinomial draw of counts over those values, so it
-costs O(distinct values) instead of O(n). Scores that are all distinct fall back to drawing resample index
-matrices in chunks, O(n) per resample. Both are timed here, on seeded data, in this process:
+The vectorised bootstrap (``assay.results.stats.bootstrap_means``) resamples exactly where that is cheap: a
+resample of scores that take few distinct values (pass/fail, graded rubrics) is one multinomial draw of counts
+over those values, O(distinct values) instead of O(n); otherwise resample index matrices are drawn in chunks.
+Many-valued scores whose exact resampling would take more than ~1e8 index draws use the binned scheme (exact
+multinomial counts over 64 quantile bins, the within-bin sum drawn with its exact mean and variance). Timed
+here, on seeded data, in this process:
 
-- pass/fail scores (2 distinct values), graded scores (11) and F1-like scores (1,000): all 10,000 resamples;
-- continuous scores (100,000 distinct values): a slice of the resamples, extrapolated to 10,000;
+- pass/fail scores (2 distinct values), graded scores (11), F1-like scores (1,000) and continuous scores
+  (100,000 distinct values, binned): all 10,000 resamples;
+- continuous scores resampled exactly by index: a slice of the resamples, extrapolated to 10,000;
 - a pure-Python resampling loop (``random.choices`` + ``sum``): 20 resamples, extrapolated to 10,000.
 
 Figures are the best of ``REPEATS`` runs (one run for the slow extrapolated ones).
@@ -55,15 +58,23 @@ def main() -> None:
     print(f"{N_SCORES:,} scores x {N_RESAMPLES:,} resamples (seed {SEED})")
     vectorised: dict[str, float] = {}
     for name, x in cases.items():
-        if name.startswith("continuous"):
-            part = _best(lambda x=x: stats.bootstrap_means(x, CONTINUOUS_RESAMPLES, np.random.default_rng(1)), 1)
-            seconds = part * N_RESAMPLES / CONTINUOUS_RESAMPLES
-            how = f"(measured {CONTINUOUS_RESAMPLES:,} resamples in {part:.3f} s, extrapolated)"
-        else:
-            seconds = _best(lambda x=x: stats.bootstrap_means(x, N_RESAMPLES, np.random.default_rng(1)), REPEATS)
-            how = f"(best of {REPEATS})"
+        seconds = _best(lambda x=x: stats.bootstrap_means(x, N_RESAMPLES, np.random.default_rng(1)), REPEATS)
+        method = stats.bootstrap_method(x.size, int(np.unique(x).size), N_RESAMPLES)
         vectorised[name] = seconds
-        print(f"  vectorised, {name:<26} {seconds:9.3f} s {how}")
+        print(f"  vectorised, {name:<26} {seconds:9.3f} s (best of {REPEATS}, {method})")
+    x = cases["continuous (all distinct)"]
+    exact_limit = stats.EXACT_BOOTSTRAP_DRAWS
+    stats.EXACT_BOOTSTRAP_DRAWS = 10**15  # force exact index resampling for comparison
+    try:
+        part = _best(lambda: stats.bootstrap_means(x, CONTINUOUS_RESAMPLES, np.random.default_rng(1)), 1)
+    finally:
+        stats.EXACT_BOOTSTRAP_DRAWS = exact_limit
+    exact_seconds = part * N_RESAMPLES / CONTINUOUS_RESAMPLES
+    vectorised["continuous, exact by index"] = exact_seconds
+    print(
+        f"  vectorised, {'continuous, exact by index':<26} {exact_seconds:9.3f} s "
+        f"(measured {CONTINUOUS_RESAMPLES:,} resamples in {part:.3f} s, extrapolated)"
+    )
 
     scores = cases["pass/fail (2 values)"].tolist()
     start = time.perf_counter()

@@ -219,3 +219,23 @@ def test_coverage_of_95_percent_intervals():
     print(f"coverage: t {t_hits / trials:.3f}, bootstrap {boot_hits / trials:.3f}, t normal {normal_hits / trials:.3f}")
     for hits in (t_hits, boot_hits, normal_hits):
         assert 0.93 <= hits / trials <= 0.97, (t_hits, boot_hits, normal_hits)
+
+
+def test_bootstrap_method_exact_when_cheap_binned_when_many_valued_and_large():
+    assert stats.bootstrap_method(100_000, 2, 10_000) == "exact"  # pass/fail: counts over 2 values
+    assert stats.bootstrap_method(1_000, 1_000, 10_000) == "exact"  # 1e7 index draws
+    assert stats.bootstrap_method(100_000, 100_000, 10_000) == "binned"  # 1e9 index draws
+
+
+def test_binned_bootstrap_agrees_with_exact_resampling(monkeypatch):
+    rng = np.random.default_rng(5)
+    x = rng.beta(0.5, 0.5, 20_000)  # bimodal, many distinct values
+    monkeypatch.setattr(stats, "EXACT_BOOTSTRAP_DRAWS", 10**12)
+    exact = stats.bootstrap_means(x, 4_000, np.random.default_rng(1))
+    monkeypatch.setattr(stats, "EXACT_BOOTSTRAP_DRAWS", 0)
+    binned = stats.bootstrap_means(x, 4_000, np.random.default_rng(2))
+    se = x.std(ddof=1) / np.sqrt(x.size)
+    assert abs(binned.mean() - x.mean()) < 0.1 * se
+    assert abs(binned.std() - exact.std()) < 0.05 * se
+    for a, b in zip(stats.percentile_interval(exact), stats.percentile_interval(binned), strict=True):
+        assert abs(a - b) < 0.2 * se  # within Monte Carlo noise of 4,000 resamples

@@ -18,7 +18,8 @@ which lm-eval's readers ignore and which holds the figures that schema has no ro
     }
 
     METRIC = {"metric", "filter", "higher_is_better", "mean", "stderr" (ddof=1), "confidence",
-              "ci_t": [lo, hi], "ci_bootstrap": [lo, hi] (percentile), "bootstrap_iters", "seed",
+              "ci_t": [lo, hi], "ci_bootstrap": [lo, hi] (percentile), "bootstrap_iters",
+              "bootstrap_method" ("exact" | "binned", see stats.bootstrap_method), "seed",
               "n_total", "n_scored", "n_errored" (samples), "n_errored_verdicts", "error_policy",
               "pass_rate", "n_passed", "binary", "repeats", "repeat_reduction",
               "error_examples": [{"doc_id", "error"}],

@@ -205,6 +205,9 @@ def summarize_metric(
         "ci_t": _interval(stats.t_interval(m, se, n_scored - 1, confidence)),
         "ci_bootstrap": _interval(None if dist is None else stats.percentile_interval(dist, confidence)),
         "bootstrap_iters": bootstrap_iters,
+        "bootstrap_method": (
+            stats.bootstrap_method(n_scored, int(np.unique(x).size), bootstrap_iters) if use_bootstrap else None
+        ),
         "seed": seed,
         "n_total": int(sv.values.size),
         "n_scored": n_scored,

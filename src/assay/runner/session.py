@@ -180,6 +180,8 @@ async def execute(
 ) -> RunOutcome:
     """Run (or resume, when ``run_dir`` holds a run) every pending sample; write results when all are done."""
     _check_unique_names(tasks)
+    for task in tasks:
+        task.validate()  # read the data and render a prompt now: a bad task must fail before anything is written
     console = console or Console(stderr=True)
     if run_dir is None:
         run_dir = new_run_dir(settings.output_dir, tasks)
