@@ -18,6 +18,11 @@ _DIGIT_TABLE = str.maketrans("", "", string.digits)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")
 _SEP = "\x00"  # joins many strings for one C-level pass; survives every transformation below
+STREAM_SEPARATOR = _SEP  # ends each text's tokens in squad_token_stream
+_ARTICLE_WORDS = frozenset({"a", "an", "the"})
+_NOT_WORD_OR_SPACE = re.compile(r"[^\w\s\x00]")
+# the ASCII characters _NOT_WORD_OR_SPACE does not match, to look for the others in ASCII text with bytes.translate
+_ASCII_WORD_OR_SPACE = bytes(c for c in range(128) if not _NOT_WORD_OR_SPACE.match(chr(c)))
 
 
 class NormalizeOptions(BaseModel):
@@ -101,9 +106,17 @@ class Normalizer:
         return text
 
     def many(self, texts: Sequence[str]) -> list[str]:
-        """Normalise many strings with one pass of each C-level string operation over their join."""
+        """Normalise many strings: one pass of each C-level string operation over their join, or, when only
+        case, strip and regexes apply, each string's own methods mapped over the list (cheaper there).
+        """
         if self.is_identity:
             return list(texts)
+        if not (self.ignore_punctuation or self.ignore_numbers or self.ignore_whitespace or self.ignore_articles):
+            # only per-string methods: mapping them is cheaper than join + split
+            out = list(map(self._apply_regexes, texts)) if self.regexes else list(texts)
+            if self.ignore_case:
+                out = list(map(str.lower, out))
+            return list(map(str.strip, out)) if self.strip else out
         if self.regexes:
             texts = [self._apply_regexes(t) for t in texts]
         joined = _SEP.join(texts)
@@ -140,4 +153,45 @@ def squad_normalize_many(texts: Sequence[str]) -> list[str]:
     return _SQUAD.many(texts)
 
 
+def squad_prepare_many(texts: Sequence[str]) -> list[str]:
+    """The first two steps of :func:`squad_normalize` (lower case, drop punctuation) over many texts at once."""
+    return _SQUAD_PREPARE.many(texts)
+
+
+def squad_tokens_prepared(prepared: str) -> list[str]:
+    """The tokens of :func:`squad_normalize` for one text already through :func:`squad_prepare_many`."""
+    return _ARTICLES.sub(" ", prepared).split()
+
+
+def squad_token_stream(prepared: Sequence[str]) -> list[str] | None:
+    """The SQuAD tokens of many prepared texts in one flat list, each text's tokens then STREAM_SEPARATOR.
+
+    None when a text contains the separator (NUL). ``prepared`` comes from :func:`squad_prepare_many`. One
+    C-level pass per step over all the texts. Words 'a', 'an' and 'the' standing alone are left in: dropping
+    them (:func:`is_article`) is then exactly SQuAD's article removal. The article regex runs only when some
+    token holds a non-word character, where an article could hide inside it.
+    """
+    if not prepared:
+        return []
+    joined = _SEP.join(prepared) + _SEP
+    if joined.count(_SEP) != len(prepared):
+        return None
+    if _has_non_word_token_char(joined):
+        joined = _ARTICLES.sub(" ", joined)
+    return joined.replace(_SEP, f" {_SEP} ").split()
+
+
+def _has_non_word_token_char(text: str) -> bool:
+    """True when ``text`` has a character that is neither a word character, whitespace nor the separator."""
+    if text.isascii():
+        return bool(text.encode("ascii").translate(None, _ASCII_WORD_OR_SPACE))
+    return _NOT_WORD_OR_SPACE.search(text) is not None
+
+
+def is_article(token: str) -> bool:
+    """True for the tokens SQuAD normalisation removes ('a', 'an', 'the', already lower case)."""
+    return token in _ARTICLE_WORDS
+
+
 _SQUAD = Normalizer(ignore_case=True, ignore_punctuation=True, ignore_articles=True, ignore_whitespace=True)
+_SQUAD_PREPARE = Normalizer(ignore_case=True, ignore_punctuation=True)

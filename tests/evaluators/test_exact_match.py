@@ -111,3 +111,45 @@ def test_batch_equals_loop(pairs):
     a = [p[0] for p in pairs]
     e = [p[1] for p in pairs]
     assert list(ev.evaluate_batch(a, e).passed) == [ev.evaluate(x, y).passed for x, y in pairs]
+
+
+# ----------------------------------------------------------------- known answers: HF `evaluate` exact_match docs
+
+HF_REFS = ["the cat", "theater", "YELLING", "agent007"]
+HF_PREDS = ["cat?", "theater", "yelling", "agent"]
+
+
+@pytest.mark.parametrize(
+    ("options", "score"),
+    [
+        ({}, 0.25),
+        ({"regexes_to_ignore": ["the ", "yell"], "ignore_case": True, "ignore_punctuation": True}, 0.5),
+        ({"regexes_to_ignore": ["the ", "yell", "YELL"], "ignore_case": True, "ignore_punctuation": True}, 0.75),
+        (
+            {
+                "regexes_to_ignore": ["the ", "yell", "YELL"],
+                "ignore_case": True,
+                "ignore_punctuation": True,
+                "ignore_numbers": True,
+            },
+            1.0,
+        ),
+    ],
+)
+def test_hf_evaluate_documented_scores(options, score):
+    ev = evaluators.get("exact_match", **options)
+    assert ev.evaluate_batch(HF_PREDS, HF_REFS).reduce("mean").value == score
+    singles = [ev.evaluate(p, r).score for p, r in zip(HF_PREDS, HF_REFS, strict=True)]
+    assert sum(singles) / len(singles) == score
+
+
+def test_hf_evaluate_documented_sentences():
+    refs = ["The cat sat on the mat.", "Theaters are great.", "It's like comparing oranges and apples."]
+    preds = ["The cat sat on the mat?", "Theaters are great.", "It's like comparing apples and oranges."]
+    agg = evaluators.get("exact_match").evaluate_batch(preds, refs).reduce("mean")
+    assert round(agg.value, 2) == 0.33
+
+
+def test_empty_list_of_answers_is_a_clear_error():
+    v = evaluators.get("exact_match").evaluate("Paris", [])
+    assert v.is_error and "empty list" in v.error
