@@ -45,6 +45,16 @@ class RequestOutcome:
 
 
 @dataclass
+class Fetched:
+    """A sample's requests and their outcomes, waiting to be scored."""
+
+    requests: list[Request]
+    outcomes: list[RequestOutcome]
+    started_at: float
+    model_seconds: float
+
+
+@dataclass
 class RunStats:
     """What one execution of the loop did."""
 
@@ -78,29 +88,55 @@ class Scheduler:
         self._slots = asyncio.Semaphore(config.concurrency)
 
     async def run(self, work: list[tuple[Task, Sample]]) -> RunStats:
-        """Process every (task, sample) pair; a failure of one sample is recorded, never fatal."""
+        """Process every (task, sample) pair; a failure of one sample is recorded, never fatal.
+
+        Workers only fetch: once a sample's responses are in, its scoring and writing go to a separate task
+        and the worker sends its next request at once, so evaluation never delays the request pipeline.
+        At most ``concurrency`` fetched samples wait to be scored.
+        """
         started = time.perf_counter()
         pending: Iterator[tuple[Task, Sample]] = iter(work)
+        self._finishing: set[asyncio.Task[None]] = set()
+        self._finish_slots = asyncio.Semaphore(self.config.concurrency)
+        self._failure: BaseException | None = None
         workers = [asyncio.create_task(self._worker(pending)) for _ in range(min(self.config.concurrency, len(work)))]
         try:
             await asyncio.gather(*workers)
+            await asyncio.gather(*self._finishing)
+            if self._failure is not None:
+                raise self._failure
         finally:
-            for w in workers:
-                w.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            for t in [*workers, *self._finishing]:
+                t.cancel()
+            await asyncio.gather(*workers, *self._finishing, return_exceptions=True)
             self.stats.seconds = time.perf_counter() - started
         return self.stats
 
     async def _worker(self, pending: Iterator[tuple[Task, Sample]]) -> None:
         for task, sample in pending:  # safe: no await between the iterator's steps
-            record = await self._sample(task, sample)
-            self.writer.write(record)
-            self.stats.written += 1
-            failed = record.error is not None
-            self.stats.errors += int(failed)
-            self.stats.cache_hits += record.cache_hits
-            self.progress.advance(error=failed, cache_hits=record.cache_hits)
-            self._check_error_rate()
+            if self._failure is not None:
+                raise self._failure
+            fetched = await self._fetch(task, sample)
+            await self._finish_slots.acquire()
+            finishing = asyncio.create_task(self._finish(task, sample, fetched))
+            self._finishing.add(finishing)
+            finishing.add_done_callback(self._finished)
+
+    def _finished(self, finishing: asyncio.Task[None]) -> None:
+        self._finishing.discard(finishing)
+        self._finish_slots.release()
+        if not finishing.cancelled() and finishing.exception() is not None and self._failure is None:
+            self._failure = finishing.exception()
+
+    async def _finish(self, task: Task, sample: Sample, fetched: Fetched) -> None:
+        record = await self._record(task, sample, fetched)
+        self.writer.write(record)
+        self.stats.written += 1
+        failed = record.error is not None
+        self.stats.errors += int(failed)
+        self.stats.cache_hits += record.cache_hits
+        self.progress.advance(error=failed, cache_hits=record.cache_hits)
+        self._check_error_rate()
 
     def _check_error_rate(self) -> None:
         limit = self.config.max_error_rate
@@ -112,15 +148,20 @@ class Scheduler:
                 f"stopped: {self.stats.errors} of {done} samples failed, above the allowed error rate {limit:.0%}"
             )
 
-    async def _sample(self, task: Task, sample: Sample) -> SampleRecord:
+    async def _fetch(self, task: Task, sample: Sample) -> Fetched:
         started_at = time.time()
         t0 = time.perf_counter()
         requests = [task.build_request(sample, r) for r in range(task.repeats)]
-        outcomes = await asyncio.gather(*(self._request(req) for req in requests))
-        model_seconds = time.perf_counter() - t0
-        responses = [o.response for o in outcomes]
-        errors = [o.error for o in outcomes]
-        first = requests[0]
+        if len(requests) == 1:
+            outcomes = [await self._request(requests[0])]
+        else:
+            outcomes = list(await asyncio.gather(*(self._request(req) for req in requests)))
+        return Fetched(requests, outcomes, started_at, time.perf_counter() - t0)
+
+    async def _record(self, task: Task, sample: Sample, fetched: Fetched) -> SampleRecord:
+        responses = [o.response for o in fetched.outcomes]
+        errors = [o.error for o in fetched.outcomes]
+        first = fetched.requests[0]
         prompt = task.prompt_text(first)
         filters, eval_seconds = await score_sample(
             task, sample, responses, errors, prompt, feedback_model=self.config.feedback_model
@@ -138,10 +179,10 @@ class Scheduler:
             metadata=sample.metadata,
             responses=responses,
             response_errors=errors,
-            cache_hits=sum(o.cached for o in outcomes),
+            cache_hits=sum(o.cached for o in fetched.outcomes),
             filters=filters,
-            started_at=started_at,
-            model_seconds=model_seconds,
+            started_at=fetched.started_at,
+            model_seconds=fetched.model_seconds,
             eval_seconds=eval_seconds,
         )
 
