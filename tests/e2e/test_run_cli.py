@@ -208,3 +208,18 @@ def test_prices_and_cluster_key_reach_the_results(tmp_path: Path, server: OpenAI
     model_figures = assay_key["operational"]["roles"]["model"]["assay-test"]
     expected_cost = (model_figures["input_tokens"] * 1.0 + model_figures["output_tokens"] * 2.0) / 1e6
     assert model_figures["cost_usd"] == pytest.approx(expected_cost) and expected_cost > 0
+
+
+def test_run_stops_past_the_allowed_error_rate(tmp_path: Path) -> None:
+    with OpenAITestServer(lambda request: {"status": 500, "error": "down"}) as srv:
+        task = write_task(tmp_path, 200)
+        proc = run_cli(
+            "run", str(task), *model_args(srv), "-o", "runs", "-q", "-c", "4",
+            "--max-attempts", "1", "--max-error-rate", "0.5", cwd=tmp_path,
+        )  # fmt: skip
+        requests = srv.requests_total
+    assert proc.returncode == 1
+    assert "above the allowed error rate 50%" in proc.stderr and "--resume" in proc.stderr
+    run_dir = only_run_dir(tmp_path / "runs")
+    assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
+    assert 20 <= len(sample_lines(run_dir)) < 200 and requests < 200  # it stopped early
