@@ -2,8 +2,9 @@
 
 Roles are ``model`` (the model under test, from each sample's responses, under its configured name, since
 servers may report other names) and ``judge`` (from
-``details["judge"] = {"model", "usage": {"input_tokens", "output_tokens"}, "latency_s", "cached"}``
-of llm_judge verdicts). Prices, when given, are US dollars per million tokens::
+``details["judges"]``, one ``{"model", "usage": {"input_tokens", "output_tokens"}, "latency_s", "cached",
+"error"?}`` per judge request of an llm_judge verdict, or the summed ``details["judge"]`` where only that
+exists). Prices, when given, are US dollars per million tokens::
 
     {"gpt-4o-mini": {"input": 0.15, "output": 0.60}, ...}
 
@@ -101,6 +102,33 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
+def _judge_calls(verdict: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The judge requests behind a verdict: each call of ``details["judges"]``, else the ``details["judge"]`` sum."""
+    details = verdict.get("details") or {}
+    calls = details.get("judges")
+    if isinstance(calls, list) and calls:
+        return [c for c in calls if isinstance(c, Mapping)]
+    judge = details.get("judge")
+    return [judge] if isinstance(judge, Mapping) else []
+
+
+def _tally_judge_calls(by_model: dict[str, _Tally], verdict: Mapping[str, Any]) -> None:
+    """Count each judge request under its own model, so several judges, samples or pairwise orders add up right."""
+    for call in _judge_calls(verdict):
+        raw_usage = call.get("usage")
+        usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
+        tally = by_model.setdefault(str(call.get("model") or "judge"), _Tally())
+        latency = call.get("latency_s")
+        tally.add(
+            input_tokens=_int(usage.get("input_tokens")),
+            output_tokens=_int(usage.get("output_tokens")),
+            latency=float(latency) if isinstance(latency, int | float) else None,
+            cached=bool(call.get("cached", False)),
+        )
+        if call.get("error"):
+            tally.errors += 1
+
+
 def operational_figures(
     records: Iterable[SampleRecord],
     manifest: RunManifest | None = None,
@@ -133,21 +161,7 @@ def operational_figures(
         for fr in rec.filters.values():
             for verdicts in fr.verdicts.values():
                 for v in verdicts:
-                    judge = (v.get("details") or {}).get("judge")
-                    if not isinstance(judge, Mapping):
-                        continue
-                    raw_usage = judge.get("usage")
-                    usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
-                    tally = tallies["judge"].setdefault(str(judge.get("model") or "judge"), _Tally())
-                    latency = judge.get("latency_s")
-                    tally.add(
-                        input_tokens=_int(usage.get("input_tokens")),
-                        output_tokens=_int(usage.get("output_tokens")),
-                        latency=float(latency) if isinstance(latency, int | float) else None,
-                        cached=bool(judge.get("cached", False)),
-                    )
-                    if v.get("error"):
-                        tally.errors += 1
+                    _tally_judge_calls(tallies["judge"], v)
     roles = {
         role: {name: _figures(t, table.get(name)) for name, t in sorted(by.items())} for role, by in tallies.items()
     }
