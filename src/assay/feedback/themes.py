@@ -63,6 +63,7 @@ class Theme:
     samples: list[tuple[str, str]] = field(default_factory=list)  # (task, sample_id), in order of appearance
     examples: list[Example] = field(default_factory=list)
     feedback: list[tuple[str, int]] = field(default_factory=list)  # most common feedback texts with their counts
+    _seen: set[tuple[str, str]] = field(default_factory=set, repr=False, compare=False)  # = set(samples), for speed
 
     @property
     def label(self) -> str:
@@ -79,6 +80,7 @@ class Theme:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form."""
         out = asdict(self)
+        out.pop("_seen")
         out["label"] = self.label
         out["n_samples"] = len(self.samples)
         out["samples"] = [{"task": t, "sample_id": s} for t, s in self.samples]
@@ -220,7 +222,8 @@ def _group(
                         feedback[key] = Counter()
                     theme.count += 1
                     ref = (record.task, record.sample_id)
-                    if ref not in theme.samples:
+                    if ref not in theme._seen:
+                        theme._seen.add(ref)
                         theme.samples.append(ref)
                     if verdict.get("feedback"):
                         feedback[key][str(verdict["feedback"])] += 1

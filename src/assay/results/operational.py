@@ -102,7 +102,7 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
-def _judge_calls(verdict: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def judge_calls(verdict: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The judge requests behind a verdict: each call of ``details["judges"]``, else the ``details["judge"]`` sum."""
     details = verdict.get("details") or {}
     calls = details.get("judges")
@@ -114,7 +114,7 @@ def _judge_calls(verdict: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def _tally_judge_calls(by_model: dict[str, _Tally], verdict: Mapping[str, Any]) -> None:
     """Count each judge request under its own model, so several judges, samples or pairwise orders add up right."""
-    for call in _judge_calls(verdict):
+    for call in judge_calls(verdict):
         raw_usage = call.get("usage")
         usage: Mapping[str, Any] = raw_usage if isinstance(raw_usage, Mapping) else {}
         tally = by_model.setdefault(str(call.get("model") or "judge"), _Tally())

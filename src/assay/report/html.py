@@ -1,0 +1,189 @@
+"""The HTML report: one self-contained file (styles, script and data inline; nothing loaded from the network).
+
+Everything that comes from a run is untrusted. The page is rendered by Jinja2 with autoescaping; the sample
+data is embedded as JSON in a ``<script type="application/json">`` block with ``<``, ``>``, ``&`` and the
+JavaScript line separators escaped, so no text can close the block; the page script builds the DOM with
+``textContent`` only; and a Content-Security-Policy allows nothing but the page's own script and style
+(by hash), so even a bug could not run injected code or load anything.
+"""
+
+from __future__ import annotations
+
+import base64
+import gc
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from markupsafe import Markup
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from assay.results import Comparison, Run
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+_JSON_ESCAPES = {
+    ord("<"): "\\u003c",
+    ord(">"): "\\u003e",
+    ord("&"): "\\u0026",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
+def _finite(value: Any) -> Any:
+    """Replace NaN and infinities (which JSON cannot hold) with None, recursively."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def embed_json(data: Any) -> str:
+    """JSON that is safe inside ``<script type="application/json">``: no text in it can end the element."""
+    try:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+    except ValueError:
+        text = json.dumps(_finite(data), ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
+    return text.translate(_JSON_ESCAPES)
+
+
+def csp_hash(source: str) -> str:
+    """The CSP source expression that allows exactly this inline script or style."""
+    digest = hashlib.sha256(source.encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
+
+
+def content_security_policy(script: str, style: str) -> str:
+    """Nothing from anywhere, except this page's one script and one stylesheet (by hash) and data: images."""
+    return (
+        "default-src 'none'; "
+        f"script-src {csp_hash(script)}; "
+        f"style-src {csp_hash(style)}; "
+        "img-src data:; "
+        "base-uri 'none'; form-action 'none'"
+    )
+
+
+def page_csp() -> str:
+    """The Content-Security-Policy of every report page (its script and style never change per run)."""
+    return content_security_policy(_asset("report.js"), _asset("report.css"))
+
+
+@cache
+def _environment() -> jinja2.Environment:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=False,
+        keep_trailing_newline=True,
+    )
+
+
+@cache
+def _asset(name: str) -> str:
+    text = (TEMPLATES / name).read_text(encoding="utf-8")
+    closing = "</script" if name.endswith(".js") else "</style"
+    if closing in text.lower():
+        raise RuntimeError(f"{name} must not contain {closing!r}")
+    return text
+
+
+def _load(runs: Sequence[Run | str | os.PathLike[str]]) -> list[Run]:
+    from assay.results import Run, load_run
+
+    return [r if isinstance(r, Run) else load_run(r) for r in runs]
+
+
+def _comparisons(runs: list[Run], compare: Comparison | None) -> list[tuple[int, int, Any]]:
+    """The given comparison placed on its runs (by folder name); without one, each later run against the first."""
+    if compare is not None:
+        names = [r.name for r in runs]
+        a = names.index(compare.run_a) if compare.run_a in names else 0
+        b = names.index(compare.run_b) if compare.run_b in names and names.index(compare.run_b) != a else 1
+        return [(a, b, compare)] if len(runs) > max(a, b) else []
+    if len(runs) < 2:
+        return []
+    from assay.results import compare_runs
+
+    return [(0, i, compare_runs(runs[0], runs[i])) for i in range(1, len(runs))]
+
+
+def _themes(runs: list[Run]) -> list[Any]:
+    """Failure themes per run, from the feedback grouping (``assay.feedback.themes.group_failures``)."""
+    from assay.feedback.themes import group_failures
+
+    return [group_failures(run) for run in runs]
+
+
+@contextmanager
+def _paused_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: packing 50,000 samples allocates millions of small objects (no cycles)
+    while the loaded run keeps millions alive, and each full collection would scan them all (4x slower)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def render_html(
+    runs: Sequence[Run | str | os.PathLike[str]],
+    compare: Comparison | None = None,
+    *,
+    title: str | None = None,
+) -> str:
+    """The report page for one or more runs (loaded ``Run`` objects or run folders) as one HTML string.
+
+    With two or more runs and no ``compare``, every run is compared with the first.
+    """
+    from assay.report.viewmodel import build_page
+
+    loaded = _load(runs)
+    if not loaded:
+        raise ValueError("render_html needs at least one run")
+    with _paused_gc():
+        page = build_page(loaded, _comparisons(loaded, compare), _themes(loaded), title=title)
+    script, style = _asset("report.js"), _asset("report.css")
+    return (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            page=page,
+            csp=content_security_policy(script, style),
+            script=Markup(script),
+            style=Markup(style),
+            data_json=Markup(embed_json(page.data)),
+        )
+    )
+
+
+def write_html(
+    runs: Sequence[Run | str | os.PathLike[str]],
+    path: str | os.PathLike[str],
+    compare: Comparison | None = None,
+) -> Path:
+    """Write the report page to ``path`` (atomically; parent folders created) and return the path."""
+    from assay.runner.rundir import atomic_write_text
+
+    out = Path(path)
+    html = render_html(runs, compare)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, html)
+    return out
