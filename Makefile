@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/assay run examples/qa_tools/task.yaml --output runs/demo
+	@latest=$$(ls -td runs/demo/*/ | head -1); \
+	  $(BIN)/assay report "$$latest" --html "$${latest}report.html" --format json > /dev/null && \
+	  echo "Browse it with: $(BIN)/assay view $$latest"
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
