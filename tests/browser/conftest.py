@@ -15,9 +15,9 @@ import pytest
 from tests.browser.browser_support import ARTIFACTS, CHROMIUM, CSP_WATCH, Reports, Watched, launch
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # a live sync Playwright keeps an event loop running: stop it after its module
 def browser() -> Iterator[Any]:
-    """One headless Chromium for the whole session; skips when the browser or playwright is missing."""
+    """One headless Chromium per test module; skips when the browser or playwright is missing."""
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is not installed (apt-get install -y chromium)")
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")

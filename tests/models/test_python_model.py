@@ -182,7 +182,7 @@ async def test_agent_model_error_passes_through() -> None:
     [
         ("tests.models.nope:agent", {}, "cannot import module 'tests.models.nope'"),
         ("tests.models.sample_agents:missing", {}, "has no attribute 'missing'"),
-        ("no_colon_or_dot", {}, "must look like"),
+        ("no_colon_or_dot", {}, "is not a dotted path of the form"),
         ("tests.models.sample_agents:NOT_CALLABLE", {}, "not callable"),
         ("tests.models.sample_agents:echo", {"offset": 1}, "not a class"),
         ("tests.models.sample_agents:Calculator", {"bogus": 1}, "cannot instantiate"),

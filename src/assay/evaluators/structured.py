@@ -648,7 +648,7 @@ class Schema(Evaluator):
     def _resolve_model(model: str | type[BaseModel]) -> type[BaseModel]:
         if not isinstance(model, str):
             return model
-        from assay.evaluators.custom import import_object
+        from assay.importing import import_object
 
         try:
             obj = import_object(model)
@@ -694,7 +694,7 @@ class Schema(Evaluator):
         model = self.options.model
         if model is not None:
             if not isinstance(model, str):
-                from assay.evaluators.custom import dotted_path
+                from assay.importing import dotted_path
 
                 try:
                     model = dotted_path(model)

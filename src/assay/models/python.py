@@ -11,7 +11,6 @@ import asyncio
 import contextvars
 import functools
 import hashlib
-import importlib
 import inspect
 import json
 import re
@@ -22,6 +21,7 @@ from typing import Any, ClassVar
 
 from pydantic import ValidationError
 
+from assay import importing
 from assay.errors import ConfigError
 from assay.models.base import Model, ModelError, Request, Response, ToolCall, Usage
 
@@ -32,21 +32,10 @@ _SECRET = re.compile(r"key|token|secret|password|credential", re.IGNORECASE)
 
 def import_object(path: str) -> Any:
     """The object at ``"pkg.module:attr"`` (``attr`` may be dotted) or ``"pkg.module.attr"``; ConfigError if absent."""
-    module_name, sep, attr = path.partition(":")
-    if not sep:
-        module_name, _, attr = path.rpartition(".")
-    if not module_name or not attr:
-        raise ConfigError(f"python: target {path!r} must look like 'package.module:attribute'")
     try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as err:
-        raise ConfigError(f"python: cannot import module {module_name!r} of target {path!r}: {err}") from err
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise ConfigError(f"python: module {module_name!r} has no attribute {attr!r} (target {path!r})") from None
-    return obj
+        return importing.import_object(path)
+    except ValueError as err:
+        raise ConfigError(f"python: target {err}") from None
 
 
 def _qualified_name(obj: Any) -> str:

@@ -111,7 +111,7 @@ def build_junit(run: Run) -> ET.Element:
 
 def write_junit(run: Run, path: str | os.PathLike[str]) -> dict[str, int]:
     """Write JUnit XML for a run (atomically) and return the counts of tests, failures and errors."""
-    from assay.results.writer import atomic_write_text
+    from assay.runner.rundir import atomic_write_text
 
     root = build_junit(run)
     ET.indent(root)

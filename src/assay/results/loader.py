@@ -9,14 +9,11 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from assay.errors import DataError
 from assay.record import RunManifest, SampleRecord
 from assay.results.aggregate import SampleValues, sample_values
+from assay.runner.rundir import MANIFEST, SAMPLES, read_manifest, read_samples
 
-MANIFEST = "run.json"
-SAMPLES = "samples.jsonl"
 RESULTS = "results.json"
 
 
@@ -26,47 +23,6 @@ def run_root(path: str | os.PathLike[str]) -> Path:
     if p.is_file() and p.name in {MANIFEST, SAMPLES, RESULTS}:
         return p.parent
     return p
-
-
-def read_manifest(root: Path) -> RunManifest:
-    """Parse ``run.json``; a missing or malformed file is a DataError naming it."""
-    path = root / MANIFEST
-    if not path.is_file():
-        hint = "" if root.is_dir() else " (no such folder)"
-        raise DataError(f"{root} is not a run folder: {path} not found{hint}")
-    try:
-        return RunManifest.model_validate_json(path.read_bytes())
-    except ValidationError as err:
-        first = err.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(document)"
-        raise DataError(f"{path}: invalid run manifest at {where}: {first['msg']}") from None
-
-
-def read_records(root: Path) -> tuple[list[SampleRecord], int]:
-    """Parse ``samples.jsonl``: a torn last line (crashed run) is skipped and counted; a bad line elsewhere
-    is a DataError naming file and line. A sample written twice (resume) keeps its last record."""
-    path = root / SAMPLES
-    if not path.is_file():
-        return [], 0
-    lines = path.read_bytes().split(b"\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    by_key: dict[tuple[str, int], SampleRecord] = {}
-    torn = 0
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            rec = SampleRecord.model_validate_json(raw)
-        except ValidationError as err:
-            if number == len(lines):
-                torn += 1
-                continue
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(line)"
-            raise DataError(f"{path}:{number}: invalid sample record at {where}: {first['msg']}") from None
-        by_key[(rec.task, rec.doc_id)] = rec
-    return list(by_key.values()), torn
 
 
 @dataclass
@@ -282,7 +238,7 @@ def load_run(path: str | os.PathLike[str]) -> Run:
     """Load a run folder (or any of its files): manifest, sample records and results.json if present."""
     root = run_root(path)
     manifest = read_manifest(root)
-    records, torn = read_records(root)
+    records, torn = read_samples(root)
     stored = None
     results_path = root / RESULTS
     if results_path.is_file():

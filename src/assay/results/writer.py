@@ -6,7 +6,6 @@ import json
 import math
 import os
 import re
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from assay.results.aggregate import (
 )
 from assay.results.operational import operational_figures, validate_prices
 from assay.results.stats import FloatArray
+from assay.runner.rundir import atomic_write_text
 
 ASSAY_SCHEMA_VERSION = 1
 _SECRET_KEY = re.compile(
@@ -402,21 +402,6 @@ def _sample_lines(computed: _Computed) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write a file so readers see the old content or the new, never a torn one (temp file + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_results(
     run_dir: str | os.PathLike[str],
     *,
@@ -430,12 +415,12 @@ def write_results(
     confidence: float = 0.95,
 ) -> dict[str, Any]:
     """Read ``run.json`` + ``samples.jsonl``, write ``results.json`` and ``samples_<task>.jsonl`` atomically."""
-    from assay.results.loader import read_manifest, read_records
+    from assay.runner.rundir import read_manifest, read_samples
 
     root = Path(run_dir)
     started = time.perf_counter()
     manifest = read_manifest(root)
-    records, torn = read_records(root)
+    records, torn = read_samples(root)
     computed = _compute(
         manifest,
         records,

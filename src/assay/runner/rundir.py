@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
+
+from pydantic import ValidationError
 
 from assay.errors import DataError
 from assay.record import RunManifest, SampleRecord
@@ -18,12 +21,17 @@ SAMPLES = "samples.jsonl"
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so a reader sees the old file or the new one, never half of either."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
@@ -31,13 +39,17 @@ def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
 
 
 def read_manifest(run_dir: Path) -> RunManifest:
+    """Parse ``run.json``; a missing or malformed file is a DataError naming it (and the bad key)."""
     path = run_dir / MANIFEST
-    if not path.exists():
-        raise DataError(f"{run_dir}: not a run folder (no {MANIFEST})")
+    if not path.is_file():
+        hint = "" if run_dir.is_dir() else " (no such folder)"
+        raise DataError(f"{run_dir} is not a run folder: {path} not found{hint}")
     try:
-        return RunManifest.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValueError as err:
-        raise DataError(f"{path}: invalid run manifest: {err}") from None
+        return RunManifest.model_validate_json(path.read_bytes())
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(document)"
+        raise DataError(f"{path}: invalid run manifest at {where}: {first['msg']}") from None
 
 
 def repair_torn_tail(path: Path) -> int:
@@ -84,12 +96,38 @@ def iter_sample_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise DataError(f"{path}:{lineno}: corrupt sample line: {err.msg}") from None
 
 
-def read_records(run_dir: Path) -> list[SampleRecord]:
-    """Every finished sample of a run folder, in the order written."""
+def read_samples(run_dir: Path) -> tuple[list[SampleRecord], int]:
+    """Every finished sample of a run folder, and how many torn lines (a crash mid-write) were skipped.
+
+    A bad line elsewhere is a DataError naming file and line; a sample written twice keeps its last record.
+    """
     path = run_dir / SAMPLES
-    if not path.exists():
-        return []
-    return [SampleRecord.model_validate(obj) for _, obj in iter_sample_lines(path)]
+    if not path.is_file():
+        return [], 0
+    lines = path.read_bytes().split(b"\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    by_key: dict[tuple[str, str], SampleRecord] = {}
+    torn = 0
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = SampleRecord.model_validate_json(raw)
+        except ValidationError as err:
+            if number == len(lines):  # the last line was cut mid-write by a crash: not a finished sample
+                torn += 1
+                continue
+            first = err.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "(line)"
+            raise DataError(f"{path}:{number}: invalid sample record at {where}: {first['msg']}") from None
+        by_key[(record.task, record.sample_id)] = record
+    return list(by_key.values()), torn
+
+
+def read_records(run_dir: Path) -> list[SampleRecord]:
+    """Every finished sample of a run folder, in the order first written."""
+    return read_samples(run_dir)[0]
 
 
 def finished_keys(run_dir: Path) -> set[tuple[str, str]]:
