@@ -223,3 +223,25 @@ def test_run_stops_past_the_allowed_error_rate(tmp_path: Path) -> None:
     run_dir = only_run_dir(tmp_path / "runs")
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
     assert 20 <= len(sample_lines(run_dir)) < 200 and requests < 200  # it stopped early
+
+
+def test_api_key_is_sent_but_never_written_or_printed(tmp_path: Path) -> None:
+    secret = "sk-test-DO-NOT-LEAK-1234567890"
+    with OpenAITestServer(arithmetic_reply, api_key=secret) as srv:
+        task = write_task(tmp_path, 5)
+        proc = subprocess.run(
+            assay_cmd("run", str(task), *model_args(srv), "-o", "runs", "--api-key-env", "MY_KEY", "--format", "json"),
+            cwd=tmp_path,
+            env={**os.environ, "MY_KEY": secret, "ASSAY_CACHE_DIR": str(tmp_path / "cache")},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert srv.last_authorization == f"Bearer {secret}"
+    assert secret not in proc.stdout + proc.stderr
+    run_dir = only_run_dir(tmp_path / "runs")
+    for path in [*run_dir.rglob("*"), *(tmp_path / "cache").rglob("*")]:
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+    assert json.loads((run_dir / "run.json").read_text())["model"]["api_key_env"] == "MY_KEY"
