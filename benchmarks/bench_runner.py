@@ -85,20 +85,20 @@ async def _scheduler_run(task: Task, base_url: str, concurrency: int, out: Path)
 
 
 async def _http_only(base_url: str, n: int, concurrency: int) -> float:
+    """Client CPU per request of OpenAIModel.generate alone, from ``concurrency`` workers (no runner around it)."""
     model = OpenAIModel("bench", base_url=base_url, api_key="not-a-secret", max_connections=concurrency)
     request = Request(sample_id="x", messages=[{"role": "user", "content": "What is 1 + 1?"}])
     await model.generate(request)
-    slots = asyncio.Semaphore(concurrency)
 
-    async def one() -> None:
-        async with slots:
+    async def worker(count: int) -> None:
+        for _ in range(count):
             await model.generate(request)
 
     cpu0 = time.process_time()
-    await asyncio.gather(*(one() for _ in range(n)))
+    await asyncio.gather(*(worker(n // concurrency) for _ in range(concurrency)))
     cpu = time.process_time() - cpu0
     await model.aclose()
-    return cpu / n
+    return cpu / (n // concurrency * concurrency)
 
 
 async def _bare_aiohttp(base_url: str, n: int, concurrency: int) -> float:
