@@ -104,15 +104,30 @@ class Evaluator(ABC):
         options = {k: v for k, v in config.items() if k != "name"}
         return get(config["name"], **options)
 
+    def _config_or_none(self) -> dict[str, Any] | None:
+        """The config, or None when an option cannot be serialised (a lambda, a class defined in a function)."""
+        try:
+            return self.to_config()
+        except (ConfigError, ValueError, TypeError):
+            return None
+
     def __repr__(self) -> str:
-        opts = ", ".join(f"{k}={v!r}" for k, v in self.to_config().items() if k != "name")
+        config = self._config_or_none()
+        if config is None:
+            return f"{type(self).__name__}(<options without a config form>)"
+        opts = ", ".join(f"{k}={v!r}" for k, v in config.items() if k != "name")
         return f"{type(self).__name__}({opts})"
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.to_config() == self.to_config()
+        if type(other) is not type(self):
+            return False
+        assert isinstance(other, Evaluator)
+        mine, theirs = self._config_or_none(), other._config_or_none()
+        return self is other if mine is None or theirs is None else mine == theirs
 
     def __hash__(self) -> int:
-        return hash((type(self).__name__, repr(self.to_config())))
+        config = self._config_or_none()
+        return id(self) if config is None else hash((type(self).__name__, repr(config)))
 
 
 def _expecteds(actuals: Sequence[Any], expecteds: Sequence[Any] | None) -> Sequence[Any]:
