@@ -331,3 +331,36 @@ def test_kwargs_that_are_not_json_cannot_be_saved():
 def test_batch_uses_the_function():
     batch = custom(same_length).evaluate_batch(["ab", "abc", None], ["xy", "x", "y"])
     assert list(batch.passed) == [True, False, False] and bool(batch.errored[2])
+
+
+def documented_check(actual, expected):
+    """The answer names the expected city.
+
+    More text that feedback leaves out.
+    """
+    return expected in actual
+
+
+@pytest.mark.parametrize(
+    ("fn", "reason", "feedback"),
+    [
+        (
+            documented_check,
+            "test_custom:documented_check returned False",
+            "test_custom:documented_check (The answer names the expected city).",
+        ),
+        (lambda a, e: 0.2, "<lambda> scored 0.2, below the threshold 0.5", "passes the check <lambda>."),
+        (lambda a, e: {"score": 0.0, "reason": "too short"}, "too short", "passes the check <lambda>: too short."),
+        (lambda a, e: Verdict(0.0, False), "returned a failing verdict without a reason", "check <lambda>."),
+    ],
+)
+def test_every_failure_has_a_reason_and_feedback(fn, reason, feedback):
+    v = custom(fn).evaluate("Lyon", "Paris")
+    assert not v.passed and not v.is_error
+    assert reason in v.reason
+    assert v.feedback.startswith("Change the output so that it passes the check") and v.feedback.endswith(feedback)
+
+
+def test_the_functions_own_feedback_is_kept():
+    v = custom(lambda a, e: {"score": 0.0, "feedback": "Name the city."}).evaluate("Lyon", "Paris")
+    assert v.feedback == "Name the city." and "scored 0" in v.reason

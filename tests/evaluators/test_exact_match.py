@@ -153,3 +153,20 @@ def test_hf_evaluate_documented_sentences():
 def test_empty_list_of_answers_is_a_clear_error():
     v = evaluators.get("exact_match").evaluate("Paris", [])
     assert v.is_error and "empty list" in v.error
+
+
+@pytest.mark.parametrize("name", ["exact_match", "fuzzy_match"])
+def test_ignore_articles_alone_drops_the_article_and_its_space(name):
+    ev = evaluators.get(name, ignore_articles=True)
+    assert ev.evaluate("the Eiffel Tower", "Eiffel Tower").score == 1.0
+    assert ev.evaluate("Eiffel, the Tower", "Eiffel, Tower").score == 1.0
+    assert ev.evaluate("A Tower", "tower").score < 1.0  # case still counts
+
+
+def test_answer_inside_other_text_has_its_own_reason():
+    inside = evaluators.get("exact_match").evaluate("The capital is Madrid.", "Madrid")
+    assert inside.reason == "output 'The capital is Madrid.' contains the expected answer 'Madrid' but also other text"
+    assert "'Madrid' only" in inside.feedback
+    wrong = evaluators.get("exact_match").evaluate("Milan", "Rome")
+    assert wrong.reason == "output 'Milan' does not equal expected 'Rome'"
+    assert wrong.feedback == "Answer with exactly 'Rome'; the output was 'Milan'."

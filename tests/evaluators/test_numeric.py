@@ -204,3 +204,8 @@ def test_overflow_is_infinite_and_json_safe():
 def test_invalid_options_name_the_key(options, message):
     with pytest.raises(ConfigError, match=message):
         nm(**options)
+
+
+def test_difference_in_the_reason_has_no_float_noise():
+    v = evaluators.get("numeric").evaluate("0.1 + 0.2 is 0.2", 0.3)
+    assert "differs from expected 0.3 by 0.1 (" in v.reason

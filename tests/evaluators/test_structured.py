@@ -667,3 +667,13 @@ def test_schema_long_input_names_the_one_bad_item():
     big[123] = "x"
     v = ev.evaluate(json.dumps(big))
     assert v.reason == "1 schema violation: $[123]: 'x' is not of type 'integer'"
+
+
+def test_field_f1_agrees_with_equality():
+    ev = evaluators.get("json_match")
+    equal = ev.evaluate('{"a": {"b": 1}}', {"a": {}}).details  # an empty expected object equals any object
+    assert equal["fields"]["$.a"]["f1"] == 1.0 and equal["f1_macro"] == 1.0 and equal["f1_micro"] == 1.0
+    unequal = ev.evaluate('{"a": []}', {"a": {}}).details  # no tokens on either side, yet not equal
+    assert unequal["fields"]["$.a"]["f1"] == 0.0 and unequal["f1_macro"] == 0.0 and unequal["f1_micro"] == 0.0
+    normalised = evaluators.get("json_match", regexes_to_ignore=["-"]).evaluate('{"a": "new-york"}', {"a": "newyork"})
+    assert normalised.passed and normalised.details["fields"]["$.a"]["f1"] == 1.0

@@ -102,8 +102,8 @@ def test_required():
         "detail": "called 1 time",
         "weight": 1.0,
     }
-    assert check(v, "required:book")["detail"] == "never called (calls made: search)"
-    assert v.reason == "1 of 2 checks failed: required:book: never called (calls made: search)"
+    assert check(v, "required:book")["detail"] == "never called (calls made: 'search')"
+    assert v.reason == "1 of 2 checks failed: required:book: never called (calls made: 'search')"
     assert v.feedback == "Fix the tool use: call the tool 'book'."
     assert ev.evaluate(calls("book", "search", "search")).passed
     assert check(ev.evaluate(calls()), "required:book")["detail"] == "never called (no tool calls were made)"
@@ -437,3 +437,16 @@ def test_score_in_unit_interval_and_pass_means_all_checks(actual, required, orde
     assert 0.0 <= v.score <= 1.0
     assert v.passed == all(c["passed"] for c in v.details["checks"])
     assert (v.reason is None) == v.passed
+
+
+def test_reasons_differing_only_in_the_calls_made_share_a_theme():
+    from assay.feedback.themes import reason_pattern
+
+    ev = tu(required=["search"], order="exact", expected_sequence=["search", "answer"])
+    first = ev.evaluate(calls("lookup", "answer"))
+    second = ev.evaluate(calls("fetch", "summarise", "answer"))
+    assert "calls made: 'lookup → answer'" in first.reason
+    assert reason_pattern(first.reason) == reason_pattern(second.reason)
+    assert first.feedback == (
+        "Fix the tool use: call the tool 'search'; call exactly these tools in this order: search → answer."
+    )

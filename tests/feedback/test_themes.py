@@ -64,6 +64,16 @@ def test_grouping_counts_examples_and_order():
     assert group_failures(records, tasks=["other"]) == []
 
 
+def test_examples_of_two_tasks_with_the_same_sample_ids():
+    records = [
+        record("0", task="a", em=verdicts(mismatch("1", "2"))),
+        record("0", task="b", em=verdicts(mismatch("3", "4"))),
+    ]
+    (theme,) = group_failures(records)
+    assert [(e.task, e.sample_id) for e in theme.examples] == [("a", "0"), ("b", "0")]
+    assert theme.samples == [("a", "0"), ("b", "0")]
+
+
 def test_filters_are_part_of_the_metric_key():
     rec = record("a")
     rec.filters["first"] = FilterRecord(filtered=["x"], verdicts={"em": verdicts(mismatch("1", "2"))})
@@ -128,7 +138,9 @@ def test_command_options_and_errors(tmp_path):
     none = json.loads(runner.invoke(main, ["feedback", str(run), "--format", "json", "--examples", "0"]).output)
     assert none["themes"][0]["examples"] == [] and none["themes"][0]["n_samples"] == 1
     other = runner.invoke(main, ["feedback", str(run), "--task", "other"])
-    assert "0 of 0 samples failing" in other.output and "No failing sample." in other.output
+    assert other.exit_code == 1 and "no task 'other' in run r1; its tasks are t" in other.output
+    only = runner.invoke(main, ["feedback", str(run), "--task", "t"])
+    assert only.exit_code == 0 and "1 of 2 samples failing, 1 with errors" in only.output
     bad = runner.invoke(main, ["feedback", str(tmp_path)])
     assert bad.exit_code == 1 and "not a run folder" in bad.output
     bad_model = runner.invoke(main, ["feedback", str(run), "--summarize-with", "nonsense"])

@@ -435,3 +435,17 @@ def test_a_server_refusing_response_format_is_asked_without_it(serve):
     assert ["response_format" in r for r in server.requests] == [True, False]
     assert not ev.evaluate("Lyon", "Paris").passed
     assert len(server.requests) == 3 and "response_format" not in server.requests[-1]  # remembered
+
+
+def test_failing_repeated_and_multi_judge_verdicts_explain_themselves(serve):
+    scores = itertools.cycle([1, 2])
+    server = serve(lambda req: json.dumps({"explanation": f"weak ({req['model']})", "score": next(scores)}))
+    repeated = make(server, scale="1-5", samples=2, temperature=0.7, cache=False).evaluate("x", "y")
+    assert not repeated.passed and repeated.score == pytest.approx(0.125)
+    assert repeated.reason.startswith("judge judge-1's mean score 0.12 over 2 samples is below the pass threshold 0.5")
+    assert repeated.feedback == "weak (judge-1)"
+    specs = [judge_spec(server, "judge-a"), judge_spec(server, "judge-b")]
+    several = make(server, model=specs, scale="1-5", cache=False).evaluate("x", "y")
+    assert not several.passed
+    assert "combined score" in several.reason and "mean of 2 judges, 2 judgements" in several.reason
+    assert several.feedback in ("weak (judge-a)", "weak (judge-b)")

@@ -286,13 +286,18 @@ def _arrow(names: Sequence[str]) -> str:
     return " → ".join(names) if names else "(no calls)"
 
 
+def _quoted(names: Sequence[str]) -> str:
+    """A call sequence quoted as one value, so reasons differing only in it share a pattern (assay feedback)."""
+    return repr(_arrow(names)) if names else "no calls"
+
+
 def run_checks(opts: ToolUsageOptions, calls: list[Call], text: str | None, evaluator: str) -> list[Check]:
     """Every configured check over the calls and final text."""
     names = [c.name for c in calls]
     checks: list[Check] = []
     for tool in dict.fromkeys(opts.required):
         count = names.count(tool)
-        made = f"calls made: {_arrow(names)}" if names else "no tool calls were made"
+        made = f"calls made: {_quoted(names)}" if names else "no tool calls were made"
         detail = f"called {_plural(count, 'time')}" if count else f"never called ({made})"
         checks.append(Check(f"required:{tool}", "required", count > 0, detail, f"call the tool {tool!r}"))
     for tool in dict.fromkeys(opts.forbidden):
@@ -396,7 +401,7 @@ def _order_check(opts: ToolUsageOptions, names: list[str], evaluator: str) -> Ch
             where = f"{_plural(len(names), 'call')} made, {len(sequence)} expected; next expected {sequence[at]!r}"
         else:
             where = f"{_plural(len(names) - len(sequence), 'extra call')} from call {at} ({names[at]!r})"
-        detail = f"{where} (made {_arrow(names)}; expected {_arrow(sequence)})"
+        detail = f"{where} (made {_quoted(names)}; expected {_quoted(sequence)})"
         return Check("order", "order", False, detail, f"call exactly these tools in this order: {_arrow(sequence)}")
     position = 0
     for tool in names:
@@ -405,7 +410,7 @@ def _order_check(opts: ToolUsageOptions, names: list[str], evaluator: str) -> Ch
     if position == len(sequence):
         return Check("order", "order", True, f"{_arrow(sequence)} called in order")
     after = f" after {sequence[position - 1]!r}" if position else ""
-    detail = f"{sequence[position]!r} not called{after} (made {_arrow(names)}; expected in order {_arrow(sequence)})"
+    detail = f"{sequence[position]!r} not called{after} (made {_quoted(names)}; expected in order {_quoted(sequence)})"
     return Check("order", "order", False, detail, f"call these tools in this order: {_arrow(sequence)}")
 
 

@@ -5,7 +5,9 @@ plus ``options=<kwargs option>`` when it has an ``options`` parameter and ``cont
 (input, prompt, doc, metadata, target, as the runner passes it) when it has a ``context`` parameter. It may
 return a bool, a number in [0, 1] (passes at ``threshold``), a dict ``{score, passed?, reason?, feedback?,
 details?}`` or a Verdict.
-A wrong return type, a score outside [0, 1] or an exception becomes an error verdict that says so.
+A wrong return type, a score outside [0, 1] or an exception becomes an error verdict that says so. A failing
+result without feedback gets feedback naming the function, the first line of its docstring (say what the check
+wants there) and the reason it gave.
 
 Async callables are awaited by :meth:`Custom.aevaluate`. The sync :meth:`Custom.evaluate` runs them to
 completion with ``asyncio.run``; when called from inside a running event loop (Jupyter, async code) it runs
@@ -16,6 +18,7 @@ the better choice in async code, since it does not block the caller's loop.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 import math
@@ -44,6 +47,10 @@ def describe_callable(fn: Any) -> str:
         return dotted_path(fn)
     except ValueError:
         return str(getattr(fn, "__qualname__", None) or type(fn).__name__)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def run_sync(awaitable: Awaitable[Any]) -> Any:
@@ -96,6 +103,8 @@ class Custom(Evaluator):
         self.fn: Callable[..., Any] = fn
         self.label = self.options.fn if isinstance(self.options.fn, str) else describe_callable(fn)
         self._arity, self._keywords = self._calling_convention(fn)
+        doc = inspect.getdoc(fn) if inspect.isfunction(fn) or inspect.ismethod(fn) else None
+        self.purpose = doc.strip().splitlines()[0].strip() if doc and doc.strip() else None
 
     def _calling_convention(self, fn: Callable[..., Any]) -> tuple[int, frozenset[str]]:
         """How many positionals to pass (1 or 2) and which keywords (options, context); ConfigError if unusable."""
@@ -183,7 +192,29 @@ class Custom(Evaluator):
             return Verdict.errored(f"custom: could not use the result of {self.label}: {type(exc).__name__}: {exc}")
 
     def normalise(self, result: Any) -> Verdict:
-        """Turn the callable's return value into a Verdict (an error verdict when it is unusable)."""
+        """Turn the callable's return value into a Verdict (an error verdict when it is unusable).
+
+        A failing verdict always has a reason and feedback: the function's own, or written from its name,
+        its docstring's first line and its reason.
+        """
+        verdict = self._verdict(result)
+        if verdict.passed or verdict.is_error or (verdict.reason and verdict.feedback):
+            return verdict
+        own = (
+            verdict.reason
+            if isinstance(result, Verdict) or (isinstance(result, dict) and result.get("reason"))
+            else None
+        )
+        reason = verdict.reason or f"{self.label} returned a failing verdict without a reason"
+        return dataclasses.replace(verdict, reason=reason, feedback=verdict.feedback or self._feedback(own))
+
+    def _feedback(self, reason: str | None) -> str:
+        """Feedback for a failure the function gave none for, from its name, docstring and own reason."""
+        wants = f" ({_clip(self.purpose.rstrip('.'), 160)})" if self.purpose else ""
+        because = f": {_clip(reason, 300)}" if reason else ""
+        return f"Change the output so that it passes the check {self.label}{wants}{because}."
+
+    def _verdict(self, result: Any) -> Verdict:
         if isinstance(result, Verdict):
             return result
         if isinstance(result, bool | np.bool_):

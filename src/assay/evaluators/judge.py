@@ -581,9 +581,14 @@ class LLMJudge(Evaluator):
                 f"judge {model} graded {worst.grade!r} on the {self.scale.name} scale "
                 f"(score {score:.2f} < pass threshold {threshold:g}){why}"
             )
+        if len(self.specs) == 1:
+            return (
+                f"judge {model}'s mean score {score:.2f} over {len(scored)} samples is below the pass threshold "
+                f"{threshold:g}{why}"
+            )
         return (
-            f"the judges' combined score {score:.2f} ({self.options.combine} of {len(scored)} judgements) is below "
-            f"the pass threshold {threshold:g}{why}"
+            f"the judges' combined score {score:.2f} ({self.options.combine} of {len(self.specs)} judges, "
+            f"{len(scored)} judgements) is below the pass threshold {threshold:g}{why}"
         )
 
     def _feedback(self, scored: list[Unit]) -> str:

@@ -1,7 +1,9 @@
 """Text normalisation shared by the text evaluators, applied in lm-evaluation-harness / HF `evaluate` order.
 
 Order: regexes_to_ignore, ignore_case, ignore_punctuation, ignore_numbers, then our additions
-ignore_articles (SQuAD), ignore_whitespace (collapse runs to one space) and strip.
+ignore_articles (SQuAD's articles 'a', 'an', 'the'; without ignore_whitespace each goes with the whitespace
+beside it, so that 'the Eiffel Tower' becomes 'Eiffel Tower' on its own), ignore_whitespace (collapse runs to one
+space) and strip.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pydantic import BaseModel, Field, field_validator
 _PUNCTUATION_TABLE = str.maketrans("", "", string.punctuation)
 _DIGIT_TABLE = str.maketrans("", "", string.digits)
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.IGNORECASE)
+# an article with the whitespace after it, or else with the whitespace before it: one separator stays between words
+_ARTICLES_SPACED = re.compile(r"\b(?:a|an|the)\b\s+|\s*\b(?:a|an|the)\b", re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")
 _SEP = "\x00"  # joins many strings for one C-level pass; survives every transformation below
 STREAM_SEPARATOR = _SEP  # ends each text's tokens in squad_token_stream
@@ -100,7 +104,8 @@ class Normalizer:
         if self.ignore_numbers:
             text = text.translate(_DIGIT_TABLE)
         if self.ignore_articles:
-            text = _ARTICLES.sub(" ", text)
+            # with whitespace collapsed next, exactly SQuAD's way; else the article goes with a space beside it
+            text = _ARTICLES.sub(" ", text) if self.ignore_whitespace else _ARTICLES_SPACED.sub("", text)
         if self.ignore_whitespace:
             text = _WHITESPACE.sub(" ", text).strip(" ")
         return text

@@ -199,7 +199,7 @@ class Numeric(Evaluator):
         tolerance = f"abs_tol {opts.abs_tol:g}, rel_tol {opts.rel_tol:g}"
         reason = (
             f"{which} in the output, {format_number(chosen.value)} (from {clip(chosen.text, 40)}), differs from "
-            f"expected {format_number(target)} by {format_number(abs(chosen.value - target))} ({tolerance})"
+            f"expected {format_number(target)} by {_difference(chosen.value, target)} ({tolerance})"
         )
         elsewhere = next((c for c in found if self._close(c.value, target)), None)
         if elsewhere is not None:
@@ -215,6 +215,12 @@ class Numeric(Evaluator):
                 f"{opts.policy} number of the output."
             )
         return Verdict.fail(reason, feedback=feedback, details=details)
+
+
+def _difference(value: float, target: float) -> str:
+    """``|value - target|`` without float noise (0.1, not 0.09999999999999998)."""
+    diff = abs(value - target)
+    return format_number(float(f"{diff:.12g}")) if math.isfinite(diff) else repr(diff)
 
 
 def _is_number(value: Any) -> bool:

@@ -216,6 +216,15 @@ def f1_from_counts(common: int, pred: int, gold: int) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def _field_f1(field: FieldResult, counts: tuple[int, int, int]) -> float:
+    """A field's token F1: 1 when equal, 0 when missing or when unequal with no tokens to tell them apart."""
+    if field.equal:
+        return 1.0
+    if field.missing or counts[1] == counts[2] == 0:
+        return 0.0
+    return f1_from_counts(*counts)
+
+
 def _leaf_text(value: Any) -> str:
     if isinstance(value, str):
         return value
@@ -507,7 +516,11 @@ class JsonMatch(Evaluator):
     ) -> dict[str, Any]:
         extra_leaves = [leaf for _, v in extras for _, leaf in leaves(v)] if self.options.penalize_extra else []
         counts = field_token_counts(fields, extra_leaves)
-        f1s = [0.0 if i < len(fields) and fields[i].missing else f1_from_counts(*c) for i, c in enumerate(counts)]
+        for i, f in enumerate(fields):  # token F1 agrees with equality: an equal field is all right, an unequal
+            gold = counts[i][2]  # one with no tokens on either side ({} vs []) all wrong
+            if f.equal:
+                counts[i] = (gold, gold, gold)
+        f1s = [_field_f1(fields[i], c) if i < len(fields) else f1_from_counts(*c) for i, c in enumerate(counts)]
         totals = [sum(c[k] for c in counts) for k in range(3)]
         per_field: dict[str, dict[str, Any]] = {}
         for f, f1 in zip(fields, f1s, strict=False):
@@ -525,7 +538,7 @@ class JsonMatch(Evaluator):
             "n_fields": len(fields),
             "n_equal": sum(f.equal for f in fields),
             "n_extra": n_extra,
-            "f1_micro": round(f1_from_counts(*totals), 6),
+            "f1_micro": round(f1_from_counts(*totals) if totals[1] or totals[2] else float(all(f1s)), 6),
             "f1_macro": round(sum(f1s) / len(f1s), 6) if f1s else 1.0,
             "json_source": source,
         }

@@ -96,14 +96,19 @@ class ExactMatch(Evaluator):
 
     def _failure(self, text: str, norm: str, answers: list[str], norm_answers: list[str]) -> Verdict:
         details = {"normalized_output": cut(norm), "normalized_expected": [cut(a) for a in norm_answers]}
-        if len(answers) == 1:
+        inside = [a for a, n in zip(answers, norm_answers, strict=True) if n and n in norm]
+        if inside:
+            # a distinct reason, so that "right answer, wrong form" is its own theme in `assay feedback`
+            reason = f"output {clip(text)} contains the expected answer {clip(inside[0])} but also other text"
+            if norm != text:
+                reason += f" (after normalisation: {clip(norm)})"
+        elif len(answers) == 1:
             reason = f"output {clip(text)} does not equal expected {clip(answers[0])}"
             if norm != text or norm_answers[0] != answers[0]:
                 reason += f" (after normalisation: {clip(norm)} vs {clip(norm_answers[0])})"
         else:
             shown = ", ".join(clip(a, 40) for a in answers[:5])
             reason = f"output {clip(text)} equals none of {len(answers)} acceptable answers ({shown})"
-        inside = [a for a, n in zip(answers, norm_answers, strict=True) if n and n in norm]
         if inside:
             feedback = (
                 f"The answer {clip(inside[0])} is in the output but surrounded by other text; "

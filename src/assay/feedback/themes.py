@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from assay.errors import AssayError
 from assay.record import SampleRecord
 
 if TYPE_CHECKING:
@@ -227,7 +228,7 @@ def _group(
                         theme.samples.append(ref)
                     if verdict.get("feedback"):
                         feedback[key][str(verdict["feedback"])] += 1
-                    if len(theme.examples) < examples and all(e.sample_id != record.sample_id for e in theme.examples):
+                    if len(theme.examples) < examples and all((e.task, e.sample_id) != ref for e in theme.examples):
                         reason = error if error else verdict.get("reason")
                         theme.examples.append(
                             Example(record.task, record.sample_id, repeat, reason, verdict.get("feedback"))
@@ -244,7 +245,7 @@ def build_report(
     include_errors: bool = True,
     tasks: Iterable[str] | None = None,
 ) -> ThemeReport:
-    """The themes of a run folder with the sample counts they come from."""
+    """The themes of a run folder with the sample counts they come from; AssayError names an unknown task."""
     from assay.runner.rundir import read_manifest, read_records
 
     path = Path(run_dir)
@@ -252,6 +253,13 @@ def build_report(
     records = read_records(path)
     if tasks is not None:
         keep = set(tasks)
+        known = {t.name for t in manifest.tasks} | {r.task for r in records}
+        unknown = sorted(keep - known)
+        if unknown:
+            raise AssayError(
+                f"no task {', '.join(map(repr, unknown))} in run {manifest.run_id}; "
+                f"its tasks are {', '.join(sorted(known)) or 'none'}"
+            )
         records = [r for r in records if r.task in keep]
     themes = _group(records, manifest, examples=examples, include_errors=include_errors, tasks=None)
     failing = errored = 0
