@@ -25,6 +25,7 @@ PAYLOADS = [
     "{{7*7}} ${alert(5)} &lt;script&gt;",
 ]
 XSS_TASK = '"><img src=x onerror=alert(9)>'
+TEMPLATE_HEAD = "Answer the question in a few words; no explanation."  # every prompt's first line
 
 
 def _verdict(score: float | None, passed: bool, reason: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -45,6 +46,8 @@ def make_record(task: str, i: int, *, model: str, flip: bool = False, long_outpu
     """
     payload = PAYLOADS[i % len(PAYLOADS)]
     target = f"answer {i}"
+    question = f"Question {i}: {payload}"  # the doc's input field (fields.input: q)
+    prompt = f"{TEMPLATE_HEAD}\n{question}"
     fails = (i % 3 == 0) != (flip and i % 4 == 0)
     output = (f"wrong {payload}" if fails else target) + ("x" * long_output)
     model_error = i == 5
@@ -68,8 +71,8 @@ def make_record(task: str, i: int, *, model: str, flip: bool = False, long_outpu
             passed={"exact_match": None, "judge": None},
         )  # fmt: skip
         return SampleRecord(
-            task=task, task_hash="h" * 64, doc_id=i, sample_id=f"s{i}", doc={"q": f"question {i}"},
-            prompt=f"Question {i}: {payload}", messages=[{"role": "user", "content": f"Question {i}: {payload}"}],
+            task=task, task_hash="h" * 64, doc_id=i, sample_id=f"s{i}", doc={"q": question},
+            prompt=prompt, messages=[{"role": "user", "content": prompt}],
             target=target, metadata={"topic": payload}, responses=[None], response_errors=[err], filters=filters,
         )  # fmt: skip
     em = (
@@ -92,8 +95,8 @@ def make_record(task: str, i: int, *, model: str, flip: bool = False, long_outpu
         scores={"exact_match": em[0]["score"], "judge": jscore}, passed={"exact_match": not fails, "judge": jpassed},
     )  # fmt: skip
     return SampleRecord(
-        task=task, task_hash="h" * 64, doc_id=i, sample_id=f"s{i}", doc={"q": f"question {i}"},
-        prompt=f"Question {i}: {payload}", messages=[{"role": "user", "content": f"Question {i}: {payload}"}],
+        task=task, task_hash="h" * 64, doc_id=i, sample_id=f"s{i}", doc={"q": question},
+        prompt=prompt, messages=[{"role": "user", "content": prompt}],
         target=target, metadata={"topic": payload} if i % 2 else {}, responses=[response], response_errors=[None],
         filters=filters, started_at=time.time(), model_seconds=response.latency_s,
     )  # fmt: skip
@@ -103,7 +106,7 @@ def task_info(name: str, n: int) -> TaskInfo:
     return TaskInfo(
         name=name,
         task_hash="h" * 64,
-        config={"task": name},
+        config={"task": name, "fields": {"input": "q", "target": "answer"}},
         metrics=[
             MetricInfo(name="exact_match", evaluator={"name": "exact_match"}),
             MetricInfo(name="judge", evaluator={"name": "llm_judge"}),

@@ -14,7 +14,7 @@ import pytest
 
 from assay.record import SampleRecord
 from tests.browser.browser_support import Reports, Watched
-from tests.browser.report_runs import PAYLOADS, XSS_TASK, expected_outcomes, read_results
+from tests.browser.report_runs import PAYLOADS, TEMPLATE_HEAD, XSS_TASK, expected_outcomes, read_results
 
 
 def records(run: Path) -> list[SampleRecord]:
@@ -93,6 +93,18 @@ def test_filter_to_failed_counts(watched: Watched, reports: Reports) -> None:
     assert_inert(watched)
 
 
+def test_list_shows_each_samples_input_not_the_prompt_template(watched: Watched, reports: Reports) -> None:
+    watched.load(reports.single.as_uri())
+    cells = watched.page.eval_on_selector_all(
+        "#sample-rows tr", "rows => rows.map(r => [r.cells[1].textContent, r.cells[2].textContent])"
+    )
+    by_id = {r.sample_id: r for r in records(reports.run_a) if r.task == "qa"}
+    assert len(cells) == 50
+    for sid, text in cells[:40]:
+        assert not text.startswith(TEMPLATE_HEAD)
+        assert text == " ".join(by_id[sid].doc["q"].split())[:160]
+
+
 def test_search_sort_and_pages(watched: Watched, reports: Reports) -> None:
     watched.load(reports.single.as_uri())
     page = watched.page
@@ -126,7 +138,9 @@ def test_deep_link_opens_sample(watched: Watched, reports: Reports, artifacts: P
     assert page.text_content("#detail-title") == "qa / s3"
     rec = by_id[("qa", "s3")]
     texts = page.eval_on_selector_all("#detail pre.text", "ps => ps.map(p => p.textContent)")
-    assert rec.prompt in texts
+    assert rec.prompt in texts and rec.doc["q"] in texts  # the prompt the model saw, and the sample's input
+    labels = page.eval_on_selector_all("#detail .field > .label", "ls => ls.map(l => l.textContent)")
+    assert labels[:2] == ["Input", "Prompt"]
     assert rec.responses[0] is not None and rec.responses[0].text in texts
     reasons = page.text_content("#detail .verdict.fail")
     assert reasons is not None and "expected 'answer 3'" in reasons
@@ -233,8 +247,10 @@ def test_page_data_is_json_in_an_inert_block(reports: Reports) -> None:
     block = re.search(r'<script type="application/json" id="assay-data">(.*?)</script>', html, re.S)
     assert block is not None
     data = json.loads(block.group(1))
+    inputs = {s["n"] for s in data["samples"] if isinstance(s.get("n"), str)}
+    assert all(f"Question {i}: {p}" in inputs for i, p in enumerate(PAYLOADS))
     prompts = {s["p"] for s in data["samples"] if isinstance(s["p"], str)}
-    assert all(f"Question {i}: {p}" in prompts for i, p in enumerate(PAYLOADS))
+    assert all(f"{TEMPLATE_HEAD}\nQuestion {i}: {p}" in prompts for i, p in enumerate(PAYLOADS))
 
 
 def test_theme_link_filters_to_its_samples(watched: Watched, reports: Reports) -> None:

@@ -13,9 +13,9 @@ import pytest
 
 from assay.report import svg
 from assay.report.html import csp_hash, embed_json, render_html, write_html
-from assay.report.viewmodel import TEXT_CAP, MetricIndex, latencies, pack_sample
+from assay.report.viewmodel import TEXT_CAP, MetricIndex, latencies, pack_sample, sample_input
 from assay.results import compare_runs, load_run
-from tests.browser.report_runs import PAYLOADS, XSS_TASK, make_record, make_run, read_results
+from tests.browser.report_runs import PAYLOADS, TEMPLATE_HEAD, XSS_TASK, make_record, make_run, read_results
 
 ALLOWED_TAGS = {
     "html", "head", "meta", "title", "style", "body", "header", "div", "span", "nav", "a", "main", "noscript", "p",
@@ -90,8 +90,9 @@ def test_payloads_never_become_markup(page: str) -> None:
     assert "<img" not in page.lower() and "<svg onload" not in page.lower()
     # the payloads are there, as text: in the summary (task name) and in the data
     assert any(t == "tr" and a.get("data-task") == XSS_TASK for t, a in tags.tags)
-    prompts = {s["p"] for s in embedded(page)["samples"]}
-    assert {f"Question {i}: {p}" for i, p in enumerate(PAYLOADS)} <= prompts
+    samples = embedded(page)["samples"]
+    assert {f"Question {i}: {p}" for i, p in enumerate(PAYLOADS)} <= {s["n"] for s in samples}
+    assert {f"{TEMPLATE_HEAD}\nQuestion {i}: {p}" for i, p in enumerate(PAYLOADS)} <= {s["p"] for s in samples}
 
 
 def test_csp_allows_only_the_page_script_and_style(page: str) -> None:
@@ -145,6 +146,26 @@ def test_pack_sample_is_compact() -> None:
     errored = pack_sample(make_record("qa", 11, model="m"), 0, 0, metrics)
     judge = next(v for v in errored["v"] if metrics.keys[v[0]] == ("judge", "none"))
     assert judge[1] is None and judge[2] is None and judge[3][0][4].startswith("judge reply unparseable")
+
+
+def test_sample_input_is_the_docs_input_not_the_template() -> None:
+    rec = make_record("qa", 2, model="m")
+    assert sample_input(rec, "q") == rec.doc["q"]  # the task's fields.input
+    assert sample_input(rec, "missing.path") == rec.prompt  # one user message: the prompt itself
+    assert "n" not in pack_sample(rec, 0, 0, MetricIndex())  # ... and then not packed twice
+    chat = rec.model_copy(
+        update={
+            "doc": {"input": "the doc's input"},
+            "messages": [
+                {"role": "system", "content": "Be terse."},
+                {"role": "user", "content": [{"type": "text", "text": "What is 2+2?"}]},
+            ],
+        }
+    )
+    assert sample_input(chat) == "the doc's input"  # a doc's own "input" field
+    chat.doc = {}
+    assert sample_input(chat) == "What is 2+2?"  # else the last user message, not "system: Be terse."
+    assert pack_sample(chat, 0, 0, MetricIndex())["n"] == "What is 2+2?"
 
 
 def test_comparison_given_or_computed(runs: tuple[Path, Path], tmp_path: Path) -> None:

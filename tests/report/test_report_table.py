@@ -25,6 +25,9 @@ def test_markdown_table_has_lm_eval_columns_interval_and_errors(run):
     lo, hi = e["ci_bootstrap"]
     expected = f"|arith|1.0|none|0|exact_match|↑|0.8000|±|{e['stderr']:.4f}|[{lo:.4f}, {hi:.4f}]|5/7|2 (excluded)|"
     assert expected in lines
+    # algebra kept a value for every sample, but one repeat's verdict errored: that is shown, not hidden
+    assert any(line.startswith("|algebra|1.0|none|0|exact_match|") and line.endswith("|4/4|0 (1 verdict, excluded)|")
+               for line in lines)  # fmt: skip
     # the second metric of a task leaves the name and version blank, as lm-eval does
     assert any(line.startswith("|||none|0|f1|↑|") for line in lines)
     assert "|judged|1.0|none|0|judge|↑|" in md and "|||none|0|length|↓|" in md

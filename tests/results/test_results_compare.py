@@ -25,6 +25,8 @@ def test_mcnemar_on_pass_fail_metric(pair):
     assert (m.task, m.metric, m.filter, m.test) == ("qa", "exact_match", "none", "mcnemar")
     assert m.regressed == list(range(10, 20)) and m.improved == [20]
     assert m.n_shared == 29  # doc 29 errored in B: not paired, never scored as a failure
+    assert m.unscored_in_b == [29] and m.unscored_in_a == []  # ... but counted and named, not dropped silently
+    assert any("qa/exact_match,none: 1 sample(s) scored in a have no score in b" in w for w in comp.warnings)
     assert m.p_value == pytest.approx(2 * (1 + 11) / 2**11)
     assert m.diff == pytest.approx(-9 / 29)
     assert m.ci[0] < m.diff < m.ci[1] < 0
@@ -107,6 +109,14 @@ def test_compare_command_exit_codes(pair):
     assert doc["metrics"][0]["regressed"] == list(range(10, 20)) and doc["metrics"][0]["test"] == "mcnemar"
     md = runner.invoke(compare_command, [a, b, "--format", "markdown"])
     assert md.stdout.startswith("|Task|") and "qa/exact_match,none regressed (doc_id): 10, 11" in md.stdout
+
+
+def test_compare_command_with_nothing_to_compare_is_a_usage_error(tmp_path):
+    a = rf.binary_run(tmp_path / "a", [1, 0], task_name="qa")
+    b = rf.binary_run(tmp_path / "b", [0, 0], task_name="other")
+    result = CliRunner().invoke(compare_command, [str(a), str(b)])
+    assert result.exit_code == 2, result.output
+    assert "nothing to compare" in result.output and "task 'qa' is only in a (A)" in result.output
 
 
 def test_compare_command_usage_errors(pair, tmp_path):

@@ -88,6 +88,9 @@ def test_secrets_never_reach_the_results(run_dir):
     text = (run_dir / "results.json").read_text()
     assert "sk-secret" not in text and "Bearer x" not in text
     assert rf.load_json(run_dir / "results.json")["config"]["seed"] == 7
+    man = rf.manifest([rf.task("t", n=1)], model={"provider": "openai", "name": "m", "api_key": "sk-model-key"})
+    doc = build_results(man, [rf.record("t", 0, {"exact_match": [rf.verdict(1.0)]})], bootstrap_iters=10)
+    assert "sk-model-key" not in json.dumps(doc) and doc["config"]["model_args"] == "name=m"
 
 
 def test_system_instruction_hashes(run_dir):
@@ -263,6 +266,50 @@ def test_clustered_stderr_is_the_headline_stderr(run_dir):
     assert doc["assay"]["cluster_key"] == "passage"
 
 
+def test_groups_pool_the_clustered_stderr(run_dir):
+    doc = write_results(run_dir, bootstrap_iters=200, cluster_key="passage")
+    tasks = doc["assay"]["tasks"]
+    arith = tasks["arith"]["filters"]["none"]["exact_match"]
+    algebra = tasks["algebra"]["filters"]["none"]["exact_match"]
+    g = doc["assay"]["groups"]["math"]["filters"]["none"]["exact_match"]
+    w = np.array([5, 4]) / 9
+    # arith's samples share passages: its clustered stderr, not the iid one, goes into the group's
+    se_arith = arith["clustered"]["stderr"]
+    assert se_arith != pytest.approx(arith["stderr"])
+    se_algebra = algebra["clustered"]["stderr"]  # no passage: every sample its own cluster
+    assert g["stderr"] == pytest.approx(math.sqrt(w[0] ** 2 * se_arith**2 + w[1] ** 2 * se_algebra**2))
+    assert doc["groups"]["math"]["exact_match_stderr,none"] == pytest.approx(g["stderr"])
+
+
+def test_one_cluster_leaves_the_stderr_out(tmp_path):
+    recs = [rf.record("qa", i, {"exact_match": [rf.verdict(float(i % 2))]}, metadata={"passage": 1}) for i in range(6)]
+    rf.write_run(tmp_path, rf.manifest([rf.task("qa", n=6)]), recs)
+    doc = write_results(tmp_path, bootstrap_iters=50, cluster_key="passage")
+    e = doc["assay"]["tasks"]["qa"]["filters"]["none"]["exact_match"]
+    assert e["clustered"]["n_clusters"] == 1 and e["clustered"]["stderr"] is None
+    assert e["stderr"] is not None  # the iid figure stays beside it, but is not passed off as the headline one
+    assert "exact_match_stderr,none" not in doc["results"]["qa"]
+    (row,) = load_run(tmp_path).metric_rows()
+    assert row.stderr is None and row.ci_t is None and row.ci_bootstrap is None
+    ResultsFile.model_validate(doc)
+
+
+def test_pass_at_k_under_as_zero_counts_a_lost_sample_as_failed_repeats(tmp_path):
+    t = rf.task("alg", repeats=3, n=2)
+    recs = [
+        rf.record("alg", 0, {"exact_match": [rf.verdict(1.0), rf.verdict(0.0), rf.verdict(1.0)]}, texts=["a"] * 3),
+        rf.record("alg", 1, {}, texts=[None, None, None]),  # the model failed: no verdict at all
+    ]
+    rf.write_run(tmp_path, rf.manifest([t]), recs)
+    doc = write_results(tmp_path, error_policy="as_zero", bootstrap_iters=10)
+    e = doc["assay"]["tasks"]["alg"]["filters"]["none"]["exact_match"]
+    for k in (1, 2, 3):
+        expected = ((1 - math.comb(1, k) / math.comb(3, k)) + 0.0) / 2
+        assert e["pass_at_k"][str(k)]["value"] == pytest.approx(expected)
+        assert e["pass_at_k"][str(k)]["n"] == 2 and e["pass_at_k"][str(k)]["n_excluded"] == 0
+        assert e["pass_hat_k"][str(k)]["value"] == pytest.approx(math.comb(2, k) / math.comb(3, k) / 2)
+
+
 def test_bootstrap_is_seeded_and_recorded(run_dir):
     a = write_results(run_dir, bootstrap_iters=300, seed=11)
     b = write_results(run_dir, bootstrap_iters=300, seed=11)
@@ -335,7 +382,8 @@ def test_loader_reads_written_results_and_keeps_the_last_duplicate(tmp_path):
 
 
 def test_computed_results_use_the_runs_configured_settings(tmp_path):
-    man = rf.manifest([rf.task("qa", n=3)], config={"error_policy": "as_zero", "bootstrap_iters": 50, "seed": 3})
+    config = {"error_policy": "as_zero", "bootstrap_iters": 50, "seed": 0, "confidence": 0.9}
+    man = rf.manifest([rf.task("qa", n=3)], config=config)
     recs = [
         rf.record("qa", i, {"exact_match": [v]})
         for i, v in enumerate([rf.verdict(1.0), rf.verdict(None, error="x"), rf.verdict(1.0)])
@@ -344,6 +392,8 @@ def test_computed_results_use_the_runs_configured_settings(tmp_path):
     run = load_run(tmp_path)
     assert run.results["assay"]["error_policy"] == "as_zero"
     assert run.results["assay"]["bootstrap_iters"] == 50
+    assert run.results["assay"]["seed"] == 0  # a seed of 0 is a seed, not "unset"
+    assert run.results["assay"]["confidence"] == 0.9
     assert run.results["results"]["qa"]["exact_match,none"] == pytest.approx(2 / 3)
     assert run.sample_values("qa", "none", "exact_match").as_dict() == {0: 1.0, 1: 0.0, 2: 1.0}
 
@@ -368,6 +418,9 @@ def test_metric_names_that_break_the_format_are_rejected(tmp_path):
         build_results(man, [], bootstrap_iters=10)
     man = rf.manifest([rf.task("t", (("doc_hash", True),), n=1)])
     with pytest.raises(ConfigError, match="collides"):
+        build_results(man, [], bootstrap_iters=10)
+    man = rf.manifest([rf.task("t", (("acc", True), ("acc_stderr", True)), n=1)])
+    with pytest.raises(ConfigError, match="'acc_stderr' may not end in '_stderr'"):
         build_results(man, [], bootstrap_iters=10)
 
 

@@ -249,12 +249,17 @@ def compare_command(run_a: Path, run_b: Path, alpha: float, fmt: str, iters: int
     """Compare RUN_B (candidate) with RUN_A (baseline) on the samples both scored.
 
     Pass/fail metrics: exact McNemar test; continuous ones: sign-flip permutation test; intervals
-    from a paired bootstrap. Exit code 1 when any metric is significantly worse, 2 on usage errors.
+    from a paired bootstrap. Exit code 1 when any metric is significantly worse, 2 on usage errors
+    (including runs that share no task and metric, so there is nothing to compare).
     """
     from assay.report.table import comparison_renderables, render_comparison
     from assay.results.compare import compare_runs
 
     comparison = compare_runs(_load(run_a), _load(run_b), alpha=alpha, iters=iters, seed=seed)
+    if not comparison.metrics:  # a CI gate must not pass because there was nothing to compare
+        raise UsageFailure(
+            "nothing to compare: the runs share no task and metric" + "".join(f"\n  {w}" for w in comparison.warnings)
+        )
     if fmt == "rich":
         console = _console()
         for part in comparison_renderables(comparison):

@@ -33,10 +33,16 @@ def _ci_text(ci: Sequence[float] | None) -> str:
 
 
 def _errors_text(row: MetricRow) -> str:
-    if not row.n_errored:
+    """Errored samples and how they were counted; errored verdicts of repeats are named too, even when every
+    sample kept a value (an errored repeat is left out of its sample's value under ``exclude``)."""
+    verdicts = int(row.entry.get("n_errored_verdicts") or 0)
+    if not row.n_errored and not verdicts:
         return "0"
     how = {"exclude": "excluded", "as_zero": "scored 0"}.get(row.error_policy or "", row.error_policy or "")
-    return f"{row.n_errored} ({how})" if how else str(row.n_errored)
+    notes = ([f"{verdicts} verdict{'s' if verdicts != 1 else ''}"] if verdicts > row.n_errored else []) + (
+        [how] if how else []
+    )
+    return f"{row.n_errored} ({', '.join(notes)})" if notes else str(row.n_errored)
 
 
 def _as_results(obj: Run | dict[str, Any]) -> dict[str, Any]:
@@ -143,7 +149,7 @@ def _rich_table(title: str, rows: list[MetricRow], results: dict[str, Any], drop
         table.add_column(label, justify="right" if i >= 6 else "left", no_wrap=not wraps, overflow="fold")
     for cells, row in zip(_cells(rows), rows, strict=True):
         styled = [Text(c) for c in cells]
-        if row.n_errored:
+        if cells[-1] != "0":
             styled[-1].stylize("yellow")
         if row.mean is None:
             styled[6].stylize("red")
@@ -179,6 +185,7 @@ def _row_json(r: MetricRow) -> dict[str, Any]:
         "n_total": r.n_total,
         "n_scored": r.n_scored,
         "n_errored": r.n_errored,
+        "n_errored_verdicts": r.entry.get("n_errored_verdicts"),
         "error_policy": r.error_policy,
         "pass_rate": r.pass_rate,
     }

@@ -114,6 +114,7 @@ class MetricView:
     n_scored: int
     n_total: int | None
     n_errored: int
+    n_errored_verdicts: int  # errored verdicts, repeats included (a sample keeps a value if one repeat was judged)
     pass_rate_raw: str
     pass_rate_s: str
 
@@ -225,6 +226,7 @@ class CompareView:
     a_css: str
     b_css: str
     alpha: float
+    confidence_label: str
     n_shared_label: str
     rows: list[DeltaView]
     regressed: list[ChangeView]
@@ -305,6 +307,7 @@ def task_views(run: Run, css: str) -> tuple[list[TaskView], set[str]]:
                 n_scored=row.n_scored,
                 n_total=row.n_total if row.entry else None,
                 n_errored=row.n_errored,
+                n_errored_verdicts=int(row.entry.get("n_errored_verdicts") or 0),
                 pass_rate_raw=raw(row.pass_rate),
                 pass_rate_s=fmt_percent(row.pass_rate),
             )
@@ -356,6 +359,8 @@ def ops_views(run: Run) -> tuple[list[OpsView], list[tuple[str, str]]]:
         for name, f in by_name.items():
             pct = f.get("latency_s") or {}
             lat_s = " / ".join(fmt_seconds(pct.get(k)) for k in ("p50", "p95", "p99"))
+            if pct.get("p50") is None and f.get("requests") and f.get("cache_hits") == f.get("requests"):
+                lat_s = "— (every request was served from the cache)"
             views.append(
                 OpsView(
                     role=role,
@@ -456,15 +461,49 @@ class MetricIndex:
         return [{"m": m, "f": f, "k": f"{m},{f}"} for m, f in self.keys]
 
 
-def pack_sample(rec: SampleRecord, run_index: int, task_index: int, metrics: MetricIndex) -> dict[str, Any]:
+_NO_FIELD: Any = object()
+
+
+def input_field(task_config: Mapping[str, Any]) -> str | None:
+    """The dataset field a task reads its input from (``fields.input`` of its config), if it names one."""
+    fields = task_config.get("fields")
+    value = fields.get("input") if isinstance(fields, Mapping) else None
+    return value if isinstance(value, str) and value else None
+
+
+def sample_input(rec: SampleRecord, field_path: str | None = None) -> Any:
+    """What a person calls the sample's input: the task's input field of the doc (``fields.input``, else the doc's
+    ``input``), else the last user message, else the whole prompt; never the prompt's fixed template lines."""
+    from assay.tasks.sample import get_path
+
+    value = get_path(rec.doc, field_path, _NO_FIELD) if field_path else rec.doc.get("input", _NO_FIELD)
+    if value is not _NO_FIELD and value is not None and value != "":
+        return value
+    for message in reversed(rec.messages):
+        if isinstance(message, Mapping) and message.get("role") == "user" and message.get("content") is not None:
+            content = message["content"]
+            if isinstance(content, list):  # content parts: their text
+                texts = [str(p["text"]) for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
+                return "\n".join(texts) if texts else content
+            return content
+    return rec.prompt
+
+
+def pack_sample(
+    rec: SampleRecord, run_index: int, task_index: int, metrics: MetricIndex, field_path: str | None = None
+) -> dict[str, Any]:
     """One sample for the page: short keys, texts capped, verdicts as positional lists, empty fields left out.
 
-    ``{r: run, t: task, i: sample_id, d: doc_id, p: prompt, g: target, o: [response], v: [verdicts], fl, md}``
-    where a response is ``{x: text, c: [[tool, args, result]], l: latency, u: [in, out], k: cached, f: finish,
-    m: model, e: error}`` and a verdict entry is ``[metric, score, passed, [[score, passed, reason, feedback,
-    error, details] per repeat]]`` (``passed`` 1/0, null when errored).
+    ``{r: run, t: task, i: sample_id, d: doc_id, n: input, p: prompt, g: target, o: [response], v: [verdicts],
+    fl, md}`` where ``n`` (see :func:`sample_input`) is left out when it is the prompt itself, a response is
+    ``{x: text, c: [[tool, args, result]], l: latency, u: [in, out], k: cached, f: finish, m: model, e: error}``
+    and a verdict entry is ``[metric, score, passed, [[score, passed, reason, feedback, error, details] per
+    repeat]]`` (``passed`` 1/0, null when errored).
     """
     out: dict[str, Any] = {"r": run_index, "t": task_index, "i": rec.sample_id, "d": rec.doc_id}
+    given = sample_input(rec, field_path)
+    if given != rec.prompt:
+        out["n"] = cap_text(given)
     out["p"] = cap_text(rec.prompt)
     if rec.target is not None:
         out["g"] = cap_text(rec.target)
@@ -553,12 +592,13 @@ def sample_data(runs: Sequence[Run], labels: Sequence[str]) -> tuple[dict[str, A
     where: dict[tuple[int, str, str], int] = {}
     for r, run in enumerate(runs):
         order = {name: i for i, name in enumerate(run.task_names)}
+        inputs = {info.name: input_field(info.config) for info in run.manifest.tasks}
         for rec in sorted(run.records, key=lambda x: (order.get(x.task, len(order)), x.doc_id)):
             if rec.task not in task_pos:
                 task_pos[rec.task] = len(tasks)
                 tasks.append(rec.task)
             where[(r, rec.task, rec.sample_id)] = len(samples)
-            samples.append(pack_sample(rec, r, task_pos[rec.task], metrics))
+            samples.append(pack_sample(rec, r, task_pos[rec.task], metrics, inputs.get(rec.task)))
     data = {
         "runs": [{"label": label, "css": RUN_CSS[i % len(RUN_CSS)]} for i, label in enumerate(labels)],
         "tasks": tasks,
@@ -652,6 +692,7 @@ def compare_view(comparison: Any, runs: Sequence[Run], a: int, b: int, labels: S
         a_css=RUN_CSS[a % len(RUN_CSS)],
         b_css=RUN_CSS[b % len(RUN_CSS)],
         alpha=comparison.alpha,
+        confidence_label=f"{100 * comparison.confidence:g}%",
         n_shared_label="the samples both runs scored, joined by doc_id",
         rows=rows,
         regressed=regressed,

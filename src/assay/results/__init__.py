@@ -31,8 +31,10 @@ which lm-eval's readers ignore and which holds the figures that schema has no ro
 
 Undefined figures (no scored sample, fewer than two values) are ``null`` here and simply absent from the
 lm-eval keys. When a cluster key is given, the stderr under lm-eval's ``"metric_stderr,filter"`` key is the
-clustered one. Bootstrap resamples of task ``t`` use ``numpy.random.default_rng([seed, crc32(t), 0])``
-(``1`` for the cluster bootstrap), so tasks resample independently and every figure is reproducible.
+clustered one (absent with fewer than two clusters, never replaced by the iid one), and groups pool the
+clustered stderrs and combine the cluster bootstrap distributions. Bootstrap resamples of task ``t`` use
+``numpy.random.default_rng([seed, crc32(t), 0])`` (``1`` for the cluster bootstrap), so tasks resample
+independently and every figure is reproducible.
 """
 
 from __future__ import annotations

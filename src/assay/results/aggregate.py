@@ -152,8 +152,10 @@ def _pass_k_figures(sv: SampleValues, repeats: int, error_policy: str) -> tuple[
     at_k: dict[str, Any] = {}
     hat_k: dict[str, Any] = {}
     attempts = sv.n_attempts
+    if error_policy == "as_zero":  # every repeat counts; one that left no verdict at all (a lost sample) failed
+        attempts = np.where(attempts > 0, np.maximum(attempts, repeats), 0)
     for k in k_values(repeats):
-        ok = attempts >= k if error_policy != "as_zero" else attempts > 0
+        ok = attempts >= k
         at = [stats.pass_at_k(int(n), int(c), k) for n, c in zip(attempts[ok], sv.n_passed[ok], strict=True)]
         hat = [stats.pass_hat_k(int(n), int(c), k) for n, c in zip(attempts[ok], sv.n_passed[ok], strict=True)]
         excluded = int(attempts.size - len(at))
@@ -164,11 +166,14 @@ def _pass_k_figures(sv: SampleValues, repeats: int, error_policy: str) -> tuple[
 
 @dataclass
 class MetricSummary:
-    """Figures for one (task, filter, metric), plus the bootstrap distribution used by groups."""
+    """Figures for one (task, filter, metric), plus what groups combine: the headline stderr (the clustered one
+    when a cluster key is set), its degrees of freedom and the matching bootstrap distribution."""
 
     entry: dict[str, Any]
     scored_values: npt.NDArray[np.float64]
     bootstrap: npt.NDArray[np.float64] | None
+    stderr: float | None = None
+    df: int = 0
 
 
 def summarize_metric(
@@ -223,12 +228,15 @@ def summarize_metric(
     }
     if repeats > 1:
         entry["pass_at_k"], entry["pass_hat_k"] = _pass_k_figures(sv, repeats, error_policy)
-    if clusters is not None:
-        labels = [c for c, ok in zip(clusters, mask, strict=True) if ok]
-        entry["clustered"] = clustered_figures(
-            x, labels, cluster_key, bootstrap_iters, task_rng(seed, task, 1), confidence
-        )
-    return MetricSummary(entry, x, dist)
+    if clusters is None:
+        return MetricSummary(entry, x, dist, se, n_scored - 1)
+    labels = [c for c, ok in zip(clusters, mask, strict=True) if ok]
+    entry["clustered"], cluster_dist = clustered_figures(
+        x, labels, cluster_key, bootstrap_iters, task_rng(seed, task, 1), confidence
+    )
+    # with a cluster key the clustered figures are the headline ones (undefined below two clusters: never
+    # the iid stderr in their place, which would understate the uncertainty the key says is there)
+    return MetricSummary(entry, x, cluster_dist, entry["clustered"]["stderr"], entry["clustered"]["n_clusters"] - 1)
 
 
 def clustered_figures(
@@ -238,21 +246,23 @@ def clustered_figures(
     iters: int,
     rng: np.random.Generator,
     confidence: float,
-) -> dict[str, Any]:
-    """Cluster-robust stderr with its t interval (df = clusters - 1) and a cluster bootstrap interval."""
+) -> tuple[dict[str, Any], npt.NDArray[np.float64] | None]:
+    """Cluster-robust stderr with its t interval (df = clusters - 1) and a cluster bootstrap interval; and the
+    cluster bootstrap distribution of the mean (None when it is not computed)."""
     se, g = stats.clustered_stderr(x, labels) if x.size else (None, 0)
     m = stats.mean(x)
-    ci_boot = None
+    dist = None
     if g >= 2 and iters > 0:
         sums, sizes = stats.cluster_sums(x, labels)
-        ci_boot = stats.percentile_interval(stats.bootstrap_ratios(sums, sizes, iters, rng), confidence)
-    return {
+        dist = stats.bootstrap_ratios(sums, sizes, iters, rng)
+    figures = {
         "key": key,
         "n_clusters": g,
         "stderr": se,
         "ci_t": _interval(stats.t_interval(m, se, g - 1, confidence)),
-        "ci_bootstrap": _interval(ci_boot),
+        "ci_bootstrap": _interval(None if dist is None else stats.percentile_interval(dist, confidence)),
     }
+    return figures, dist
 
 
 def cluster_labels(records: Sequence[SampleRecord], key: str) -> list[Any]:
@@ -270,7 +280,11 @@ def combine_group(
     weighting: str,
     confidence: float,
 ) -> dict[str, Any]:
-    """A group's figure for one metric: weighted mean of subtask means, pooled stderr, stratified bootstrap."""
+    """A group's figure for one metric: weighted mean of subtask means, pooled stderr, stratified bootstrap.
+
+    Each subtask contributes its headline stderr and bootstrap distribution (the clustered ones under a
+    cluster key), so a group is never more certain than the tasks it is made of.
+    """
     usable = [(t, s) for t, s in members if s.entry["mean"] is not None]
     entry: dict[str, Any] = {
         "weighting": weighting,
@@ -291,10 +305,10 @@ def combine_group(
     means = np.array([s.entry["mean"] for _, s in usable])
     entry["weights"] = {t: float(wi) for (t, _), wi in zip(usable, w, strict=True)}
     entry["mean"] = float(np.dot(w, means))
-    if all(s.entry["stderr"] is not None for _, s in usable):
-        se = stats.pooled_stderr([s.entry["stderr"] for _, s in usable], w)
+    if all(s.stderr is not None for _, s in usable):
+        se = stats.pooled_stderr([s.stderr for _, s in usable if s.stderr is not None], w)
         entry["stderr"] = se
-        df = sum(s.entry["n_scored"] - 1 for _, s in usable)
+        df = sum(s.df for _, s in usable)
         entry["ci_t"] = _interval(stats.t_interval(entry["mean"], se, df, confidence))
     dists = [s.bootstrap for _, s in usable]
     if all(d is not None for d in dists):

@@ -3,6 +3,8 @@
 Pass/fail metrics use the exact McNemar test on the discordant pairs; continuous ones a sign-flip
 permutation test (exact up to 16 differing samples). Either way the interval is a paired bootstrap
 percentile interval of the mean difference ``B - A``. "Worse" follows each metric's direction.
+Samples that only one run scored (the other errored on them or lacks them) cannot be paired: they are
+counted and listed (``unscored_in_a`` / ``unscored_in_b``) and named in the warnings, never silently dropped.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class MetricComparison:
     exact: bool
     regressed: list[int] = field(default_factory=list)  # doc_ids where B is worse than A
     improved: list[int] = field(default_factory=list)
+    unscored_in_b: list[int] = field(default_factory=list)  # doc_ids A scored that B errored on or lacks
+    unscored_in_a: list[int] = field(default_factory=list)  # doc_ids B scored that A errored on or lacks
     significant: bool = False
     worse: bool = False  # significantly worse
     better: bool = False  # significantly better
@@ -127,6 +131,8 @@ def compare_metric(
         exact=False,
         regressed=[d for d, w in zip(shared, worse_mask, strict=True) if w],
         improved=[d for d, w in zip(shared, better_mask, strict=True) if w],
+        unscored_in_b=sorted(d for d, v in sa.items() if v is not None and sb.get(d) is None),
+        unscored_in_a=sorted(d for d, v in sb.items() if v is not None and sa.get(d) is None),
     )
     if not shared:
         return comp
@@ -179,9 +185,14 @@ def compare_runs(
             if (filter_name, metric) not in keys_a:
                 warnings.append(f"{name}/{metric},{filter_name} is only in {rb.name} (B); not compared")
                 continue
-            metrics.append(
-                compare_metric(
-                    ra, rb, name, filter_name, metric, hib, alpha=alpha, iters=iters, seed=seed, confidence=confidence
-                )
+            comp = compare_metric(
+                ra, rb, name, filter_name, metric, hib, alpha=alpha, iters=iters, seed=seed, confidence=confidence
             )
+            metrics.append(comp)
+            for ids, scored, lost in ((comp.unscored_in_b, ra.name, rb.name), (comp.unscored_in_a, rb.name, ra.name)):
+                if ids:
+                    warnings.append(
+                        f"{comp.key}: {len(ids)} sample(s) scored in {scored} have no score in {lost} (errored or "
+                        "missing) and are left out of the paired test"
+                    )
     return Comparison(ra.name, rb.name, alpha, confidence, iters, seed, metrics, warnings)

@@ -72,15 +72,17 @@ class Run:
         from assay.results.writer import build_results
 
         cfg = self.manifest.config
+        seed = cfg.get("bootstrap_seed", cfg.get("seed"))
         return build_results(
             self.manifest,
             self.records,
             error_policy=str(cfg.get("error_policy", "exclude")),
             bootstrap_iters=int(cfg.get("bootstrap_iters", 10_000)),
-            seed=int(cfg.get("bootstrap_seed", cfg.get("seed", 1234)) or 1234),
+            seed=1234 if seed is None else int(seed),
             cluster_key=cfg.get("cluster_key"),
             repeat_reduction=str(cfg.get("repeat_reduction", "mean")),
             group_weighting=str(cfg.get("group_weighting", "size")),
+            confidence=float(cfg.get("confidence", 0.95)),
             torn_lines=self.torn_lines,
         )
 
@@ -176,8 +178,9 @@ def _row(
     alias: str,
     is_group: bool,
 ) -> MetricRow:
-    clustered = e.get("clustered") or {}
-    use_clustered = clustered.get("stderr") is not None
+    raw_clustered = e.get("clustered")
+    use_clustered = isinstance(raw_clustered, dict)  # under a cluster key its figures are the headline ones
+    clustered: dict[str, Any] = raw_clustered if isinstance(raw_clustered, dict) else {}
     return MetricRow(
         task=task,
         filter=filter_name,

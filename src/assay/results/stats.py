@@ -1,9 +1,12 @@
 """Statistics for eval scores: stderr, t and bootstrap intervals, clustered stderr, pass@k, paired tests.
 
-Everything is numpy and seeded; nothing needs scipy. The bootstrap is exact (resampling with
-replacement, never a normal approximation) and vectorised: when the scores take few distinct values
+Everything is numpy and seeded; nothing needs scipy. The bootstrap is vectorised and, wherever that stays
+within about half a second, exact (resampling with replacement): when the scores take few distinct values
 (pass/fail, graded rubrics) a resample is a multinomial draw of counts over those values, which costs
-O(distinct values) instead of O(n); otherwise index matrices are drawn in chunks.
+O(distinct values) instead of O(n); otherwise index matrices are drawn in chunks. Only many-valued scores
+too numerous for that (e.g. 100,000 continuous scores × 10,000 resamples) use the binned scheme of
+:func:`_binned_bootstrap_means`, whose resample means have exactly the bootstrap's mean and variance; which
+scheme a figure used is recorded beside it (``bootstrap_method``, see :func:`bootstrap_method`).
 """
 
 from __future__ import annotations
@@ -168,6 +171,8 @@ def bootstrap_ratios(
     cluster bootstrap of the mean. Units with identical (num, den) are pooled, and when there are
     few distinct units each resample is one multinomial draw of counts over them (exact, and
     O(distinct) per resample); otherwise resample indices are drawn in chunks (O(n) per resample).
+    Plain means whose exact resampling would exceed :data:`EXACT_BOOTSTRAP_DRAWS` are binned instead
+    (:func:`bootstrap_method` says which); cluster bootstraps are always exact.
     """
     x = as_array(num)
     n = x.size
@@ -187,7 +192,7 @@ def bootstrap_ratios(
         return _binned_bootstrap_means(x, iters, rng)
     out = np.empty(iters, dtype=np.float64)
     pos = 0
-    if k * 4 <= n or k <= 64:
+    if _counts_are_cheaper(n, k):
         pvals = counts / n
         for rows in _resample_chunks(iters, k):
             draws = rng.multinomial(n, pvals, size=rows).astype(np.float64)
@@ -204,19 +209,28 @@ def bootstrap_ratios(
     return out
 
 
-# Exact resampling costs about 4 ns per drawn index, or ~0.2 µs per distinct value per resample for the
-# multinomial draw; past this many index draws (about half a second) many-valued scores are binned instead.
+# Exact resampling costs about 5 ns per drawn index, or about as much as COUNT_DRAW_COST index draws per
+# distinct value per resample for the multinomial draw; past EXACT_BOOTSTRAP_DRAWS index draws (about half
+# a second) many-valued scores are binned instead.
 EXACT_BOOTSTRAP_DRAWS = 100_000_000
+COUNT_DRAW_COST = 20
 BOOTSTRAP_BINS = 64
 
 
-def bootstrap_method(n: int, distinct: int, iters: int) -> str:
-    """How :func:`bootstrap_ratios` resamples n scores with this many distinct values: ``"exact"`` or ``"binned"``.
+def _counts_are_cheaper(n: int, distinct: int) -> bool:
+    """Whether a multinomial draw over the distinct values costs less than drawing n indices."""
+    return COUNT_DRAW_COST * distinct < n
 
-    Exact (multinomial counts over distinct values, or index draws) whenever that stays within about half a
-    second; otherwise the binned scheme of :func:`_binned_bootstrap_means`.
+
+def bootstrap_method(n: int, distinct: int, iters: int) -> str:
+    """How :func:`bootstrap_means` resamples n scores with this many distinct values: ``"exact"`` or ``"binned"``.
+
+    Exact (multinomial counts over the distinct values, or index draws, whichever is cheaper) whenever that
+    stays within :data:`EXACT_BOOTSTRAP_DRAWS` index draws (about half a second); otherwise the binned scheme
+    of :func:`_binned_bootstrap_means`. Pass/fail and graded scores (few distinct values) stay exact at any
+    usual number of resamples.
     """
-    cheapest = min(n, 50 * distinct) if distinct * 4 <= n or distinct <= 64 else n
+    cheapest = min(n, COUNT_DRAW_COST * distinct)
     return "exact" if cheapest * iters <= EXACT_BOOTSTRAP_DRAWS else "binned"
 
 
@@ -385,7 +399,10 @@ def paired_bootstrap(
     rng: np.random.Generator,
     confidence: float = 0.95,
 ) -> tuple[float, tuple[float, float] | None, float]:
-    """Mean of ``b - a``, its paired-bootstrap percentile interval and a two-sided bootstrap p-value."""
+    """Mean of ``b - a``, its paired-bootstrap percentile interval and a two-sided bootstrap p-value.
+
+    The differences are resampled by :func:`bootstrap_means` (binned only for very many distinct differences).
+    """
     d = as_array(b) - as_array(a)
     if d.size == 0:
         raise ValueError("no paired samples")

@@ -85,6 +85,11 @@ def _metric_infos(task: TaskInfo, records: list[SampleRecord]) -> list[tuple[str
             raise ConfigError(f"task {task.name!r}: metric name {name!r} may not contain ',' (lm-eval key syntax)")
         if name in _SAMPLE_KEYS:
             raise ConfigError(f"task {task.name!r}: metric name {name!r} collides with a per-sample log key")
+        if name.endswith("_stderr"):
+            raise ConfigError(
+                f"task {task.name!r}: metric name {name!r} may not end in '_stderr' (lm-eval readers take it for "
+                "the standard error of another metric)"
+            )
     return out
 
 
@@ -105,7 +110,12 @@ def _evaluation_seconds(manifest: RunManifest, records: list[SampleRecord]) -> f
 
 
 def _model_args(model: Mapping[str, Any]) -> str:
-    return ",".join(f"{k}={v}" for k, v in model.items() if k != "provider" and not isinstance(v, dict | list))
+    """lm-eval's ``model_args`` string, without anything that looks like a credential."""
+    return ",".join(
+        f"{k}={v}"
+        for k, v in model.items()
+        if k != "provider" and not isinstance(v, dict | list) and not _SECRET_KEY.search(str(k))
+    )
 
 
 def _common(values: list[Any]) -> Any:
@@ -272,13 +282,14 @@ def _compute(
 
 
 def _put_metric(target: dict[str, Any], metric: str, filter_name: str, entry: Mapping[str, Any]) -> None:
-    """Only finite numbers go under lm-eval keys; the headline stderr is the clustered one when computed."""
+    """Only finite numbers go under lm-eval keys; under a cluster key the stderr is the clustered one (left out,
+    like any stderr that cannot be computed, when there are fewer than two clusters)."""
     value = entry.get("mean")
     if value is None or not math.isfinite(value):
         return
     target[schema.metric_key(metric, filter_name)] = float(value)
     clustered = entry.get("clustered")
-    se = clustered["stderr"] if clustered and clustered.get("stderr") is not None else entry.get("stderr")
+    se = clustered.get("stderr") if isinstance(clustered, Mapping) else entry.get("stderr")
     if se is not None and math.isfinite(se):
         target[schema.stderr_key(metric, filter_name)] = float(se)
 

@@ -104,7 +104,7 @@
       searchText = new Array(SAMPLES.length);
       for (var k = 0; k < SAMPLES.length; k++) {
         var s = SAMPLES[k];
-        var bits = [s.i, textOf(s.p), textOf(s.g), outputText(s)];
+        var bits = [s.i, textOf(s.n), textOf(s.p), textOf(s.g), outputText(s)];
         (s.v || []).forEach(function (v) {
           (v[3] || []).forEach(function (d) { bits.push(d[2] || "", d[3] || "", d[4] || ""); });
         });
@@ -177,7 +177,7 @@
       add(tr,
         el("td", null, TASKS[s.t]),
         sidCell,
-        el("td", "text", short(textOf(s.p))),
+        el("td", "text", short(textOf(s.n !== undefined ? s.n : s.p))),
         el("td", "text", short(outputText(s) || ((s.o || []).some(function (r) { return r && r.e; }) ? "(no response)" : ""))),
         el("td", "text", short(textOf(s.g))),
         el("td", "num", fmtScore(scoreOf(s, metric))),
@@ -269,6 +269,11 @@
     return box;
   }
   function textField(label, v) { return field(label, textOf(v), cappedAt(v)); }
+  // The sample's input (its dataset field) and the prompt the model saw; one field when they are the same.
+  function addPrompt(parent, s) {
+    if (s.n === undefined) return add(parent, textField("Input / prompt", s.p));
+    return add(parent, textField("Input", s.n), textField("Prompt", s.p));
+  }
 
   function verdictBox(metricIdx, d, repeat, repeats) {
     var score = d[0], passed = d[1], reason = d[2], feedback = d[3], error = d[4], details = d[5];
@@ -324,7 +329,7 @@
     col.dataset.run = String(s.r);
     if (multi) add(col, add(el("div", "runcol-head"), el("span", "swatch " + RUNS[s.r].css), RUNS[s.r].label));
     add(col, add(el("div"), badges(outcome(s, ""))));
-    if (!shared.p) add(col, textField("Input / prompt", s.p));
+    if (!shared.p) addPrompt(col, s);
     if (!shared.g) add(col, textField("Target", s.g));
     if (!shared.md && s.md) add(col, field("Metadata", JSON.stringify(s.md, null, 2)));
     add(col, el("h3", null, "Responses"));
@@ -376,8 +381,8 @@
       var same = function (key) {
         return list.every(function (i) { return JSON.stringify(SAMPLES[i][key]) === JSON.stringify(s[key]); });
       };
-      var shared = { p: same("p"), g: same("g"), md: same("md") };
-      if (shared.p) add(panel, textField("Input / prompt", s.p));
+      var shared = { p: same("p") && same("n"), g: same("g"), md: same("md") };
+      if (shared.p) addPrompt(panel, s);
       if (shared.g) add(panel, textField("Target", s.g));
       if (shared.md && s.md) add(panel, field("Metadata", JSON.stringify(s.md, null, 2)));
       var cols = el("div", "columns");
