@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from assay.errors import ConfigError
 from assay.models.base import Model
 from assay.runner.rundir import read_manifest
-from assay.runner.session import RunOutcome, RunSettings, execute
+from assay.runner.session import RUNTIME_SETTINGS, RunOutcome, RunSettings, execute
 
 if TYPE_CHECKING:
     from assay.results import Run
@@ -40,29 +40,79 @@ def load_tasks(tasks: Any) -> list[Task]:
     return [t if isinstance(t, Task) else load_task(t) for t in items]
 
 
-def resolve_model(model: Any, tasks: Sequence[Task]) -> Model:
-    """The model given, or the task's own default model; a clear error when there is neither."""
-    from assay.models.registry import load_model
+def resolve_model(model: Any, tasks: Sequence[Task], *, timeout_s: float | None = None) -> Model:
+    """The model given, or the tasks' own default model; a clear error when there is none, or two tasks disagree.
+
+    An explicit ``timeout_s`` is passed to a model built from a spec whose provider takes one (``openai``), so the
+    model's own HTTP timeout never cuts a request shorter than the run allows.
+    """
+    from assay.models.registry import accepts_option, load_model
+
+    if isinstance(model, Model):
+        return model
+    spec, owner = model, None
+    if spec is None:
+        owners = [t for t in tasks if t.model]
+        if not owners:
+            raise ConfigError("no model: pass model=… (or --model) or give the task a 'model:' section")
+        owner = owners[0]
+        spec = owner.model
+        other = next((t.name for t in owners if t.model != spec), None)
+        if other is not None:
+            raise ConfigError(
+                f"tasks {owner.name!r} and {other!r} name different models in their 'model:' sections; "
+                "one run evaluates one model: pass model=… (or --model)"
+            )
+    overrides = {"timeout_s": timeout_s} if timeout_s is not None and accepts_option(spec, "timeout_s") else {}
+    try:
+        if isinstance(spec, dict) and overrides:
+            return load_model({**spec, **overrides})
+        return load_model(spec, **overrides)
+    except ConfigError as err:
+        if owner is None:
+            raise
+        raise owner.config_error(("model",), str(err)) from None
+
+
+def _resume_model(model: Any, recorded: dict[str, Any], run_dir: Path, timeout_s: float | None) -> Model:
+    """The model of a resumed run: the one recorded in run.json, or the one given, which must be the same model."""
+    from assay.models.base import display_name
 
     if model is None:
-        spec = next((t.model for t in tasks if t.model), None)
-        if spec is None:
-            raise ConfigError("no model: pass model=… (or --model) or give the task a 'model:' section")
-        return load_model(spec)
-    return model if isinstance(model, Model) else load_model(model)
+        return resolve_model(recorded, [], timeout_s=timeout_s)
+    model_obj = resolve_model(model, [], timeout_s=timeout_s)
+    given = model_obj.describe()
+    same = given.get("provider") == recorded.get("provider") and display_name(given) == display_name(recorded)
+    if not same:
+        raise ConfigError(
+            f"{run_dir} was run with model {recorded.get('provider')}:{display_name(recorded)}; resuming it with "
+            f"{given.get('provider')}:{display_name(given)} would mix two models' answers in one run"
+        )
+    return model_obj
 
 
 async def arun_outcome(
     tasks: Any = None, model: Any = None, *, resume: str | Path | None = None, **settings: Any
 ) -> RunOutcome:
-    """Run tasks (or resume a run folder) and return how it ended, without loading the results."""
+    """Run tasks (or resume a run folder) and return how it ended, without loading the results.
+
+    On resume, the recorded settings apply; ``settings`` given here override how the run executes (concurrency,
+    timeout, cache, …). ``model`` may be omitted (the recorded model is rebuilt) or given again (e.g. an object
+    that run.json cannot rebuild), but it must be the model the run started with.
+    """
     if resume is not None:
         run_dir = Path(resume)
         manifest = read_manifest(run_dir)
-        from assay.models.registry import load_model
         from assay.tasks import Task
 
-        recorded = RunSettings.model_validate({**manifest.config, **settings})
+        fixed = sorted(set(settings) - RUNTIME_SETTINGS)
+        if fixed:
+            raise ConfigError(
+                f"a resumed run keeps the settings it started with; only {', '.join(sorted(RUNTIME_SETTINGS))} "
+                f"can change (got {', '.join(fixed)})"
+            )
+        known = {k: v for k, v in manifest.config.items() if k in RunSettings.model_fields}
+        recorded = RunSettings.model_validate({**known, **settings})
         task_objs = [Task.from_config(info.config) for info in manifest.tasks]
         for task, info in zip(task_objs, manifest.tasks, strict=True):
             if task.hash != info.task_hash:
@@ -70,10 +120,11 @@ async def arun_outcome(
                     f"{run_dir}: task {info.name!r} no longer matches the run (hash {task.hash[:12]} "
                     f"vs {info.task_hash[:12]}); its dataset or config changed since the run started"
                 )
-        model_obj = model if isinstance(model, Model) else load_model(model or manifest.model)
+        model_obj = _resume_model(model, manifest.model, run_dir, settings.get("timeout_s"))
         return await execute(task_objs, model_obj, recorded, run_dir=run_dir)
     task_objs = load_tasks(tasks)
-    return await execute(task_objs, resolve_model(model, task_objs), RunSettings(**settings))
+    run_settings = RunSettings(**settings)
+    return await execute(task_objs, resolve_model(model, task_objs, timeout_s=run_settings.timeout_s), run_settings)
 
 
 async def arun(tasks: Any = None, model: Any = None, *, resume: str | Path | None = None, **settings: Any) -> Run:

@@ -3,7 +3,23 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import Any
+
+
+def _import_module(name: str) -> Any:
+    """Import a module; one not found on ``sys.path`` is also looked for in the working directory (as
+    ``python -m`` would), so ``agent:answer`` finds ``./agent.py`` when run through the ``assay`` command too."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        top = name.partition(".")[0]
+        cwd = os.getcwd()
+        if err.name != top or cwd in sys.path or "" in sys.path:
+            raise
+        sys.path.append(cwd)
+        return importlib.import_module(name)
 
 
 def import_object(path: str) -> Any:
@@ -17,7 +33,7 @@ def import_object(path: str) -> Any:
     if not module_name or not qualname:
         raise ValueError(f"{path!r} is not a dotted path of the form 'package.module:name'")
     try:
-        obj: Any = importlib.import_module(module_name)
+        obj: Any = _import_module(module_name)
     except ImportError as err:
         raise ValueError(f"cannot import module {module_name!r} of {path!r}: {err}") from None
     for part in qualname.split("."):

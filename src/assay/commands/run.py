@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 from rich.console import Console
+from rich.markup import escape
 
 from assay.errors import AssayError
 
@@ -72,6 +74,43 @@ def _model_spec(model: str | None, base_url: str | None, api_key_env: str | None
     return load_model(model, **overrides)
 
 
+# how a resumed run executes may change; what it evaluates and how results are computed may not
+_RESUME_RUNTIME = {
+    "concurrency": "concurrency",
+    "timeout_s": "timeout_s",
+    "max_attempts": "max_attempts",
+    "max_error_rate": "max_error_rate",
+    "no_cache": "cache",
+    "cache_dir": "cache_path",
+}
+_RESUME_FIXED = (
+    "limit", "output_dir", "error_policy", "bootstrap_iters", "seed", "cluster_key", "repeat_reduction",
+    "prices_file", "feedback_model",
+)  # fmt: skip
+
+
+def _given(name: str) -> bool:
+    """True when option ``name`` was set on the command line or by its environment variable."""
+    source = click.get_current_context().get_parameter_source(name)
+    return source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def _resume_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """Only the runtime options given explicitly: the rest keep the values recorded when the run started."""
+    fixed = [name for name in _RESUME_FIXED if _given(name)]
+    if fixed:
+        flags = ", ".join("--" + name.removesuffix("_file").removesuffix("_dir").replace("_", "-") for name in fixed)
+        raise click.UsageError(
+            f"{flags}: a resumed run keeps the settings it started with; only how it runs "
+            "(--concurrency, --timeout, --max-attempts, --max-error-rate, cache) can change"
+        )
+    out = {"progress": settings["progress"]}
+    for option, key in _RESUME_RUNTIME.items():
+        if _given(option):
+            out[key] = settings[key]
+    return out
+
+
 def _print_results(run_dir: Path, fmt: str, console: Console) -> None:
     from assay.report.table import render_table
     from assay.results import load_run
@@ -91,13 +130,23 @@ def _print_results(run_dir: Path, fmt: str, console: Console) -> None:
 @click.option("--param", "params", multiple=True, help="Generation parameter key=value (repeatable).")
 @click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N samples of each task.")
 @click.option("--concurrency", "-c", type=click.IntRange(1, 4096), default=32, show_default=True)
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=60.0, show_default=True)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds one request may take (each retry has its own). Default: the model's timeout_s, else 60.",
+)
 @click.option("--max-attempts", type=click.IntRange(min=1), default=6, show_default=True)
 @click.option("--max-error-rate", type=click.FloatRange(0, 1), help="Stop the run past this share of failed samples.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the response cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), envvar="ASSAY_CACHE_DIR")
 @click.option("--output", "-o", "output_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"))
-@click.option("--resume", type=click.Path(exists=True, file_okay=False, path_type=Path), help="Resume a run folder.")
+@click.option(
+    "--resume",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Resume a run folder with its recorded tasks, model and settings; only --concurrency, --timeout, "
+    "--max-attempts, --max-error-rate and the cache options may change.",
+)
 @click.option("--error-policy", type=click.Choice(["exclude", "as_zero", "fail"]), default="exclude", show_default=True)
 @click.option("--bootstrap-iters", type=click.IntRange(min=0), default=10_000, show_default=True)
 @click.option("--seed", type=int, default=1234, show_default=True)
@@ -130,7 +179,7 @@ def run_command(
     params: tuple[str, ...],
     limit: int | None,
     concurrency: int,
-    timeout_s: float,
+    timeout_s: float | None,
     max_attempts: int,
     max_error_rate: float | None,
     no_cache: bool,
@@ -176,28 +225,26 @@ def run_command(
             prices=_prices(prices_file),
             feedback_model=_spec_arg(feedback_model),
         )
+    else:
+        settings = _resume_settings(settings)
     try:
         spec = _model_spec(model, base_url, api_key_env, _params(params))
         outcome = asyncio.run(arun_outcome(list(tasks) or None, spec, resume=resume, **settings))
     except KeyboardInterrupt:
-        console.print(
-            "[yellow]Interrupted.[/] Finished samples are saved; resume with [bold]assay run --resume RUN_DIR[/]"
-        )
+        console.print("[yellow]Interrupted.[/]")  # the run has said where its folder is and how to resume it
         sys.exit(130)
     except AssayError as err:
-        console.print(f"[red]error:[/] {err}")
+        console.print(f"[red]error:[/] {escape(str(err))}")
         sys.exit(2)
     if outcome.status != "finished":
-        console.print(f"[red]{outcome.message}[/]")
-        console.print(f"Run folder: {outcome.run_dir}  (resume with: assay run --resume {outcome.run_dir})")
-        sys.exit(1)
+        sys.exit(1)  # the run has said why it stopped, where its folder is and how to resume it
     if not quiet:
         _print_results(outcome.run_dir, fmt, console)
     console.print(
         f"{outcome.written} samples evaluated ({outcome.skipped} already done, {outcome.errors} errors, "
         f"{outcome.cache_hits} cache hits, {outcome.retries} retries) in {outcome.seconds:.2f}s"
     )
-    console.print(f"Run folder: [bold]{outcome.run_dir}[/]")
+    console.print(f"Run folder: [bold]{escape(str(outcome.run_dir))}[/]")
 
 
 @click.command("score")
@@ -221,8 +268,8 @@ def score_command(run_dir: Path, task_files: tuple[Path, ...], quiet: bool, fmt:
         tasks = load_tasks(list(task_files)) if task_files else None
         count = run_sync(rescore(run_dir, tasks))
     except AssayError as err:
-        console.print(f"[red]error:[/] {err}")
+        console.print(f"[red]error:[/] {escape(str(err))}")
         sys.exit(2)
     if not quiet:
         _print_results(run_dir, fmt, console)
-    console.print(f"Re-scored {count} samples in {run_dir}")
+    console.print(f"Re-scored {count} samples in {escape(str(run_dir))}")

@@ -31,7 +31,10 @@ _SECRET = re.compile(r"key|token|secret|password|credential", re.IGNORECASE)
 
 
 def import_object(path: str) -> Any:
-    """The object at ``"pkg.module:attr"`` (``attr`` may be dotted) or ``"pkg.module.attr"``; ConfigError if absent."""
+    """The object at ``"pkg.module:attr"`` (``attr`` may be dotted) or ``"pkg.module.attr"``; ConfigError if absent.
+
+    A module not found on ``sys.path`` is also looked for in the working directory (see :mod:`assay.importing`).
+    """
     try:
         return importing.import_object(path)
     except ValueError as err:

@@ -115,6 +115,21 @@ def _explain(provider: str, options_model: type[BaseModel], err: ValidationError
     return f"model {provider!r}: " + "; ".join(problems)
 
 
+def accepts_option(spec: Any, option: str) -> bool:
+    """True when ``spec`` (``"provider:arg"`` or a dict with ``provider``) names a provider taking ``option``."""
+    if isinstance(spec, str):
+        provider: Any = spec.partition(":")[0]
+    elif isinstance(spec, dict):
+        provider = spec.get("provider")
+    else:
+        return False
+    try:
+        cls = provider_class(str(provider))
+    except ConfigError:
+        return False
+    return any(p.name == option for p in _parameters(cls))
+
+
 def load_model(spec: str | dict[str, Any] | Model | Callable[..., Any], **overrides: Any) -> Model:
     """A Model from a spec: ``"provider:arg"``, ``{"provider": ..., **options}``, a Model, a Model class or any
     callable (which becomes a PythonModel). ``overrides`` are options that take precedence over the spec's."""

@@ -36,10 +36,6 @@ _SECRET_KEY = re.compile(
     r"(^|[_-])(api[_-]?key|secret|password|passwd|authorization|bearer|credentials?|(access|auth|refresh)?[_-]?token)$",
     re.IGNORECASE,
 )
-_SAMPLE_KEYS = frozenset(
-    {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics"}
-    | {"doc_hash", "prompt_hash", "target_hash"}
-)
 
 
 class ErroredVerdictsError(AssayError):
@@ -81,15 +77,9 @@ def _metric_infos(task: TaskInfo, records: list[SampleRecord]) -> list[tuple[str
                     seen.add(name)
                     out.append((name, True))
     for name, _ in out:
-        if "," in name:
-            raise ConfigError(f"task {task.name!r}: metric name {name!r} may not contain ',' (lm-eval key syntax)")
-        if name in _SAMPLE_KEYS:
-            raise ConfigError(f"task {task.name!r}: metric name {name!r} collides with a per-sample log key")
-        if name.endswith("_stderr"):
-            raise ConfigError(
-                f"task {task.name!r}: metric name {name!r} may not end in '_stderr' (lm-eval readers take it for "
-                "the standard error of another metric)"
-            )
+        problem = schema.metric_name_problem(name)
+        if problem:
+            raise ConfigError(f"task {task.name!r}: {problem}")
     return out
 
 

@@ -86,22 +86,44 @@ class ResponseCache:
             return conn
         if self._closed:
             raise RuntimeError(f"{self!r} is closed")
-        try:
-            conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-            )
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as err:
-            raise DataError(
-                f"response cache {self.path} cannot be used ({err}); delete it or choose another cache directory"
-            ) from err
+        conn = self._open()
         with self._lock:
             self._connections.append(conn)
         self._local.conn, self._local.pid = conn, os.getpid()  # a forked child opens its own connection
         return conn
+
+    def _open(self) -> sqlite3.Connection:
+        """A new connection in WAL mode with the schema in place.
+
+        Switching a new database to WAL can fail with "database is locked" without waiting on the busy timeout when
+        another process is setting the same file up at that moment; that is retried until the busy timeout passes.
+        """
+        deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+        delay = 0.005
+        while True:
+            conn = None
+            try:
+                conn = sqlite3.connect(
+                    self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+                )
+                conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                conn.executescript(_SCHEMA)
+                return conn
+            except sqlite3.OperationalError as err:
+                if conn is not None:
+                    conn.close()
+                if "locked" not in str(err) or time.monotonic() >= deadline:
+                    raise DataError(f"response cache {self.path} cannot be used ({err})") from err
+                time.sleep(delay)
+                delay = min(delay * 2, 0.2)
+            except sqlite3.DatabaseError as err:
+                if conn is not None:
+                    conn.close()
+                raise DataError(
+                    f"response cache {self.path} cannot be used ({err}); delete it or choose another cache directory"
+                ) from err
 
     def key(self, model: Model, request: Request) -> str:
         """sha256 of the canonical JSON of everything that changes the answer (not sample_id, doc or metadata)."""

@@ -6,7 +6,7 @@ import asyncio
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import AssayError
 from assay.models.base import Model, ModelError, Request, Response
@@ -93,40 +93,67 @@ class Scheduler:
         Workers only fetch: once a sample's responses are in, its scoring and writing go to a separate task
         and the worker sends its next request at once, so evaluation never delays the request pipeline.
         At most ``concurrency`` fetched samples wait to be scored.
+
+        When the run must stop (the error rate is exceeded, or writing failed), requests in flight are abandoned at
+        once (those samples are not finished; a resume redoes them). After an error-rate stop, every sample whose
+        answers are already in is still scored and written, so no paid-for answer is lost.
+        Cancellation (Ctrl-C) cancels everything; every sample written so far is complete.
         """
         started = time.perf_counter()
         pending: Iterator[tuple[Task, Sample]] = iter(work)
         self._finishing: set[asyncio.Task[None]] = set()
         self._finish_slots = asyncio.Semaphore(self.config.concurrency)
         self._failure: BaseException | None = None
-        workers = [asyncio.create_task(self._worker(pending)) for _ in range(min(self.config.concurrency, len(work)))]
+        self._fetching: set[asyncio.Task[Any]] = set()  # workers waiting for a model's answer
+        n_workers = min(self.config.concurrency, len(work))
+        self._workers: list[asyncio.Task[None]] = [asyncio.create_task(self._worker(pending)) for _ in range(n_workers)]
         try:
-            await asyncio.gather(*workers)
-            await asyncio.gather(*self._finishing)
+            await asyncio.gather(*self._workers, return_exceptions=True)  # each worker reports its own failure
+            if self._failure is None or isinstance(self._failure, ErrorRateExceeded):
+                while self._finishing:  # fetched samples: score and write them
+                    await asyncio.wait(set(self._finishing))
             if self._failure is not None:
                 raise self._failure
         finally:
-            for t in [*workers, *self._finishing]:
+            leftover = [t for t in [*self._workers, *self._finishing] if not t.done()]
+            for t in leftover:
                 t.cancel()
-            await asyncio.gather(*workers, *self._finishing, return_exceptions=True)
+            await asyncio.gather(*leftover, return_exceptions=True)
             self.stats.seconds = time.perf_counter() - started
         return self.stats
 
+    def _fail(self, error: BaseException) -> None:
+        """Remember the first failure and stop fetching: requests in flight are abandoned, fetched samples kept."""
+        if self._failure is None:
+            self._failure = error
+        for worker in self._fetching:
+            worker.cancel()
+
     async def _worker(self, pending: Iterator[tuple[Task, Sample]]) -> None:
-        for task, sample in pending:  # safe: no await between the iterator's steps
-            if self._failure is not None:
-                raise self._failure
-            fetched = await self._fetch(task, sample)
-            await self._finish_slots.acquire()
-            finishing = asyncio.create_task(self._finish(task, sample, fetched))
-            self._finishing.add(finishing)
-            finishing.add_done_callback(self._finished)
+        me = asyncio.current_task()
+        assert me is not None
+        try:
+            for task, sample in pending:  # safe: no await between the iterator's steps
+                if self._failure is not None:
+                    return
+                self._fetching.add(me)
+                try:
+                    fetched = await self._fetch(task, sample)
+                finally:
+                    self._fetching.discard(me)
+                await self._finish_slots.acquire()
+                finishing = asyncio.create_task(self._finish(task, sample, fetched))
+                self._finishing.add(finishing)
+                finishing.add_done_callback(self._finished)
+        except Exception as err:  # a bug outside the per-request guard: stop the run, do not hang it
+            self._fail(err)
 
     def _finished(self, finishing: asyncio.Task[None]) -> None:
         self._finishing.discard(finishing)
         self._finish_slots.release()
-        if not finishing.cancelled() and finishing.exception() is not None and self._failure is None:
-            self._failure = finishing.exception()
+        error = None if finishing.cancelled() else finishing.exception()
+        if error is not None:
+            self._fail(error)
 
     async def _finish(self, task: Task, sample: Sample, fetched: Fetched) -> None:
         record = await self._record(task, sample, fetched)
@@ -186,6 +213,9 @@ class Scheduler:
             eval_seconds=eval_seconds,
         )
 
+    def _retried(self, attempt: int, error: ModelError) -> None:
+        self.stats.retries += 1  # counted as they happen: a request that finally fails has retried too
+
     async def _request(self, request: Request) -> RequestOutcome:
         key = None
         if self.cache is not None:
@@ -196,12 +226,13 @@ class Scheduler:
         async with self._slots:
             self.stats.requests += 1
             try:
-                response, attempts = await call_with_retries(lambda: self.model.generate(request), self.config.retry)
+                response, _ = await call_with_retries(
+                    lambda: self.model.generate(request), self.config.retry, on_retry=self._retried
+                )
             except ModelError as err:
                 return RequestOutcome(None, str(err), False)
             except Exception as err:  # a bug in an agent or provider fails this sample, not the run
                 return RequestOutcome(None, f"{type(err).__name__}: {err}", False)
-        self.stats.retries += attempts - 1
         if key is not None and self.cache is not None:
             try:
                 self.cache.put(key, response, model=self.model)

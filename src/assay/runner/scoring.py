@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from assay.errors import DataError
 from assay.evaluators.base import Evaluator
 from assay.models.base import Model, Response
 from assay.record import FilterRecord
@@ -24,6 +25,16 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, Response):
         return value.text
     return value
+
+
+async def _judge(evaluator: Evaluator, value: Any, expected: Any, context: dict[str, Any]) -> Verdict:
+    """One verdict; an evaluator that raises (evaluate() already guards; an overriding aevaluate may not) errors."""
+    try:
+        if _is_async(evaluator):
+            return await evaluator.aevaluate(value, expected, context=context)
+        return evaluator.evaluate(value, expected, context=context)
+    except Exception as err:
+        return Verdict.errored(f"{evaluator.name} raised {type(err).__name__}: {err}")
 
 
 async def score_sample(
@@ -50,31 +61,46 @@ async def score_sample(
         "metadata": sample.metadata,
         "target": sample.target,
     }
-    for filter_name, values in task.apply_filters(responses).items():
+    for pipeline in task.pipelines:
+        filter_name = pipeline.name
+        try:
+            values: list[Any] = pipeline.apply(responses)
+            broken = None
+        except Exception as err:  # a (custom) filter step that fails on this response errors the sample's verdicts
+            values, broken = [None] * (1 if pipeline.reduces else len(responses)), f"{type(err).__name__}: {err}"
         record = FilterRecord(filtered=[_jsonable(v) for v in values])
         for metric in task.metrics:
             if metric.filters and filter_name not in metric.filters:
                 continue
-            expected = task.expected_for(sample, metric)
             evaluator = metric.evaluator
+            try:
+                expected = task.expected_for(sample, metric)
+                missing = None
+            except DataError as err:  # this row lacks the field the metric compares with: an error, not a crash
+                expected, missing = None, str(err)
             verdicts: list[Verdict] = []
             for value in values:
+                if broken is not None:
+                    verdicts.append(Verdict.errored(f"filter pipeline {filter_name!r} failed: {broken}"))
+                    continue
                 if value is None:
                     verdicts.append(Verdict.errored(f"no response to evaluate: {failure}"))
-                elif _is_async(evaluator):
-                    verdicts.append(await evaluator.aevaluate(value, expected, context=context))
-                else:
-                    verdicts.append(evaluator.evaluate(value, expected, context=context))
-                if feedback_model is not None and value is not None:
+                    continue
+                if missing is not None:
+                    verdicts.append(Verdict.errored(missing))
+                    continue
+                verdict = await _judge(evaluator, value, expected, context)
+                if feedback_model is not None:
                     from assay.feedback.generate import with_model_feedback
 
-                    verdicts[-1] = await with_model_feedback(
-                        verdicts[-1],
+                    verdict = await with_model_feedback(
+                        verdict,
                         feedback_model,
                         input=sample.input if sample.input is not None else prompt,
                         output=_jsonable(value),
                         target=sample.target,
                     )
+                verdicts.append(verdict)
             scored = [v for v in verdicts if not v.is_error]
             record.verdicts[metric.name] = [v.to_dict() for v in verdicts]
             record.scores[metric.name] = sum(v.score for v in scored) / len(scored) if scored else None

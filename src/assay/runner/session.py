@@ -33,6 +33,11 @@ if TYPE_CHECKING:
     from assay.tasks import Sample, Task
 
 
+DEFAULT_TIMEOUT_S = 60.0
+# the settings a resumed run may change: how it executes, never what it evaluates or how results are computed
+RUNTIME_SETTINGS = frozenset(
+    {"concurrency", "timeout_s", "max_attempts", "max_error_rate", "cache", "cache_path", "progress"}
+)
 RESULTS_OPTIONS = {
     "error_policy",
     "bootstrap_iters",
@@ -55,7 +60,7 @@ class RunSettings(BaseModel):
     concurrency: int = Field(default=32, ge=1, le=4096)
     cache: bool = True
     cache_path: Path | None = None
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: float | None = Field(default=None, gt=0)  # None: the model's own timeout_s, else 60 s
     max_attempts: int = Field(default=6, ge=1)
     max_error_rate: float | None = Field(default=None, ge=0, le=1)
     error_policy: Literal["exclude", "as_zero", "fail"] = "exclude"
@@ -139,7 +144,7 @@ def _pending(tasks: list[Task], limit: int | None, done: set[tuple[str, str]]) -
     return work, skipped
 
 
-def _judges(task: Task) -> list[dict[str, Any]]:
+def task_judges(task: Task) -> list[dict[str, Any]]:
     """The judge models a task's evaluators call (each names its role), for the manifest."""
     found: list[dict[str, Any]] = []
     for metric in task.metrics:
@@ -149,7 +154,8 @@ def _judges(task: Task) -> list[dict[str, Any]]:
     return found
 
 
-async def _close_evaluators(tasks: list[Task]) -> None:
+async def close_evaluators(tasks: list[Task]) -> None:
+    """Release what the tasks' evaluators hold (judge connections)."""
     for task in tasks:
         for metric in task.metrics:
             await metric.evaluator.aclose()
@@ -163,11 +169,26 @@ def start_manifest(tasks: list[Task], model: Model, settings: RunSettings, run_d
         assay_version=__version__,
         created_at=time.time(),
         model=model.describe(),
-        judges=[judge for task in tasks for judge in _judges(task)],
+        judges=[judge for task in tasks for judge in task_judges(task)],
         tasks=[task.info(len(task.samples(settings.limit))) for task in tasks],
         config=settings.recorded(),
         git_hash=git_hash(),
     )
+
+
+def attempt_timeout(model: Model, settings: RunSettings) -> float:
+    """Seconds one request may take: the run's ``timeout_s``, else the model's own ``timeout_s``, else 60."""
+    if settings.timeout_s is not None:
+        return settings.timeout_s
+    own = getattr(model, "timeout_s", None)
+    return float(own) if isinstance(own, int | float) and own > 0 else DEFAULT_TIMEOUT_S
+
+
+def check_requests(work: list[tuple[Task, Sample]]) -> None:
+    """Render every pending sample's prompt now: a row the template cannot render fails the run before it starts
+    (naming the file and line), instead of stopping it half-way with a half-written run folder."""
+    for task, sample in work:
+        task.build_request(sample, 0)
 
 
 async def execute(
@@ -178,56 +199,69 @@ async def execute(
     run_dir: Path | None = None,
     console: Console | None = None,
 ) -> RunOutcome:
-    """Run (or resume, when ``run_dir`` holds a run) every pending sample; write results when all are done."""
+    """Run (or resume, when ``run_dir`` holds a run) every pending sample; write results when all are done.
+
+    Every check (task files, datasets, each pending sample's prompt) runs before the run folder is created or
+    touched. The manifest records how the run ended: finished, interrupted (Ctrl-C), or failed (the error-rate
+    stop, or an unexpected error, which is raised again).
+    """
     _check_unique_names(tasks)
     for task in tasks:
         task.validate()  # read the data and render a prompt now: a bad task must fail before anything is written
     console = console or Console(stderr=True)
-    if run_dir is None:
-        run_dir = new_run_dir(settings.output_dir, tasks)
-        manifest = start_manifest(tasks, model, settings, run_dir)
-        write_manifest(run_dir, manifest)
-        done: set[tuple[str, str]] = set()
-    else:
+    done: set[tuple[str, str]] = set()
+    if run_dir is not None:
         manifest = read_manifest(run_dir)
         repair_torn_tail(run_dir / SAMPLES)
         done = finished_keys(run_dir)
     work, skipped = _pending(tasks, settings.limit, done)
-    show = settings.progress if settings.progress is not None else console.is_terminal
-    progress = RunProgress(len(work) + skipped, enabled=show, console=console)
-    cache = ResponseCache(settings.cache_path) if settings.cache else None
+    check_requests(work)
     feedback_model = None
     if settings.feedback_model is not None:
         from assay.models.registry import load_model
 
         feedback_model = load_model(settings.feedback_model)
+    cache = ResponseCache(settings.cache_path) if settings.cache else None
+    if run_dir is None:
+        run_dir = new_run_dir(settings.output_dir, tasks)
+        manifest = start_manifest(tasks, model, settings, run_dir)
+        write_manifest(run_dir, manifest)
+    show = settings.progress if settings.progress is not None else console.is_terminal
+    progress = RunProgress(len(work) + skipped, enabled=show, console=console)
     config = SchedulerConfig(
         concurrency=settings.concurrency,
-        retry=RetryPolicy(max_attempts=settings.max_attempts, timeout_s=settings.timeout_s),
+        retry=RetryPolicy(max_attempts=settings.max_attempts, timeout_s=attempt_timeout(model, settings)),
         max_error_rate=settings.max_error_rate,
         feedback_model=feedback_model,
     )
-    status, message = "finished", None
+    status: str = "failed"
+    message: str | None = "the run stopped on an unexpected error"
     session_start = time.perf_counter()
     stats = RunStats()
+    scheduler: Scheduler | None = None
     try:
         with SampleWriter(run_dir / SAMPLES) as writer:
             scheduler = Scheduler(model, writer, config, cache=cache, progress=progress)
             progress.start(already_done=skipped)
             try:
                 stats = await scheduler.run(work)
+                status, message = "finished", None
             except ErrorRateExceeded as err:
                 status, message = "failed", str(err)
                 stats = scheduler.stats
             except (asyncio.CancelledError, KeyboardInterrupt):
-                status, message = "interrupted", "interrupted; finished samples are saved"
+                status, message = "interrupted", f"interrupted; finished samples are saved in {run_dir}"
+                stats = scheduler.stats
+                raise
+            except BaseException as err:
+                message = f"{message}: {type(err).__name__}: {err}"
                 stats = scheduler.stats
                 raise
             finally:
                 progress.stop()
     finally:
         await model.aclose()
-        await _close_evaluators(tasks)
+        await close_evaluators(tasks)
         if feedback_model is not None:
             await feedback_model.aclose()
         if cache is not None:
@@ -237,6 +271,16 @@ async def execute(
         if status == "finished":
             manifest.finished_at = time.time()
         write_manifest(run_dir, manifest)
+        if status != "finished":
+            console.print(message, style="yellow", markup=False, highlight=False)
+            console.print(f"Run folder: {run_dir}  (resume with: assay run --resume {run_dir})", markup=False)
+    if scheduler is not None and scheduler.cache_failures:
+        failures = scheduler.cache_failures
+        console.print(
+            f"warning: {len(failures)} response(s) could not be cached (first: {failures[0]})",
+            style="yellow",
+            markup=False,
+        )
     if status == "finished":
         from assay.results import write_results
 

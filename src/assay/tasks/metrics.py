@@ -126,6 +126,11 @@ def _from_mapping(entry: dict[str, Any], path: KeyPath, ctx: ConfigContext) -> M
     metric = entry.get("metric", name)
     if not isinstance(metric, str) or not re.fullmatch(r"[\w][\w.\-]*", metric):
         raise ctx.error((*path, "metric"), f"a metric name uses letters, digits, '_', '-', '.'; got {metric!r}")
+    from assay.results.schema import metric_name_problem
+
+    problem = metric_name_problem(metric)
+    if problem:
+        raise ctx.error((*path, "metric" if "metric" in entry else "name"), problem)
     hib = entry.get("higher_is_better", default_higher_is_better(evaluator))
     if not isinstance(hib, bool):
         raise ctx.error((*path, "higher_is_better"), f"must be true or false, got {hib!r}")

@@ -415,10 +415,14 @@ class Task:
             self._hash = sha256_hex(self._hash_payload())
         return self._hash
 
-    def _hash_payload(self) -> dict[str, Any]:
-        # Left out on purpose: name, alias, description, tags, groups, model (the runner keys answers by model
-        # separately), dataset location (only its content counts), and higher_is_better and repeat_reduction
-        # (they change how results are read and aggregated, not any request or per-sample verdict).
+    @property
+    def request_hash(self) -> str:
+        """sha256 (hex) of what shapes the requests alone (data, prompt, few-shot, generation, tools, repeats):
+        equal for two tasks that differ only in filters or evaluators, so one's logged answers fit the other."""
+        self.validate()
+        return sha256_hex(self._request_payload())
+
+    def _request_payload(self) -> dict[str, Any]:
         cfg = self.config
         fewshot: dict[str, Any] | None = None
         if cfg.fewshot is not None and cfg.fewshot.shots > 0:
@@ -434,7 +438,6 @@ class Task:
             fewshot = {"n": fs.shots, "source": source, "separator": fs.separator, "delimiter": fs.target_delimiter}
         return {
             "schema": HASH_SCHEMA,
-            "version": self.version,
             "dataset": self.dataset.content_hash,
             "fields": self.fields.to_config(),
             "template": cfg.template,
@@ -444,12 +447,21 @@ class Task:
             "generation": self.generation,
             "tools": self.tools,
             "response_format": self.response_format,
+            "repeats": self.repeats,
+        }
+
+    def _hash_payload(self) -> dict[str, Any]:
+        # Left out on purpose: name, alias, description, tags, groups, model (the runner keys answers by model
+        # separately), dataset location (only its content counts), and higher_is_better and repeat_reduction
+        # (they change how results are read and aggregated, not any request or per-sample verdict).
+        return {
+            **self._request_payload(),
+            "version": self.version,
             "filters": [p.to_config() for p in self._pipelines],
             "metrics": [
                 {"name": m.name, "evaluator": m.evaluator.to_config(), "expected": m.expected, "filters": m.filters}
                 for m in self.metrics
             ],
-            "repeats": self.repeats,
         }
 
     def to_config(self) -> dict[str, Any]:
@@ -515,6 +527,10 @@ class Task:
             n_selected=n_selected,
             system_instruction=self.system,
         )
+
+    def config_error(self, path: KeyPath, message: str) -> ConfigError:
+        """A ConfigError naming this task's file, the line and the key at ``path`` (e.g. ``("model",)``)."""
+        return self._ctx.error(path, message)
 
     def __repr__(self) -> str:
         metrics = ", ".join(m.name for m in self.metrics)
