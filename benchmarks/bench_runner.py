@@ -138,13 +138,22 @@ def throughput(tmp: Path, rounds: int = 3) -> None:
     print(f"  latency bound {bound:.3f}s (target >= 0.9 of it); runner / bare aiohttp = {best_bare / best:.3f}")
 
 
-def cpu_per_request(tmp: Path) -> None:
+def cpu_per_request(tmp: Path, rounds: int = 3) -> None:
     n, concurrency = 5000, 64
+    pipeline, http = [], []
     with ServerProcess(0.0) as server:
-        _, cpu, written = asyncio.run(_scheduler_run(_task(n), server.base_url, concurrency, tmp / "cpu.jsonl"))
-        http = asyncio.run(_http_only(server.base_url, n, concurrency))
-    print(f"client CPU per sample, whole pipeline (request, HTTP, scoring, record): {cpu / written * 1e3:.3f} ms")
-    print(f"client CPU per request, OpenAIModel.generate alone: {http * 1e3:.3f} ms (target <= 0.2 ms)")
+        for i in range(rounds):  # best of a few rounds: the 2 cores are shared with the server process
+            _, cpu, written = asyncio.run(_scheduler_run(_task(n), server.base_url, concurrency, tmp / f"c{i}.jsonl"))
+            pipeline.append(cpu / written)
+            http.append(asyncio.run(_http_only(server.base_url, n, concurrency)))
+    print(
+        f"client CPU per sample, whole pipeline (request, HTTP, scoring, record), best of {rounds}: "
+        f"{min(pipeline) * 1e3:.3f} ms"
+    )
+    print(
+        f"client CPU per request, OpenAIModel.generate alone, best of {rounds}: {min(http) * 1e3:.3f} ms "
+        "(target <= 0.2 ms)"
+    )
 
 
 def startup(tmp: Path) -> None:
