@@ -92,7 +92,12 @@ def _resume_model(model: Any, recorded: dict[str, Any], run_dir: Path, timeout_s
 
 
 async def arun_outcome(
-    tasks: Any = None, model: Any = None, *, resume: str | Path | None = None, **settings: Any
+    tasks: Any = None,
+    model: Any = None,
+    *,
+    resume: str | Path | None = None,
+    retry_errors: bool = False,
+    **settings: Any,
 ) -> RunOutcome:
     """Run tasks (or resume a run folder) and return how it ended, without loading the results.
 
@@ -121,7 +126,9 @@ async def arun_outcome(
                     f"vs {info.task_hash[:12]}); its dataset or config changed since the run started"
                 )
         model_obj = _resume_model(model, manifest.model, run_dir, settings.get("timeout_s"))
-        return await execute(task_objs, model_obj, recorded, run_dir=run_dir)
+        return await execute(task_objs, model_obj, recorded, run_dir=run_dir, retry_errors=retry_errors)
+    if retry_errors:
+        raise ConfigError("retry_errors applies to a resumed run: pass resume=RUN_DIR")
     task_objs = load_tasks(tasks)
     run_settings = RunSettings(**settings)
     return await execute(task_objs, resolve_model(model, task_objs, timeout_s=run_settings.timeout_s), run_settings)

@@ -204,3 +204,33 @@ def test_an_unexpected_failure_marks_the_run_failed_not_finished(
         asyncio.run(arun_outcome(task, "python:my_agent:answer", output_dir=tmp_path / "runs", cache=False))
     manifest = json.loads((only_run_dir(tmp_path / "runs") / "run.json").read_text())
     assert manifest["status"] == "failed" and manifest["finished_at"] is None
+
+
+def test_retry_errors_asks_again_only_for_failed_samples(tmp_path: Path) -> None:
+    """After an outage, --retry-errors replaces the error samples; answered samples are not asked again."""
+    state = {"down": True}
+
+    def reply(request: dict) -> dict | str:
+        if state["down"] and "3 + 4" in request["messages"][-1]["content"]:
+            return {"status": 503, "error": "overloaded"}
+        return arithmetic_reply(request)
+
+    with OpenAITestServer(reply) as srv:
+        task = write_task(tmp_path, 6)
+        args = ["--model", "openai:assay-test", "--base-url", srv.base_url, "-q", "--max-attempts", "1"]
+        first = run_cli("run", str(task), *args, "-o", "runs", cwd=tmp_path)
+        assert first.returncode == 0, first.stderr
+        run_dir = only_run_dir(tmp_path / "runs")
+        assert {line["sample_id"] for line in sample_lines(run_dir) if line["response_errors"][0]} == {"q3"}
+        state["down"] = False
+        before = srv.requests_total
+        assert run_cli("run", "--retry-errors", cwd=tmp_path).returncode == 2  # only with --resume
+        again = run_cli("run", "--resume", str(run_dir), "--retry-errors", "-q", cwd=tmp_path)
+        assert again.returncode == 0, again.stderr
+        assert srv.requests_total - before == 1  # only q3 was asked again
+    lines = sample_lines(run_dir)
+    counts = Counter(line["sample_id"] for line in lines)
+    assert set(counts) == {f"q{i}" for i in range(6)} and set(counts.values()) == {1}
+    assert all(line["response_errors"] == [None] for line in lines)
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["assay"]["tasks"]["add"]["n_model_errors"] == 0

@@ -147,6 +147,11 @@ def _print_results(run_dir: Path, fmt: str, console: Console) -> None:
     help="Resume a run folder with its recorded tasks, model and settings; only --concurrency, --timeout, "
     "--max-attempts, --max-error-rate and the cache options may change.",
 )
+@click.option(
+    "--retry-errors",
+    is_flag=True,
+    help="With --resume: ask again for the samples whose model requests failed (e.g. after an outage).",
+)
 @click.option("--error-policy", type=click.Choice(["exclude", "as_zero", "fail"]), default="exclude", show_default=True)
 @click.option("--bootstrap-iters", type=click.IntRange(min=0), default=10_000, show_default=True)
 @click.option("--seed", type=int, default=1234, show_default=True)
@@ -186,6 +191,7 @@ def run_command(
     cache_dir: Path | None,
     output_dir: Path,
     resume: Path | None,
+    retry_errors: bool,
     error_policy: str,
     bootstrap_iters: int,
     seed: int,
@@ -204,6 +210,8 @@ def run_command(
         raise click.UsageError("give at least one task file, or --resume RUN_DIR")
     if tasks and resume is not None:
         raise click.UsageError("--resume takes the tasks from the run folder; do not also give task files")
+    if retry_errors and resume is None:
+        raise click.UsageError("--retry-errors goes with --resume RUN_DIR")
     settings: dict[str, Any] = {
         "concurrency": concurrency,
         "timeout_s": timeout_s,
@@ -229,7 +237,9 @@ def run_command(
         settings = _resume_settings(settings)
     try:
         spec = _model_spec(model, base_url, api_key_env, _params(params))
-        outcome = asyncio.run(arun_outcome(list(tasks) or None, spec, resume=resume, **settings))
+        outcome = asyncio.run(
+            arun_outcome(list(tasks) or None, spec, resume=resume, retry_errors=retry_errors, **settings)
+        )
     except KeyboardInterrupt:
         console.print("[yellow]Interrupted.[/]")  # the run has said where its folder is and how to resume it
         sys.exit(130)

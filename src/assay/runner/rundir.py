@@ -144,6 +144,37 @@ def finished_keys(run_dir: Path) -> set[tuple[str, str]]:
     return done
 
 
+def errored_keys(run_dir: Path) -> set[tuple[str, str]]:
+    """(task, sample_id) of finished samples where a model request failed (for ``--retry-errors``)."""
+    path = run_dir / SAMPLES
+    if not path.exists():
+        return set()
+    return {
+        (str(obj.get("task")), str(obj.get("sample_id")))
+        for _, obj in iter_sample_lines(path)
+        if any(obj.get("response_errors") or [])
+    }
+
+
+def drop_samples(run_dir: Path, keys: set[tuple[str, str]]) -> int:
+    """Rewrite samples.jsonl (atomically) without the samples ``keys``; returns how many lines were dropped."""
+    path = run_dir / SAMPLES
+    if not keys or not path.exists():
+        return 0
+    kept: list[str] = []
+    dropped = 0
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip() and line.endswith("\n"):
+                obj = json.loads(line)
+                if (str(obj.get("task")), str(obj.get("sample_id"))) in keys:
+                    dropped += 1
+                    continue
+            kept.append(line)
+    atomic_write_text(path, "".join(kept))
+    return dropped
+
+
 class SampleWriter:
     """Appends one JSON line per finished sample: flushed at once, fsynced at checkpoints and on close."""
 

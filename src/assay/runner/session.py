@@ -22,6 +22,8 @@ from assay.runner.retry import RetryPolicy
 from assay.runner.rundir import (
     SAMPLES,
     SampleWriter,
+    drop_samples,
+    errored_keys,
     finished_keys,
     read_manifest,
     repair_torn_tail,
@@ -197,9 +199,13 @@ async def execute(
     settings: RunSettings,
     *,
     run_dir: Path | None = None,
+    retry_errors: bool = False,
     console: Console | None = None,
 ) -> RunOutcome:
     """Run (or resume, when ``run_dir`` holds a run) every pending sample; write results when all are done.
+
+    With ``retry_errors`` (resume only), samples whose model requests failed are asked again and replace their
+    error records; successful answers are never asked again.
 
     Every check (task files, datasets, each pending sample's prompt) runs before the run folder is created or
     touched. The manifest records how the run ended: finished, interrupted (Ctrl-C), or failed (the error-rate
@@ -210,12 +216,18 @@ async def execute(
         task.validate()  # read the data and render a prompt now: a bad task must fail before anything is written
     console = console or Console(stderr=True)
     done: set[tuple[str, str]] = set()
+    retry: set[tuple[str, str]] = set()
     if run_dir is not None:
         manifest = read_manifest(run_dir)
         repair_torn_tail(run_dir / SAMPLES)
         done = finished_keys(run_dir)
-    work, skipped = _pending(tasks, settings.limit, done)
+        retry = errored_keys(run_dir) if retry_errors else set()
+    elif retry_errors:
+        raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
+    work, skipped = _pending(tasks, settings.limit, done - retry)
     check_requests(work)
+    if retry and run_dir is not None:
+        drop_samples(run_dir, retry)  # after every check: the error records are replaced by the new answers
     feedback_model = None
     if settings.feedback_model is not None:
         from assay.models.registry import load_model
