@@ -83,6 +83,11 @@ def test_sample_that_keeps_failing_is_an_error_sample_and_the_run_goes_on(tmp_pa
     verdict = bad["filters"]["none"]["verdicts"]["exact_match"][0]
     assert verdict["error"] and verdict["score"] is None  # an error, never a zero
     assert "1 errors" in proc.stderr
+    # the user is told why: the first failed sample and its error, in the run's output and in the results
+    first = next(line for line in proc.stderr.splitlines() if line.startswith("first error:"))
+    assert first.startswith("first error: add/q3: ") and "500" in first
+    results = json.loads((only_run_dir(tmp_path / "runs") / "results.json").read_text())
+    assert results["assay"]["tasks"]["add"]["model_error_example"].startswith("q3: ")
 
 
 def test_cache_second_run_makes_no_requests(tmp_path: Path, server: OpenAITestServer) -> None:
@@ -220,6 +225,8 @@ def test_run_stops_past_the_allowed_error_rate(tmp_path: Path) -> None:
         requests = srv.requests_total
     assert proc.returncode == 1
     assert "above the allowed error rate 50%" in proc.stderr and "--resume" in proc.stderr
+    assert "(first error: add/q" in proc.stderr and "down" in proc.stderr
+    assert "--resume" in proc.stderr and "--retry-errors" in proc.stderr  # resuming alone would not ask again
     run_dir = only_run_dir(tmp_path / "runs")
     assert json.loads((run_dir / "run.json").read_text())["status"] == "failed"
     assert 20 <= len(sample_lines(run_dir)) < 200 and requests < 200  # it stopped early
@@ -245,3 +252,23 @@ def test_api_key_is_sent_but_never_written_or_printed(tmp_path: Path) -> None:
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
     assert json.loads((run_dir / "run.json").read_text())["model"]["api_key_env"] == "MY_KEY"
+
+
+@pytest.mark.parametrize("key_args", [[], ["--api-key-env", "MY_KEY"]])
+def test_missing_api_key_for_a_remote_server_fails_before_writing(tmp_path: Path, key_args: list[str]) -> None:
+    """No key for a hosted API: one clear line naming the variable, exit 2, no run folder, no request retried."""
+    task = write_task(tmp_path, 3)
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "MY_KEY")}
+    proc = subprocess.run(
+        assay_cmd("run", str(task), "-m", "openai:gpt-4o-mini", "--base-url", "https://llm.example.invalid/v1",
+                  *key_args, "-o", "runs"),
+        cwd=tmp_path, env={**env, "ASSAY_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "40"},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 2, proc.stderr
+    variable = "MY_KEY" if key_args else "OPENAI_API_KEY"
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, lines  # not hard-wrapped at the terminal width: greppable in CI logs
+    assert lines[0].startswith("error: openai: no API key for https://llm.example.invalid/v1")
+    assert f"{variable} is not set" in lines[0] and "--api-key-env" in lines[0]
+    assert not (tmp_path / "runs").exists()

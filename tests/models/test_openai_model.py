@@ -316,6 +316,21 @@ def test_bad_settings_name_the_key(kwargs: dict[str, Any], key: str) -> None:
         OpenAIModel(**{"model": "m", **kwargs})
 
 
+def test_check_wants_a_key_for_remote_servers_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("MY_KEY", raising=False)
+    with pytest.raises(ConfigError, match=r"no API key for https://api.openai.com/v1: .*OPENAI_API_KEY is not set"):
+        OpenAIModel("gpt-4o-mini").check()
+    with pytest.raises(ConfigError, match=r"MY_KEY is not set.*--api-key-env"):
+        OpenAIModel("m", base_url="http://gpu-box:8000/v1", api_key_env="MY_KEY").check()
+    for local in ("http://localhost:8000/v1", "http://127.0.0.1:1/v1", "http://[::1]:8000/v1"):
+        OpenAIModel("m", base_url=local).check()  # local servers need no key
+    OpenAIModel("m", api_key=SECRET).check()
+    OpenAIModel("m", headers={"api-key": "azure-style"}).check()  # the caller's own auth header
+    monkeypatch.setenv("MY_KEY", "EMPTY")
+    OpenAIModel("m", api_key_env="MY_KEY").check()
+
+
 def test_non_completion_bodies() -> None:
     model = OpenAIModel("m", base_url="http://127.0.0.1:1/v1", api_key=SECRET)
     with pytest.raises(ModelError, match="not JSON") as err:

@@ -71,7 +71,29 @@ async def test_var_keyword_gets_everything_and_request_by_name() -> None:
 
     await PythonModel(agent).generate(req())
     assert isinstance(got.pop("request"), Request)
+    assert got.pop("prompt") == "hello"
     assert set(got) == {"messages", "doc", "metadata", "params", "tools", "response_format", "repeat", "sample_id"}
+
+
+async def test_a_prompt_parameter_gets_the_last_user_message_as_text() -> None:
+    """``def answer(prompt)``, the signature a new user writes first, gets the prompt text, not the Request."""
+
+    def answer(prompt: str) -> str:
+        return prompt.upper()
+
+    request = Request(
+        sample_id="s1",
+        messages=[
+            {"role": "system", "content": "be brief"},
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "ok"},
+            {"role": "user", "content": [{"type": "text", "text": "what is "}, {"type": "text", "text": "2+2?"}]},
+        ],
+    )
+    assert (await PythonModel(answer).generate(request)).text == "WHAT IS 2+2?"
+    assert (await PythonModel(answer).generate(req("plain"))).text == "PLAIN"
+    no_user = Request(sample_id="s1", messages=[{"role": "system", "content": "s"}])
+    assert (await PythonModel(answer).generate(no_user)).text == ""
 
 
 async def test_async_function_by_dotted_path() -> None:

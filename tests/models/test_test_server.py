@@ -230,3 +230,4 @@ def test_runs_as_a_separate_process() -> None:
         _, err = proc.communicate(timeout=10)
     assert proc.returncode == 0
     assert "served 2 requests" in err
+    assert "RuntimeWarning" not in err  # `python -m` runs the module once (assay.testing does not import it)

@@ -62,6 +62,14 @@ def test_fail_under_message_and_all_errored_metric(run_dir, tmp_path):
     assert res.exit_code == 1 and "has no value (every sample errored)" in res.stderr
 
 
+def test_fail_under_a_percentage_gets_a_hint(run_dir):
+    res = invoke(run_dir, "--fail-under", "arith/exact_match=80")
+    assert res.exit_code == 1
+    assert "FAIL arith/exact_match,none = 0.8000 < 80 (scores run from 0 to 1: did you mean 0.8?)" in res.stderr
+    res = invoke(run_dir, "--fail-under", "arith/exact_match=0.9")
+    assert "did you mean" not in res.stderr
+
+
 @pytest.mark.parametrize("spec", ["exact_match", "exact_match=high", "nosuch=0.5", "arith/nosuch=1", "/x=1", "x,=1"])
 def test_fail_under_usage_errors_exit_2(run_dir, spec):
     res = invoke(run_dir, "--fail-under", spec)

@@ -63,3 +63,19 @@ def test_junit_escapes_model_output_and_names_filters(tmp_path):
     assert failure.text == "expected 'x' </failure>\nfeedback: say x"
     assert cases["qa-0::exact_match::none"].find("system-out").text == "<b>&\\x1b[31mred\\x00</b>"
     assert xml_text("ok\tline\n") == "ok\tline\n"
+
+
+def test_junit_names_the_model_of_any_provider(tmp_path):
+    """openai records ``model``, predictions neither ``name`` nor ``model``: the property is never left empty."""
+    rec = rf.record("qa", 0, {"exact_match": [rf.verdict(1.0)]})
+    specs = [
+        ({"provider": "openai", "model": "gpt-x", "base_url": "http://127.0.0.1:9/v1"}, "gpt-x"),
+        ({"provider": "predictions", "path": "preds.jsonl"}, "predictions"),
+        ({"provider": "python", "target": "m:answer", "name": "answer"}, "answer"),
+    ]
+    for i, (model, shown) in enumerate(specs):
+        man = rf.manifest([rf.task("qa", (("exact_match", True),), n=1)], model=model)
+        out = tmp_path / f"junit{i}.xml"
+        write_junit(load_run(rf.write_run(tmp_path / f"run{i}", man, [rec])), out)
+        props = {p.get("name"): p.get("value") for p in ET.parse(out).getroot().iter("property")}
+        assert props["model"] == shown

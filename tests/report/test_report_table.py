@@ -33,7 +33,7 @@ def test_markdown_table_has_lm_eval_columns_interval_and_errors(run):
     assert "|judged|1.0|none|0|judge|↑|" in md and "|||none|0|length|↓|" in md
     assert "|Groups|Version|" in md and "|math||none|0|exact_match|↑|" in md
     assert "- arith: 1 of 8 selected samples have no record" in md
-    assert "- arith: 1 sample(s) with model errors" in md
+    assert "- arith: 1 sample(s) with model errors (first: arith-6: HTTP 500)" in md  # says why, not only how many
 
 
 def test_json_table_carries_numbers(run):

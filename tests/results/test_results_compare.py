@@ -44,6 +44,14 @@ def test_no_difference_is_not_significant(tmp_path):
     assert m.p_value == 1.0 and m.diff == 0.0 and not m.significant and m.regressed == [] and m.improved == []
 
 
+def test_a_run_compared_with_itself_is_named_in_the_warnings(tmp_path):
+    a = rf.binary_run(tmp_path / "a", [1, 0, 1])
+    comp = compare_runs(a, a / ".")
+    assert any("A and B are the same run folder" in w for w in comp.warnings)
+    other = rf.binary_run(tmp_path / "b", [1, 0, 1])  # same run_id, another folder (e.g. a re-scored copy)
+    assert not any("same run" in w for w in compare_runs(a, other).warnings)
+
+
 def _continuous_run(path, values, metric="f1", hib=True, task_hash=None):
     t = rf.task("qa", ((metric, hib),), n=len(values))
     if task_hash:

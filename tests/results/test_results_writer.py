@@ -160,6 +160,8 @@ def test_figures_with_errors_excluded_and_counted(run_dir):
     assert doc["results"]["arith"]["exact_match,none"] == pytest.approx(0.8)
     assert doc["assay"]["tasks"]["arith"]["n_missing"] == 1
     assert doc["assay"]["tasks"]["arith"]["n_model_errors"] == 1
+    assert doc["assay"]["tasks"]["arith"]["model_error_example"] == "arith-6: HTTP 500"
+    assert doc["assay"]["tasks"]["algebra"]["model_error_example"] is None
 
 
 def test_as_zero_policy_scores_errors_as_failures(run_dir):

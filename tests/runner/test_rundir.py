@@ -73,6 +73,19 @@ def test_duplicate_sample_is_reported(tmp_path):
         finished_keys(tmp_path)
 
 
+def test_atomic_write_gives_new_files_the_umask_mode_and_keeps_an_existing_mode(tmp_path):
+    plain = tmp_path / "plain.json"
+    plain.write_text("x")  # what an ordinary open() gives a new file under this process's umask
+    new = tmp_path / "results.json"
+    atomic_write_text(new, "x")
+    assert new.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777  # not mkstemp's private 0600
+    private = tmp_path / "private.json"
+    private.write_text("x")
+    private.chmod(0o640)
+    atomic_write_text(private, "y")
+    assert private.stat().st_mode & 0o777 == 0o640
+
+
 def test_atomic_write_replaces_whole_file(tmp_path):
     target = tmp_path / "results.json"
     atomic_write_text(target, "old")

@@ -112,6 +112,22 @@ def test_samples_fetched_before_an_error_rate_stop_are_still_written(tmp_path: P
     assert sorted(written_ids(tmp_path)) == sorted(fetched)
 
 
+def test_a_run_too_small_to_stop_early_still_fails_past_the_error_rate(tmp_path: Path) -> None:
+    """Six samples, all failing, max 10%: below the early-stop minimum, but the finished run must not pass."""
+
+    async def agent(sample_id: str) -> str:
+        raise RuntimeError("down")
+
+    scheduler, error = run_scheduler(tmp_path, make_task(6), agent, max_error_rate=0.1)
+    assert isinstance(error, ErrorRateExceeded)
+    assert str(error).startswith("failed: 6 of 6 samples failed, above the allowed error rate 10%")
+    assert "(first error: loop/s" in str(error) and "RuntimeError: down" in str(error)
+    assert scheduler.stats.written == 6  # every sample was run and written
+    (tmp_path / "ok").mkdir()
+    _, ok = run_scheduler(tmp_path / "ok", make_task(6), agent, max_error_rate=1.0)
+    assert ok is None
+
+
 def test_a_writer_failure_stops_the_run_and_is_raised(tmp_path: Path) -> None:
     class Broken(SampleWriter):
         def write(self, record: SampleRecord) -> None:

@@ -103,7 +103,8 @@ def check_thresholds(run: Run, thresholds: list[Threshold]) -> list[str]:
             if r.mean is None:
                 failures.append(f"{r.key} has no value (every sample errored) — threshold {t.value:g}")
             elif r.mean < t.value:
-                failures.append(f"{r.key} = {r.mean:.4f} < {t.value:g}")
+                hint = f" (scores run from 0 to 1: did you mean {t.value / 100:g}?)" if 1 < t.value <= 100 else ""
+                failures.append(f"{r.key} = {r.mean:.4f} < {t.value:g}" + (hint if 0 <= r.mean <= 1 else ""))
     return failures
 
 

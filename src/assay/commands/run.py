@@ -205,7 +205,7 @@ def run_command(
     """Run TASKS (YAML files) against a model and write a run folder; or --resume one."""
     from assay.api import arun_outcome
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # messages stay one line each in CI logs
     if not tasks and resume is None:
         raise click.UsageError("give at least one task file, or --resume RUN_DIR")
     if tasks and resume is not None:
@@ -254,6 +254,8 @@ def run_command(
         f"{outcome.written} samples evaluated ({outcome.skipped} already done, {outcome.errors} errors, "
         f"{outcome.cache_hits} cache hits, {outcome.retries} retries) in {outcome.seconds:.2f}s"
     )
+    if outcome.first_error:
+        console.print(f"[yellow]first error:[/] {escape(outcome.first_error)}")
     console.print(f"Run folder: [bold]{escape(str(outcome.run_dir))}[/]")
 
 
@@ -273,7 +275,7 @@ def score_command(run_dir: Path, task_files: tuple[Path, ...], quiet: bool, fmt:
     from assay.api import load_tasks, run_sync
     from assay.runner.rescore import rescore
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)  # messages stay one line each in CI logs
     try:
         tasks = load_tasks(list(task_files)) if task_files else None
         count = run_sync(rescore(run_dir, tasks))

@@ -88,5 +88,9 @@ class Model(ABC):
         """What to record about the model in results (never secrets)."""
         return self.identity()
 
+    def check(self) -> None:
+        """Raise ConfigError when this model cannot answer at all (e.g. a hosted API and no key); called by the
+        runner before a run writes anything, so a setup mistake is not paid for with a folder of failed samples."""
+
     async def aclose(self) -> None:
         """Release connections; called once by the runner when the run ends."""

@@ -14,6 +14,7 @@ import os
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
@@ -101,6 +102,19 @@ class OpenAIModel(Model):
     def identity(self) -> dict[str, Any]:
         """Provider, endpoint, model and default params: what changes answers (never the key or headers)."""
         return {"provider": self.provider, "base_url": self.base_url, "model": self.model, "params": dict(self.params)}
+
+    def check(self) -> None:
+        """A server other than this machine needs an API key: without one, say which variable to set."""
+        if self._api_key or any(k.lower() not in ("content-type", "accept") for k in self._headers):
+            return  # a key, or headers of the caller's own (e.g. another auth scheme)
+        host = (urlsplit(self.base_url).hostname or "").lower()
+        if host in ("localhost", "::1", "0.0.0.0") or host.startswith("127.") or host.endswith(".localhost"):
+            return  # local servers (vLLM, Ollama, llama.cpp, the test server) usually need no key
+        raise ConfigError(
+            f"openai: no API key for {self.base_url}: the environment variable {self.api_key_env} is not set; "
+            f"set it, or name the variable that holds the key with --api-key-env / api_key_env "
+            f"(a server that needs no key accepts any value, e.g. {self.api_key_env}=EMPTY)"
+        )
 
     def describe(self) -> dict[str, Any]:
         """The identity plus client settings; a valid ``load_model`` spec (headers are left out: they may hold

@@ -1,8 +1,9 @@
 """The Python provider: any function, coroutine function or agent object answers requests.
 
-The callable receives the Request (if it takes one parameter) or the keyword arguments it declares among
-``messages, doc, metadata, params, tools, response_format, repeat, sample_id, request``. It may return a str, a
-Response, a dict (``text, tool_calls, usage, metadata, finish_reason``) or a tuple ``(text, tool_calls)``.
+The callable receives the keyword arguments it declares among ``prompt`` (the text of the last user message),
+``messages, doc, metadata, params, tools, response_format, repeat, sample_id, request``, or else the Request itself
+(if it takes one parameter). It may return a str, a Response, a dict (``text, tool_calls, usage, metadata,
+finish_reason``) or a tuple ``(text, tool_calls)``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,18 @@ from assay import importing
 from assay.errors import ConfigError
 from assay.models.base import Model, ModelError, Request, Response, ToolCall, Usage
 
-ARGUMENTS = ("messages", "doc", "metadata", "params", "tools", "response_format", "repeat", "sample_id", "request")
+ARGUMENTS = (
+    "prompt",
+    "messages",
+    "doc",
+    "metadata",
+    "params",
+    "tools",
+    "response_format",
+    "repeat",
+    "sample_id",
+    "request",
+)
 RESULT_KEYS = frozenset({"text", "tool_calls", "usage", "metadata", "finish_reason"})
 _SECRET = re.compile(r"key|token|secret|password|credential", re.IGNORECASE)
 
@@ -181,13 +193,19 @@ class PythonModel(Model):
     def _public_kwargs(self) -> dict[str, Any]:
         return {k: v for k, v in self.kwargs.items() if not _SECRET.search(k)}
 
+    @staticmethod
+    def _argument(request: Request, name: str) -> Any:
+        if name == "request":
+            return request
+        return prompt_text(request) if name == "prompt" else getattr(request, name)
+
     async def generate(self, request: Request) -> Response:
         """Call the agent and convert what it returns; its exceptions become non-retryable ModelErrors."""
         if self._pass_request:
             args: tuple[Any, ...] = (request,)
             kwargs: dict[str, Any] = {}
         else:
-            args, kwargs = (), {n: request if n == "request" else getattr(request, n) for n in self._arguments}
+            args, kwargs = (), {n: self._argument(request, n) for n in self._arguments}
         start = time.perf_counter()
         try:
             if self._async:
@@ -207,6 +225,19 @@ class PythonModel(Model):
         if not response.latency_s:
             response.latency_s = latency
         return response
+
+
+def prompt_text(request: Request) -> str:
+    """The text of the request's last user message (text parts joined), or "" when there is none."""
+    for message in reversed(request.messages):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, list):  # content parts: keep the text ones
+                return "".join(
+                    str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text"
+                )
+            return "" if content is None else str(content)
+    return ""
 
 
 def to_response(result: Any, target: str = "agent") -> Response:

@@ -8,6 +8,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from assay.models.base import display_name
+
 if TYPE_CHECKING:
     from assay.record import SampleRecord
     from assay.results.loader import Run
@@ -76,8 +78,8 @@ def build_junit(run: Run) -> ET.Element:
                 metrics.extend(m for m in fr.verdicts if m not in metrics)
         suite = ET.SubElement(root, "testsuite", name=xml_text(task.name))
         props = ET.SubElement(suite, "properties")
-        for key, value in (("task_hash", task.task_hash), ("model", run.manifest.model.get("name", ""))):
-            ET.SubElement(props, "property", name=key, value=xml_text(value))
+        for prop, text in (("task_hash", task.task_hash), ("model", display_name(run.manifest.model))):
+            ET.SubElement(props, "property", name=prop, value=xml_text(text))
         counts = {"tests": 0, "failures": 0, "errors": 0}
         suite_time = 0.0
         for rec in records:

@@ -97,7 +97,11 @@ def _notes(results: dict[str, Any]) -> list[str]:
         if info.get("n_missing"):
             notes.append(f"{task}: {info['n_missing']} of {info['n_selected']} selected samples have no record")
         if info.get("n_model_errors"):
-            notes.append(f"{task}: {info['n_model_errors']} sample(s) with model errors")
+            example = info.get("model_error_example")
+            notes.append(
+                f"{task}: {info['n_model_errors']} sample(s) with model errors"
+                + (f" (first: {example})" if example else "")
+            )
     if settings.get("torn_lines"):
         notes.append(f"{settings['torn_lines']} torn line(s) at the end of samples.jsonl were skipped")
     notes.extend(settings.get("warnings") or [])

@@ -399,7 +399,10 @@ def run_notes(run: Run) -> list[str]:
             notes.append(f"{task}: {missing} selected sample(s) have no record (the run did not finish them).")
         errors = info.get("n_model_errors") or 0
         if errors:
-            notes.append(f"{task}: {errors} sample(s) had a failed model request.")
+            example = info.get("model_error_example")
+            notes.append(
+                f"{task}: {errors} sample(s) had a failed model request" + (f" (first: {example})." if example else ".")
+            )
     if run.torn_lines:
         notes.append(f"samples.jsonl ended with {run.torn_lines} unfinished line(s), skipped.")
     notes.extend(str(w) for w in settings.get("warnings") or [])

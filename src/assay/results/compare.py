@@ -167,6 +167,8 @@ def compare_runs(
     ra = run_a if isinstance(run_a, Run) else load_run(run_a)
     rb = run_b if isinstance(run_b, Run) else load_run(run_b)
     warnings: list[str] = []
+    if ra.path.resolve() == rb.path.resolve():
+        warnings.append(f"A and B are the same run folder ({ra.path}): every difference is zero by construction")
     tasks_a = {t.name: t for t in ra.manifest.tasks}
     tasks_b = {t.name: t for t in rb.manifest.tasks}
     for name in tasks_a.keys() - tasks_b.keys():

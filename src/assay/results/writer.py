@@ -238,6 +238,7 @@ def _compute(
             "n_records": len(recs),
             "n_missing": max(0, task.n_selected - len(recs)),
             "n_model_errors": sum(1 for r in recs if r.error),
+            "model_error_example": next((f"{r.sample_id}: {r.error}" for r in recs if r.error), None),
             "repeats": task.repeats,
             "filters": filters_out,
         }

@@ -64,6 +64,7 @@ class RunStats:
     requests: int = 0
     retries: int = 0
     seconds: float = 0.0
+    first_error: str | None = None  # the first failed sample's model error, to show the user why samples fail
 
 
 class Scheduler:
@@ -114,6 +115,7 @@ class Scheduler:
                     await asyncio.wait(set(self._finishing))
             if self._failure is not None:
                 raise self._failure
+            self._check_error_rate(final=True)
         finally:
             leftover = [t for t in [*self._workers, *self._finishing] if not t.done()]
             for t in leftover:
@@ -161,18 +163,23 @@ class Scheduler:
         self.stats.written += 1
         failed = record.error is not None
         self.stats.errors += int(failed)
+        if failed and self.stats.first_error is None:
+            self.stats.first_error = f"{task.name}/{sample.id}: {record.error}"
         self.stats.cache_hits += record.cache_hits
         self.progress.advance(error=failed, cache_hits=record.cache_hits)
         self._check_error_rate()
 
-    def _check_error_rate(self) -> None:
+    def _check_error_rate(self, *, final: bool = False) -> None:
+        """Past ``max_error_rate`` the run fails: while running once enough samples are in (a few early failures
+        must not stop it), and at the end whatever the count, so a small run never passes the limit silently."""
         limit = self.config.max_error_rate
         done = self.stats.written
-        if limit is None or done < self.config.min_samples_for_error_rate:
+        if limit is None or not done or (not final and done < self.config.min_samples_for_error_rate):
             return
         if self.stats.errors / done > limit:
             raise ErrorRateExceeded(
-                f"stopped: {self.stats.errors} of {done} samples failed, above the allowed error rate {limit:.0%}"
+                f"{'failed' if final else 'stopped'}: {self.stats.errors} of {done} samples failed, above the "
+                f"allowed error rate {limit:.0%} (first error: {self.stats.first_error})"
             )
 
     async def _fetch(self, task: Task, sample: Sample) -> Fetched:

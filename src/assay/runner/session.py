@@ -100,6 +100,7 @@ class RunOutcome(BaseModel):
     retries: int
     seconds: float
     message: str | None = None
+    first_error: str | None = None  # "task/sample_id: error" of the first sample whose model request failed
 
 
 def _slug(text: str) -> str:
@@ -214,7 +215,7 @@ async def execute(
     _check_unique_names(tasks)
     for task in tasks:
         task.validate()  # read the data and render a prompt now: a bad task must fail before anything is written
-    console = console or Console(stderr=True)
+    console = console or Console(stderr=True, soft_wrap=True)
     done: set[tuple[str, str]] = set()
     retry: set[tuple[str, str]] = set()
     if run_dir is not None:
@@ -226,13 +227,16 @@ async def execute(
         raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
     work, skipped = _pending(tasks, settings.limit, done - retry)
     check_requests(work)
-    if retry and run_dir is not None:
-        drop_samples(run_dir, retry)  # after every check: the error records are replaced by the new answers
+    if work:
+        model.check()  # e.g. a hosted API without its key: fail now, not with a folder of failed samples
     feedback_model = None
     if settings.feedback_model is not None:
         from assay.models.registry import load_model
 
         feedback_model = load_model(settings.feedback_model)
+        feedback_model.check()
+    if retry and run_dir is not None:
+        drop_samples(run_dir, retry)  # after every check: the error records are replaced by the new answers
     cache = ResponseCache(settings.cache_path) if settings.cache else None
     if run_dir is None:
         run_dir = new_run_dir(settings.output_dir, tasks)
@@ -251,6 +255,7 @@ async def execute(
     session_start = time.perf_counter()
     stats = RunStats()
     scheduler: Scheduler | None = None
+    resume = f"assay run --resume {run_dir}"
     try:
         with SampleWriter(run_dir / SAMPLES) as writer:
             scheduler = Scheduler(model, writer, config, cache=cache, progress=progress)
@@ -261,6 +266,7 @@ async def execute(
             except ErrorRateExceeded as err:
                 status, message = "failed", str(err)
                 stats = scheduler.stats
+                resume += " --retry-errors"  # the failed samples are what must be asked again
             except (asyncio.CancelledError, KeyboardInterrupt):
                 status, message = "interrupted", f"interrupted; finished samples are saved in {run_dir}"
                 stats = scheduler.stats
@@ -285,7 +291,7 @@ async def execute(
         write_manifest(run_dir, manifest)
         if status != "finished":
             console.print(message, style="yellow", markup=False, highlight=False)
-            console.print(f"Run folder: {run_dir}  (resume with: assay run --resume {run_dir})", markup=False)
+            console.print(f"Run folder: {run_dir}  (resume with: {resume})", markup=False)
     if scheduler is not None and scheduler.cache_failures:
         failures = scheduler.cache_failures
         console.print(
@@ -308,4 +314,5 @@ async def execute(
         retries=stats.retries,
         seconds=stats.seconds,
         message=message,
+        first_error=stats.first_error,
     )
