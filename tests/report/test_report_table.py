@@ -88,5 +88,5 @@ def test_comparison_rendering(tmp_path):
     md = render_comparison(comp, "markdown")
     assert md.splitlines()[0] == "|Task|Filter|Metric|A|B|Δ (B−A)|95% CI|Test|p|Shared|Worse|Better|Result|"
     assert "|qa|none|exact_match ↑|1.0000|0.0000|-1.0000|" in md and "significantly worse" in md
-    assert "qa/exact_match,none regressed (doc_id): 0, 1, 2" in md
+    assert "qa/exact_match,none regressed: qa-0, qa-1, qa-2" in md
     assert "significantly worse" in render_comparison(comp, "rich")

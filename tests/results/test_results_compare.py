@@ -115,8 +115,9 @@ def test_compare_command_exit_codes(pair):
     as_json = runner.invoke(compare_command, [a, b, "--format", "json"])
     doc = json.loads(as_json.stdout)
     assert doc["metrics"][0]["regressed"] == list(range(10, 20)) and doc["metrics"][0]["test"] == "mcnemar"
+    assert doc["metrics"][0]["regressed_ids"] == [f"qa-{i}" for i in range(10, 20)]  # by sample id too
     md = runner.invoke(compare_command, [a, b, "--format", "markdown"])
-    assert md.stdout.startswith("|Task|") and "qa/exact_match,none regressed (doc_id): 10, 11" in md.stdout
+    assert md.stdout.startswith("|Task|") and "qa/exact_match,none regressed: qa-10, qa-11" in md.stdout
 
 
 def test_compare_command_with_nothing_to_compare_is_a_usage_error(tmp_path):

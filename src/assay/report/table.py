@@ -349,11 +349,11 @@ def _compare_cells(comp: Comparison) -> list[list[str]]:
 def _listing(comp: Comparison) -> list[str]:
     lines = []
     for m in comp.metrics:
-        for label, ids in (("regressed", m.regressed), ("improved", m.improved)):
+        for label, ids in (("regressed", m.regressed_ids), ("improved", m.improved_ids)):
             if ids:
-                shown = ", ".join(str(i) for i in ids[:MAX_LISTED])
+                shown = ", ".join(ids[:MAX_LISTED])
                 more = f" … and {len(ids) - MAX_LISTED} more" if len(ids) > MAX_LISTED else ""
-                lines.append(f"{m.key} {label} (doc_id): {shown}{more}")
+                lines.append(f"{m.key} {label}: {shown}{more}")
     return lines
 
 

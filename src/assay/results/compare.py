@@ -40,6 +40,8 @@ class MetricComparison:
     exact: bool
     regressed: list[int] = field(default_factory=list)  # doc_ids where B is worse than A
     improved: list[int] = field(default_factory=list)
+    regressed_ids: list[str] = field(default_factory=list)  # the same samples by sample id (what people search for)
+    improved_ids: list[str] = field(default_factory=list)
     unscored_in_b: list[int] = field(default_factory=list)  # doc_ids A scored that B errored on or lacks
     unscored_in_a: list[int] = field(default_factory=list)  # doc_ids B scored that A errored on or lacks
     significant: bool = False
@@ -90,6 +92,11 @@ def _metric_keys(run: Run, task: str) -> list[tuple[str, str, bool]]:
     return [(f, m.name, m.higher_is_better) for f in info.filters for m in info.metrics]
 
 
+def _sample_ids(run: Run, task: str) -> dict[int, str]:
+    """doc_id -> sample id of a task's samples in a run."""
+    return {rec.doc_id: rec.sample_id for rec in run.task_records(task)}
+
+
 def compare_metric(
     run_a: Run,
     run_b: Run,
@@ -134,6 +141,9 @@ def compare_metric(
         unscored_in_b=sorted(d for d, v in sa.items() if v is not None and sb.get(d) is None),
         unscored_in_a=sorted(d for d, v in sb.items() if v is not None and sa.get(d) is None),
     )
+    names = _sample_ids(run_b, task) | _sample_ids(run_a, task)
+    comp.regressed_ids = [names.get(d, str(d)) for d in comp.regressed]
+    comp.improved_ids = [names.get(d, str(d)) for d in comp.improved]
     if not shared:
         return comp
     rng = task_rng(seed, task, 2)
