@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, overload
@@ -12,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from assay.errors import ConfigError, EvaluationInputError
 from assay.reductions import Aggregate, BoolArray, FloatArray, Reduction, reduce_scores
+from assay.secrets import looks_secret
 from assay.verdict import Verdict
 
 
@@ -19,9 +19,6 @@ class Options(BaseModel):
     """Base for an evaluator's options: unknown keys are rejected, values are validated."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
-
-
-_SECRET_KEY = re.compile(r"key|token|secret|password|credential|authorization", re.IGNORECASE)
 
 
 def _describe_validation_error(evaluator: str, options_cls: type[Options], err: ValidationError) -> str:
@@ -33,7 +30,7 @@ def _describe_validation_error(evaluator: str, options_cls: type[Options], err: 
             problems.append(f"unknown option {key!r} (known options: {known})")
         else:
             msg = e["msg"].removeprefix("Value error, ")
-            shown = "" if _SECRET_KEY.search(key) else f" (got {e.get('input')!r})"  # never echo a secret
+            shown = "" if looks_secret(key) else f" (got {e.get('input')!r})"  # never echo a secret
             problems.append(f"option {key!r}: {msg}{shown}")
     return f"{evaluator}: " + "; ".join(problems)
 

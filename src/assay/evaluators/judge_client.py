@@ -20,15 +20,15 @@ from assay.errors import ConfigError
 from assay.models.base import Message, Model, ModelError, Request, Response
 from assay.runner.cache import ResponseCache
 from assay.runner.retry import RetryPolicy, call_with_retries
+from assay.secrets import looks_secret
 
 ModelSpec = str | dict[str, Any]
 _REFUSED = re.compile(r"\bHTTP 4(?:00|22)\b")
-_SECRET_KEY = re.compile(r"key|token|secret|password|credential|authorization|header", re.IGNORECASE)
 
 
 def has_secret(spec: Any) -> bool:
     """True when a dict spec holds a key that looks like a secret (``api_key``, ``headers``, …; ``*_env`` is fine)."""
-    return isinstance(spec, dict) and any(_SECRET_KEY.search(str(k)) and not str(k).endswith("_env") for k in spec)
+    return isinstance(spec, dict) and any(looks_secret(k) and not str(k).endswith("_env") for k in spec)
 
 
 def check_spec(spec: Any, option: str) -> ModelSpec:
@@ -45,7 +45,7 @@ def check_spec(spec: Any, option: str) -> ModelSpec:
             f"got {type(spec).__name__}"
         )
     for key in spec:
-        if _SECRET_KEY.search(str(key)) and not str(key).endswith("_env"):
+        if looks_secret(key) and not str(key).endswith("_env"):
             raise ConfigError(
                 f"option {option!r}: the judge spec must not hold {key!r}; name an environment variable instead "
                 "(e.g. api_key_env), so that no secret is written to configs or results"

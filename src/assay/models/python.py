@@ -14,7 +14,6 @@ import functools
 import hashlib
 import inspect
 import json
-import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +24,7 @@ from pydantic import ValidationError
 from assay import importing
 from assay.errors import ConfigError
 from assay.models.base import Model, ModelError, Request, Response, ToolCall, Usage
+from assay.secrets import looks_secret
 
 ARGUMENTS = (
     "prompt",
@@ -39,7 +39,6 @@ ARGUMENTS = (
     "request",
 )
 RESULT_KEYS = frozenset({"text", "tool_calls", "usage", "metadata", "finish_reason"})
-_SECRET = re.compile(r"key|token|secret|password|credential", re.IGNORECASE)
 
 
 def import_object(path: str) -> Any:
@@ -191,7 +190,7 @@ class PythonModel(Model):
             executor.shutdown(wait=False, cancel_futures=True)
 
     def _public_kwargs(self) -> dict[str, Any]:
-        return {k: v for k, v in self.kwargs.items() if not _SECRET.search(k)}
+        return {k: v for k, v in self.kwargs.items() if not looks_secret(k)}
 
     @staticmethod
     def _argument(request: Request, name: str) -> Any:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import re
 import typing
 from collections.abc import Callable
 from functools import cache
@@ -20,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from assay.errors import ConfigError
 from assay.models.base import Model
+from assay.secrets import looks_secret
 
 ENTRY_POINT_GROUP = "assay.models"
 _BUILTIN: dict[str, str] = {
@@ -28,7 +28,6 @@ _BUILTIN: dict[str, str] = {
     "predictions": "assay.models.predictions:PredictionsModel",
 }
 _REGISTERED: dict[str, type[Model]] = {}
-_SECRET = re.compile(r"key|token|secret|password|credential|authorization|header", re.IGNORECASE)
 _entry_points_loaded = False
 
 
@@ -108,7 +107,7 @@ def _explain(provider: str, options_model: type[BaseModel], err: ValidationError
             problems.append(f"unknown option {key!r} (known options: {known})")
         elif e["type"] == "missing":
             problems.append(f"missing option {key!r}")
-        elif _SECRET.search(key):
+        elif looks_secret(key):
             problems.append(f"option {key!r}: {e['msg']}")  # never echo what may be a secret
         else:
             problems.append(f"option {key!r}: {e['msg']} (got {e.get('input')!r})")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -30,12 +29,9 @@ from assay.results.aggregate import (
 from assay.results.operational import operational_figures, validate_prices
 from assay.results.stats import FloatArray
 from assay.runner.rundir import atomic_write_text
+from assay.secrets import is_secret_config_key
 
 ASSAY_SCHEMA_VERSION = 1
-_SECRET_KEY = re.compile(
-    r"(^|[_-])(api[_-]?key|secret|password|passwd|authorization|bearer|credentials?|(access|auth|refresh)?[_-]?token)$",
-    re.IGNORECASE,
-)
 
 
 class ErroredVerdictsError(AssayError):
@@ -45,7 +41,7 @@ class ErroredVerdictsError(AssayError):
 def _scrub(value: Any) -> Any:
     """Drop keys that look like credentials from a config before it reaches a results file."""
     if isinstance(value, Mapping):
-        return {k: _scrub(v) for k, v in value.items() if not _SECRET_KEY.search(str(k))}
+        return {k: _scrub(v) for k, v in value.items() if not is_secret_config_key(k)}
     if isinstance(value, list | tuple):
         return [_scrub(v) for v in value]
     return value
@@ -104,7 +100,7 @@ def _model_args(model: Mapping[str, Any]) -> str:
     return ",".join(
         f"{k}={v}"
         for k, v in model.items()
-        if k != "provider" and not isinstance(v, dict | list) and not _SECRET_KEY.search(str(k))
+        if k != "provider" and not isinstance(v, dict | list) and not is_secret_config_key(k)
     )
 
 
