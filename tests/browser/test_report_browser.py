@@ -55,7 +55,7 @@ def test_summary_equals_results_json(watched: Watched, reports: Reports, artifac
         entry = results[row["task"]]["filters"][row["filter"]][row["metric"]]
         assert float(row["value"]) == entry["mean"]
         assert row["valueText"] == f"{entry['mean']:.4f}"
-        assert [float(row["low"]), float(row["high"])] == entry["ci_bootstrap"]
+        assert [float(row["low"]), float(row["high"])] == entry["ci"]
         assert int(row["scored"]) == entry["n_scored"]
         assert int(row["errored"]) == entry["n_errored"]
         assert float(row["passRate"]) == entry["pass_rate"]

@@ -120,7 +120,7 @@ def test_summary_figures_are_those_of_results_json(runs: tuple[Path, Path], page
     for task, metric, filt, value, text, low, high, pass_rate in cells:
         entry = results[task.replace("&#34;", '"').replace("&gt;", ">").replace("&lt;", "<")]["filters"][filt][metric]
         assert float(value) == entry["mean"] and text == f"{entry['mean']:.4f}"
-        assert [float(low), float(high)] == entry["ci_bootstrap"]
+        assert [float(low), float(high)] == entry["ci"]
         assert float(pass_rate) == entry["pass_rate"]
 
 

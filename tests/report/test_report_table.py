@@ -22,7 +22,7 @@ def test_markdown_table_has_lm_eval_columns_interval_and_errors(run):
     lines = md.splitlines()
     assert lines[0] == "|Tasks|Version|Filter|n-shot|Metric|↑↓|Value|±|Stderr|95% CI|Scored|Errors|"
     e = run.results["assay"]["tasks"]["arith"]["filters"]["none"]["exact_match"]
-    lo, hi = e["ci_bootstrap"]
+    lo, hi = e["ci"]  # the headline interval: Wilson for this pass/fail metric
     expected = f"|arith|1.0|none|0|exact_match|↑|0.8000|±|{e['stderr']:.4f}|[{lo:.4f}, {hi:.4f}]|5/7|2 (excluded)|"
     assert expected in lines
     # algebra kept a value for every sample, but one repeat's verdict errored: that is shown, not hidden
@@ -41,6 +41,7 @@ def test_json_table_carries_numbers(run):
     row = next(r for r in doc["rows"] if r["task"] == "arith")
     e = run.results["assay"]["tasks"]["arith"]["filters"]["none"]["exact_match"]
     assert row["value"] == e["mean"] and row["stderr"] == e["stderr"] and row["ci_bootstrap"] == e["ci_bootstrap"]
+    assert row["ci"] == e["ci"] and row["ci_method"] == e["ci_method"]
     assert (row["n_scored"], row["n_errored"], row["error_policy"]) == (5, 2, "exclude")
     assert [r["task"] for r in doc["rows"] if r["group"]] == ["math", "math"]
 

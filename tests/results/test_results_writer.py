@@ -10,6 +10,7 @@ import pytest
 
 from assay.errors import ConfigError, DataError
 from assay.results import ErroredVerdictsError, build_results, load_run, stats, write_results
+from assay.results.intervals import wilson_interval
 from tests.results import runfactory as rf
 from tests.results.lm_eval_schema import ResultsFile, SampleLine
 
@@ -151,8 +152,10 @@ def test_figures_with_errors_excluded_and_counted(run_dir):
     assert (e["n_total"], e["n_scored"], e["n_errored"], e["error_policy"]) == (7, 5, 2, "exclude")
     assert e["mean"] == pytest.approx(0.8)
     assert e["stderr"] == pytest.approx(math.sqrt(0.8 * 0.2 / 4))
-    lo, hi = e["ci_t"]
-    assert (hi - lo) / 2 == pytest.approx(stats.t_quantile(0.975, 4) * e["stderr"])
+    half = stats.t_quantile(0.975, 4) * e["stderr"]
+    assert e["ci_t"] == pytest.approx([0.8 - half, 1.0])  # clipped to the score range, never past 1
+    assert e["ci_method"] == "wilson"  # pass/fail: the interval made for proportions leads
+    assert e["ci"] == pytest.approx(list(wilson_interval(4, 5)))
     assert e["ci_bootstrap"][0] <= 0.8 <= e["ci_bootstrap"][1]
     assert e["pass_rate"] == pytest.approx(0.8) and e["binary"] is True
     assert [x["doc_id"] for x in e["error_examples"]] == [3, 6]
@@ -263,8 +266,10 @@ def test_clustered_stderr_is_the_headline_stderr(run_dir):
     assert e["clustered"]["stderr"] == pytest.approx(se)
     assert doc["results"]["arith"]["exact_match_stderr,none"] == pytest.approx(se)
     assert e["stderr"] == pytest.approx(stats.stderr(scored))  # the iid one is kept beside it
-    lo, hi = e["clustered"]["ci_t"]
-    assert (hi - lo) / 2 == pytest.approx(stats.t_quantile(0.975, 2) * se)
+    half = stats.t_quantile(0.975, 2) * se
+    assert e["clustered"]["ci_t"] == pytest.approx([max(0.0, 0.8 - half), 1.0])  # clipped to [0, 1]
+    assert e["clustered"]["ci_method"] == "cluster_bootstrap"  # with a cluster key the clustered interval leads
+    assert e["clustered"]["ci"] == e["clustered"]["ci_bootstrap"]
     assert doc["assay"]["cluster_key"] == "passage"
 
 

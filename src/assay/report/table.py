@@ -25,7 +25,7 @@ def _fmt(value: float | None, digits: int = 4) -> str:
 
 
 def _ci(row: MetricRow) -> list[float] | None:
-    return row.ci_bootstrap or row.ci_t
+    return row.ci or row.ci_bootstrap or row.ci_t
 
 
 def _ci_text(ci: Sequence[float] | None) -> str:
@@ -184,6 +184,8 @@ def _row_json(r: MetricRow) -> dict[str, Any]:
         "higher_is_better": r.higher_is_better,
         "value": r.mean,
         "stderr": r.stderr,
+        "ci": r.ci,
+        "ci_method": r.ci_method,
         "ci_t": r.ci_t,
         "ci_bootstrap": r.ci_bootstrap,
         "n_total": r.n_total,

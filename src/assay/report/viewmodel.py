@@ -270,6 +270,8 @@ def run_labels(runs: Sequence[Run]) -> list[str]:
 
 
 def _ci(row: Any) -> tuple[list[float] | None, str]:
+    if row.ci:
+        return list(row.ci), str(row.ci_method or "")
     if row.ci_bootstrap:
         return list(row.ci_bootstrap), "bootstrap"
     if row.ci_t:

@@ -19,23 +19,28 @@ which lm-eval's readers ignore and which holds the figures that schema has no ro
     }
 
     METRIC = {"metric", "filter", "higher_is_better", "mean", "stderr" (ddof=1), "confidence",
+              "ci": [lo, hi] (the headline interval), "ci_method" ("wilson" | "bootstrap_t" | "t"),
               "ci_t": [lo, hi], "ci_bootstrap": [lo, hi] (percentile), "bootstrap_iters",
               "bootstrap_method" ("exact" | "binned", see stats.bootstrap_method), "seed",
               "n_total", "n_scored", "n_errored" (samples), "n_errored_verdicts", "error_policy",
               "pass_rate", "n_passed", "binary", "repeats", "repeat_reduction",
               "error_examples": [{"doc_id", "error"}],
               "pass_at_k" / "pass_hat_k": {k: {"value", "stderr", "n", "n_excluded"}}   (repeats > 1),
-              "clustered": {"key", "n_clusters", "stderr", "ci_t", "ci_bootstrap"}     (with a cluster key)}
-    GROUP_METRIC = {"metric", "filter", "mean", "stderr" (pooled), "ci_t", "ci_bootstrap" (stratified),
+              "clustered": {"key", "n_clusters", "stderr", "ci", "ci_method" ("cluster_bootstrap" |
+                            "cluster_t"), "ci_t", "ci_bootstrap"}                          (with a cluster key)}
+    GROUP_METRIC = {"metric", "filter", "mean", "stderr" (pooled), "ci", "ci_method" ("stratified_bootstrap" |
+                    "pooled_t"), "ci_t", "ci_bootstrap" (stratified),
                     "weighting", "weights": {task: w}, "subtasks", "n_total", "n_scored", "n_errored",
                     "higher_is_better"}
 
-Undefined figures (no scored sample, fewer than two values) are ``null`` here and simply absent from the
-lm-eval keys. When a cluster key is given, the stderr under lm-eval's ``"metric_stderr,filter"`` key is the
-clustered one (absent with fewer than two clusters, never replaced by the iid one), and groups pool the
-clustered stderrs and combine the cluster bootstrap distributions. Bootstrap resamples of task ``t`` use
-``numpy.random.default_rng([seed, crc32(t), 0])`` (``1`` for the cluster bootstrap), so tasks resample
-independently and every figure is reproducible.
+``ci`` is the interval reports lead with (see :mod:`assay.results.intervals`): Wilson for pass/fail scores, the
+studentized bootstrap for other scores, clipped to [0, 1]; ``ci_t`` and ``ci_bootstrap`` are kept beside it,
+clipped to the score range too. Undefined figures (no scored sample, fewer than two values) are ``null`` here and
+simply absent from the lm-eval keys. When a cluster key is given, the stderr under lm-eval's
+``"metric_stderr,filter"`` key is the clustered one (absent with fewer than two clusters, never replaced by the iid
+one), and groups pool the clustered stderrs and combine the cluster bootstrap distributions. Bootstrap resamples of
+task ``t`` use ``numpy.random.default_rng([seed, crc32(t), 0])`` (``1`` for the cluster bootstrap), so tasks
+resample independently and every figure is reproducible.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import numpy.typing as npt
 from assay.errors import ConfigError
 from assay.record import SampleRecord
 from assay.results import stats
+from assay.results.intervals import clip_interval, headline_interval, score_bounds
 
 ERROR_POLICIES = ("exclude", "as_zero", "fail")
 REPEAT_REDUCTIONS = ("mean", "max", "min", "majority")
@@ -200,6 +201,11 @@ def summarize_metric(
     se = stats.stderr(x)
     use_bootstrap = bootstrap_iters > 0 and n_scored >= 2
     dist = stats.bootstrap_means(x, bootstrap_iters, task_rng(seed, task)) if use_bootstrap else None
+    binary = bool(n_scored > 0 and np.all((x == 0.0) | (x == 1.0)))
+    bounds = score_bounds(x)
+    ci, ci_method = headline_interval(
+        x, binary=binary, iters=bootstrap_iters, rng=task_rng(seed, task, 2), confidence=confidence
+    )
     entry: dict[str, Any] = {
         "metric": metric,
         "filter": filter_name,
@@ -207,8 +213,12 @@ def summarize_metric(
         "mean": m,
         "stderr": se,
         "confidence": confidence,
-        "ci_t": _interval(stats.t_interval(m, se, n_scored - 1, confidence)),
-        "ci_bootstrap": _interval(None if dist is None else stats.percentile_interval(dist, confidence)),
+        "ci": _interval(ci),
+        "ci_method": ci_method,
+        "ci_t": _interval(clip_interval(stats.t_interval(m, se, n_scored - 1, confidence), bounds)),
+        "ci_bootstrap": _interval(
+            None if dist is None else clip_interval(stats.percentile_interval(dist, confidence), bounds)
+        ),
         "bootstrap_iters": bootstrap_iters,
         "bootstrap_method": (
             stats.bootstrap_method(n_scored, int(np.unique(x).size), bootstrap_iters) if use_bootstrap else None
@@ -221,7 +231,7 @@ def summarize_metric(
         "error_policy": error_policy,
         "pass_rate": stats.mean(sv.passed_frac[mask]),
         "n_passed": int(np.count_nonzero(sv.passed_frac[mask] == 1.0)),
-        "binary": bool(n_scored > 0 and np.all((x == 0.0) | (x == 1.0))),
+        "binary": binary,
         "repeats": repeats,
         "repeat_reduction": repeat_reduction,
         "error_examples": [{"doc_id": d, "error": e} for d, e in sv.errors[:MAX_ERROR_EXAMPLES]],
@@ -255,12 +265,17 @@ def clustered_figures(
     if g >= 2 and iters > 0:
         sums, sizes = stats.cluster_sums(x, labels)
         dist = stats.bootstrap_ratios(sums, sizes, iters, rng)
+    bounds = score_bounds(x)
+    ci_t = clip_interval(stats.t_interval(m, se, g - 1, confidence), bounds)
+    ci_boot = None if dist is None else clip_interval(stats.percentile_interval(dist, confidence), bounds)
     figures = {
         "key": key,
         "n_clusters": g,
         "stderr": se,
-        "ci_t": _interval(stats.t_interval(m, se, g - 1, confidence)),
-        "ci_bootstrap": _interval(None if dist is None else stats.percentile_interval(dist, confidence)),
+        "ci": _interval(ci_boot or ci_t),
+        "ci_method": "cluster_bootstrap" if ci_boot else "cluster_t" if ci_t else None,
+        "ci_t": _interval(ci_t),
+        "ci_bootstrap": _interval(ci_boot),
     }
     return figures, dist
 
@@ -294,6 +309,8 @@ def combine_group(
         "n_errored": sum(s.entry["n_errored"] for _, s in members),
         "mean": None,
         "stderr": None,
+        "ci": None,
+        "ci_method": None,
         "ci_t": None,
         "ci_bootstrap": None,
         "weights": {},
@@ -314,4 +331,11 @@ def combine_group(
     if all(d is not None for d in dists):
         combined = np.sum([wi * d for wi, d in zip(w, dists, strict=True) if d is not None], axis=0)
         entry["ci_bootstrap"] = _interval(stats.percentile_interval(combined, confidence))
+    if entry["ci_bootstrap"] is not None or entry["ci_t"] is not None:  # the stratified bootstrap leads when there
+        bounded = all(0.0 <= s.entry["mean"] <= 1.0 for _, s in usable)
+        for name in ("ci_t", "ci_bootstrap"):
+            if entry[name] is not None and bounded:
+                entry[name] = _interval(clip_interval((entry[name][0], entry[name][1])))
+        entry["ci"] = entry["ci_bootstrap"] or entry["ci_t"]
+        entry["ci_method"] = "stratified_bootstrap" if entry["ci_bootstrap"] else "pooled_t"
     return entry

@@ -47,6 +47,8 @@ class MetricRow:
     pass_rate: float | None = None
     error_policy: str | None = None
     entry: dict[str, Any] = field(default_factory=dict)
+    ci: list[float] | None = None  # the headline interval (Wilson for pass/fail, else bootstrap-t / t), clipped
+    ci_method: str | None = None
 
     @property
     def key(self) -> str:
@@ -189,6 +191,8 @@ def _row(
         stderr=clustered["stderr"] if use_clustered else e.get("stderr"),
         ci_t=clustered.get("ci_t") if use_clustered else e.get("ci_t"),
         ci_bootstrap=clustered.get("ci_bootstrap") if use_clustered else e.get("ci_bootstrap"),
+        ci=clustered.get("ci") if use_clustered else e.get("ci"),
+        ci_method=clustered.get("ci_method") if use_clustered else e.get("ci_method"),
         n_total=int(e.get("n_total", 0)),
         n_scored=int(e.get("n_scored", 0)),
         n_errored=int(e.get("n_errored", 0)),

@@ -154,7 +154,8 @@ def t_interval(
     return (center - half, center + half)
 
 
-def _resample_chunks(total: int, per_row: int) -> list[int]:
+def resample_chunks(total: int, per_row: int) -> list[int]:
+    """Row counts of resample chunks that keep one chunk within about 32 MB."""
     rows = max(1, _CHUNK_ELEMENTS // max(per_row, 1))
     return [min(rows, total - start) for start in range(0, total, rows)]
 
@@ -194,14 +195,14 @@ def bootstrap_ratios(
     pos = 0
     if _counts_are_cheaper(n, k):
         pvals = counts / n
-        for rows in _resample_chunks(iters, k):
+        for rows in resample_chunks(iters, k):
             draws = rng.multinomial(n, pvals, size=rows).astype(np.float64)
             sums = draws @ uniq_x
             out[pos : pos + rows] = sums / (n if uniq_d is None else draws @ uniq_d)
             pos += rows
     else:
         dtype = np.uint32 if n < 2**32 else np.int64
-        for rows in _resample_chunks(iters, n):
+        for rows in resample_chunks(iters, n):
             idx = rng.integers(0, n, size=(rows, n), dtype=dtype)
             sums = x[idx].sum(axis=1)
             out[pos : pos + rows] = sums / (n if d is None else d[idx].sum(axis=1))
@@ -250,7 +251,7 @@ def _binned_bootstrap_means(x: FloatArray, iters: int, rng: np.random.Generator)
     sds = np.array([b.std() for b in bins])
     out = np.empty(iters, dtype=np.float64)
     pos = 0
-    for rows in _resample_chunks(iters, sizes.size):
+    for rows in resample_chunks(iters, sizes.size):
         counts = rng.multinomial(n, sizes / n, size=rows).astype(np.float64)
         noise = rng.standard_normal(counts.shape)
         out[pos : pos + rows] = (counts @ means + (np.sqrt(counts) * noise) @ sds) / n
@@ -436,14 +437,14 @@ def sign_flip_test(d: Sequence[float] | FloatArray, iters: int, rng: np.random.G
     mags, counts = np.unique(np.abs(x), return_counts=True)
     extreme = 0
     if mags.size * 4 <= m or mags.size <= 64:
-        for rows in _resample_chunks(iters, mags.size):
+        for rows in resample_chunks(iters, mags.size):
             plus = rng.binomial(counts, 0.5, size=(rows, mags.size)).astype(np.float64)
             stats = np.abs((2.0 * plus - counts) @ mags)
             extreme += int(np.count_nonzero(stats >= observed - tol))
     else:
         absx = np.abs(x)
         total = float(absx.sum())
-        for rows in _resample_chunks(iters, m):
+        for rows in resample_chunks(iters, m):
             nbytes = (rows * m + 7) // 8
             bits = np.unpackbits(np.frombuffer(rng.bytes(nbytes), dtype=np.uint8))[: rows * m].reshape(rows, m)
             stats = np.abs(2.0 * (bits @ absx) - total)

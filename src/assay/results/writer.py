@@ -26,6 +26,7 @@ from assay.results.aggregate import (
     sample_values,
     summarize_metric,
 )
+from assay.results.independence import SharedContext, independence_warning
 from assay.results.operational import operational_figures, validate_prices
 from assay.results.stats import FloatArray
 from assay.runner.rundir import atomic_write_text
@@ -196,6 +197,12 @@ def _compute(
         reduction = str(task.config.get("repeat_reduction", repeat_reduction))
         check_choice(f"task {task.name!r}: repeat_reduction", reduction, REPEAT_REDUCTIONS)
         labels = cluster_labels(recs, cluster_key) if cluster_key else None
+        shared = SharedContext()
+        for rec in recs[: shared.limit]:
+            shared.observe(rec)
+        independence = independence_warning(task.name, shared, cluster_key)
+        if independence is not None:
+            warnings.append(independence)
         task_result: dict[str, Any] = {
             "name": task.name,
             "alias": str(task.config.get("alias", task.name)),
