@@ -19,18 +19,20 @@ from tests.judge.judge_support import blocks, is_grade, judge_spec
 CRITERIA = "The response names the capital of France."
 
 
-def json_or_line(request: dict[str, Any], key: str, value: Any, explanation: str) -> str:
-    """Reply as JSON when the request asks for structured output, else with a last SCORE:/GRADE: line."""
+def json_or_line(request: dict[str, Any], key: str, value: Any, explanation: str, fix: str = "") -> str:
+    """Reply as JSON when the request asks for structured output, else with FIX: and a last SCORE:/GRADE: line."""
     if request.get("response_format"):
-        return json.dumps({"explanation": explanation, key: value})
+        return json.dumps({"explanation": explanation, "fix": fix, key: value})
     word = "GRADE" if key == "label" else "SCORE"
-    return f"{explanation}\n{word}: {value}"
+    return f"{explanation}\nFIX: {fix}\n{word}: {value}"
 
 
 def paris_judge(request: dict[str, Any]) -> str:
     """Grades pass/fail by whether the response block mentions Paris."""
     ok = "Paris" in blocks(request)["response"]
-    return json_or_line(request, "label", "pass" if ok else "fail", "Names Paris." if ok else "Does not name Paris.")
+    fix = "" if ok else "Answer with Paris, the capital of France."
+    explanation = "Names Paris." if ok else "Does not name Paris."
+    return json_or_line(request, "label", "pass" if ok else "fail", explanation, fix)
 
 
 def make(server, **options: Any) -> LLMJudge:
@@ -50,17 +52,21 @@ def test_binary_pass_and_fail_with_details(serve):
     assert good.passed and good.score == 1.0 and good.reason is None and good.feedback is None
     assert not bad.passed and bad.score == 0.0
     assert "graded 'fail'" in bad.reason and "Does not name Paris." in bad.reason
-    assert bad.feedback == "Does not name Paris."
+    assert bad.feedback == "Answer with Paris, the capital of France."  # the judge's fix, not its diagnosis
+    assert bad.details["explanation"] == "Does not name Paris."
     judge = bad.details["judge"]
     assert judge["model"] == "judge-1" and judge["cached"] is False and judge["latency_s"] > 0
     assert judge["usage"]["input_tokens"] > 0 and judge["usage"]["output_tokens"] > 0
     (call,) = bad.details["judges"]
-    assert call["reply"] == json.dumps({"explanation": "Does not name Paris.", "label": "fail"})
+    assert call["reply"] == json.dumps(
+        {"explanation": "Does not name Paris.", "fix": "Answer with Paris, the capital of France.", "label": "fail"}
+    )
     assert call["prompt"][1]["content"].count("It is Lyon.") == 1 and call["parse"] == "json"
     body = server.requests[-1]
     assert body["model"] == "judge-1" and body["temperature"] == 0.0
     schema = body["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["label"]["enum"] == ["pass", "fail"]
+    assert schema["required"] == ["explanation", "fix", "label"]
     assert blocks(body)["reference"] == "Paris"
 
 
@@ -131,15 +137,29 @@ def test_several_judges_majority_and_mean(serve):
     assert usage["input_tokens"] == sum(c["usage"]["input_tokens"] for c in mean.details["judges"])
 
 
-def test_one_failing_judge_is_left_out_and_reported(serve):
+def test_an_errored_judge_is_kept_and_below_min_judges_the_verdict_is_an_error(serve):
     def reply(req: dict[str, Any]) -> str:
-        return "no idea" if req["model"] == "judge-b" else json.dumps({"explanation": "ok", "score": 1})
+        return "no idea" if req["model"] == "judge-b" else json.dumps({"explanation": "ok", "fix": "", "score": 1})
 
     server = serve(reply)
     specs = [judge_spec(server, "judge-a"), judge_spec(server, "judge-b")]
-    verdict = make(server, model=specs, scale="0-1", cache=False).evaluate("x", "y")
-    assert verdict.passed and verdict.score == 1.0 and verdict.details["errors"] == 1
-    assert "no grade" in verdict.details["per_judge"][1]["errors"][0]
+    verdict = make(server, model=specs, scale="0-1", cache=False).evaluate("x", "y")  # default: all judges
+    assert verdict.is_error and not verdict.passed and math.isnan(verdict.score)
+    assert verdict.error.startswith("1 of 2 judges gave a usable judgement, fewer than min_judges 2: judge judge-b")
+    judge_a, judge_b = verdict.details["per_judge"]
+    assert (judge_a["status"], judge_a["score"]) == ("ok", 1.0)
+    assert judge_b["status"] == "error" and "no grade" in judge_b["errors"][0]
+    assert [c["reply"] for c in verdict.details["judges"]][1] == "no idea"  # the raw reply is kept
+    lenient = make(server, model=specs, scale="0-1", min_judges=1, cache=False).evaluate("x", "y")
+    assert lenient.passed and lenient.score == 1.0 and lenient.details["errors"] == 1
+    assert [j["status"] for j in lenient.details["per_judge"]] == ["ok", "error"]
+
+
+def test_min_judges_is_checked_against_the_judges_named():
+    with pytest.raises(ConfigError, match="min_judges"):
+        evaluators.get("llm_judge", model=["openai:a", "openai:b"], criteria="c", min_judges=3)
+    with pytest.raises(ConfigError, match="min_judges"):
+        evaluators.get("llm_judge", model="openai:a", criteria="c", min_judges=0)
 
 
 def test_repeated_judging_averages_with_spread(serve):
@@ -180,12 +200,46 @@ def test_pairwise_runs_both_orders_and_reports_win(serve):
     assert "did not prefer the output" in loss.reason
 
 
-def test_pairwise_position_bias_cancels_to_a_tie(serve):
-    server = serve(lambda req: _preference(req, "A"))  # always prefers whatever is shown first
+@pytest.mark.parametrize(("always", "preferred"), [("A", "first"), ("B", "second")])
+def test_a_judge_that_always_prefers_one_position_is_inconsistent_not_a_tie(serve, always, preferred):
+    server = serve(lambda req: _preference(req, always))  # prefers whatever is shown in one position
     verdict = make(server, mode="pairwise", cache=False).evaluate("one", {"output_b": "two"})
-    assert verdict.score == 0.5 and verdict.details["result"] == "tie"
-    assert verdict.details["orders"] == [["win", "loss"]]
+    assert verdict.is_error and not verdict.passed  # counted apart, never a tie that passes
+    assert f"position-inconsistent: it preferred whichever response was shown {preferred}" in verdict.error
+    flipped = ["win", "loss"] if preferred == "first" else ["loss", "win"]
+    assert verdict.details["orders"] == [flipped]
+    assert verdict.details["position"] == {
+        "judgements": 1,
+        "inconsistent": 1,
+        "prefers_first": int(preferred == "first"),
+        "prefers_second": int(preferred == "second"),
+    }
     assert [c["order"] for c in verdict.details["judges"]] == ["output first", "output second"]
+
+
+def test_inconsistent_judgements_are_counted_apart_from_the_consistent_ones(serve):
+    # two samples of one judge: the first pair of calls always says "A", the second pair judges on content
+    calls = itertools.count()
+
+    def reply(req: dict[str, Any]) -> str:
+        if next(calls) < 2:
+            return _preference(req, "A")
+        b = blocks(req)
+        return _preference(req, "A" if "good" in b["response A"] else "B")
+
+    server = serve(reply)
+    ev = make(server, mode="pairwise", samples=2, temperature=0.5, concurrency=1, cache=False)
+    verdict = ev.evaluate("good", {"output_b": "bad"})
+    assert verdict.passed and verdict.score == 1.0
+    assert verdict.details["outcomes"] == {"win": 1, "tie": 0, "loss": 0, "inconsistent": 1}
+    assert verdict.details["position"]["inconsistent"] == 1 and verdict.details["position"]["judgements"] == 2
+
+
+def test_a_real_tie_is_still_a_tie(serve):
+    server = serve(lambda req: _preference(req, "tie"))
+    verdict = make(server, mode="pairwise", cache=False).evaluate("one", {"output_b": "two"})
+    assert not verdict.is_error and verdict.score == 0.5 and verdict.details["result"] == "tie"
+    assert verdict.details["position"]["inconsistent"] == 0
 
 
 def test_pairwise_baseline_from_the_target_or_a_row_field(serve):
@@ -421,7 +475,7 @@ def test_api_key_never_reaches_details(serve, monkeypatch):
     assert "sk-very-secret" not in json.dumps(verdict.to_dict())
 
 
-def test_a_server_refusing_response_format_is_asked_without_it(serve):
+def test_a_server_refusing_response_format_is_asked_in_json_mode_then_without_it(serve):
     def reply(req: dict[str, Any]) -> Any:
         if "response_format" in req:
             return {"status": 400, "error": "response_format is not supported by this server"}
@@ -430,22 +484,53 @@ def test_a_server_refusing_response_format_is_asked_without_it(serve):
     server = serve(reply)
     ev = make(server, cache=False)
     first = ev.evaluate("Paris", "Paris")
-    assert first.passed and first.details["judges"][0]["parse"] == "fallback"
-    assert "HTTP 400" in first.details["judges"][0]["response_format_refused"]
-    assert ["response_format" in r for r in server.requests] == [True, False]
+    call = first.details["judges"][0]
+    assert first.passed and call["parse"] == "fallback" and call["response_format"] == "text"
+    assert len(call["response_format_refused"]) == 2 and all("HTTP 400" in e for e in call["response_format_refused"])
+    kinds = [(r.get("response_format") or {}).get("type") for r in server.requests]
+    assert kinds == ["json_schema", "json_object", None]
     assert not ev.evaluate("Lyon", "Paris").passed
-    assert len(server.requests) == 3 and "response_format" not in server.requests[-1]  # remembered
+    assert len(server.requests) == 4 and "response_format" not in server.requests[-1]  # remembered
+
+
+def test_json_mode_is_used_where_the_schema_is_not_supported(serve):
+    def reply(req: dict[str, Any]) -> str:
+        ok = "Paris" in blocks(req)["response"]
+        return json.dumps({"explanation": "e", "fix": "" if ok else "Say Paris.", "label": "pass" if ok else "fail"})
+
+    server = serve(reply, response_formats={"json_object", "text"})
+    ev = make(server, cache=False)
+    first = ev.evaluate("Paris", "Paris")
+    assert first.passed and first.details["judges"][0]["response_format"] == "json_object"
+    assert first.details["judges"][0]["parse"] == "json"
+    second = ev.evaluate("Lyon", "Paris")
+    assert not second.passed and second.feedback == "Say Paris."
+    kinds = [(r.get("response_format") or {}).get("type") for r in server.requests]
+    assert kinds == ["json_schema", "json_object", "json_object"]  # the working level is remembered
+    assert server.status_counts == {400: 1, 200: 2}
+
+
+def test_the_schema_is_used_where_it_is_supported(serve):
+    server = serve(paris_judge, response_formats={"json_schema", "json_object", "text"})
+    verdict = make(server, cache=False).evaluate("Lyon", "Paris")
+    assert verdict.details["judges"][0]["response_format"] == "json_schema" and len(server.requests) == 1
+    assert verdict.feedback == "Answer with Paris, the capital of France."
 
 
 def test_failing_repeated_and_multi_judge_verdicts_explain_themselves(serve):
     scores = itertools.cycle([1, 2])
-    server = serve(lambda req: json.dumps({"explanation": f"weak ({req['model']})", "score": next(scores)}))
+
+    def reply(req: dict[str, Any]) -> str:
+        model = req["model"]
+        return json.dumps({"explanation": f"weak ({model})", "fix": f"fix ({model})", "score": next(scores)})
+
+    server = serve(reply)
     repeated = make(server, scale="1-5", samples=2, temperature=0.7, cache=False).evaluate("x", "y")
     assert not repeated.passed and repeated.score == pytest.approx(0.125)
     assert repeated.reason.startswith("judge judge-1's mean score 0.12 over 2 samples is below the pass threshold 0.5")
-    assert repeated.feedback == "weak (judge-1)"
+    assert repeated.feedback == "fix (judge-1)"
     specs = [judge_spec(server, "judge-a"), judge_spec(server, "judge-b")]
     several = make(server, model=specs, scale="1-5", cache=False).evaluate("x", "y")
     assert not several.passed
     assert "combined score" in several.reason and "mean of 2 judges, 2 judgements" in several.reason
-    assert several.feedback in ("weak (judge-a)", "weak (judge-b)")
+    assert several.feedback in ("fix (judge-a)", "fix (judge-b)")

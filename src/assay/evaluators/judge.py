@@ -1,11 +1,15 @@
 """``llm_judge``: a judge model grades an output against criteria, or compares it with a baseline output.
 
 The judge is configured on its own (``model``: a spec such as ``"openai:gpt-4o"`` or ``{"provider": "openai",
-...}``; never the model under test unless named). It is asked for JSON (``{"explanation", "score"|"label"}``, with a
-strict ``response_format`` where the server takes it) and a reply without JSON is read from its last ``SCORE:`` or
-``GRADE:`` line. A reply that cannot be read, or names a grade that was not offered, gives an *error* verdict that
-keeps the raw reply — never the lowest score. Scales and their normalisation are listed in
-:mod:`assay.evaluators.judge_parse`; how several judgements combine in :mod:`assay.evaluators.judge_variants`.
+...}``; never the model under test unless named). It is asked for JSON (``{"explanation", "fix", "score"|"label"}``)
+through a strict JSON-schema ``response_format``, falling back to JSON mode and then to plain text where the server
+refuses one (the level that worked is remembered per judge). Only the judge's own statements count as its grade: a
+grade inside a delimited block, a ``>`` quote, or copied from the output never does, and a reply holding two
+different grades, or none, gives an *error* verdict that keeps the raw reply — never the last, the most convenient
+or the lowest grade (:mod:`assay.evaluators.judge_reply`). The judge's ``fix`` becomes the verdict's feedback; its
+explanation stays in the reason. Scales are listed in :mod:`assay.evaluators.judge_parse`; how several judgements
+combine in :mod:`assay.evaluators.judge_variants` and :mod:`assay.evaluators.judge_verdict` (``min_judges``,
+position-inconsistent pairwise judgements).
 
 The output (and the task and reference) sit inside a random per-call boundary tag they cannot close, and the judge
 is told that anything inside is data. Every call's prompt, raw reply, model, usage, latency and cache status is kept
@@ -20,26 +24,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import statistics
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import Field, field_validator, model_validator
-
 from assay.errors import EvaluationInputError
-from assay.evaluators.base import BatchResult, Evaluator, Options, _expecteds, as_text
-from assay.evaluators.judge_client import (
-    CallRecord,
-    JudgeModels,
-    LoopModels,
-    ModelSpec,
-    check_spec,
-    has_secret,
-    summarize_calls,
-)
+from assay.evaluators.base import BatchResult, Evaluator, _expecteds, as_text
+from assay.evaluators.judge_client import CallRecord, JudgeModels, LoopModels, ModelSpec, check_spec
+from assay.evaluators.judge_options import JudgeOptions
 from assay.evaluators.judge_parse import JudgeReplyError, Scale, parse_grade, parse_preference, parse_steps
 from assay.evaluators.judge_prompt import (
     canonical,
@@ -52,7 +46,8 @@ from assay.evaluators.judge_prompt import (
     steps_format,
     steps_messages,
 )
-from assay.evaluators.judge_variants import combine, combine_orders, order_outcome, outcome_of, spread
+from assay.evaluators.judge_variants import OUTCOME_SCORE, combine_orders, order_outcome
+from assay.evaluators.judge_verdict import Unit, VerdictBuilder, base_details
 from assay.evaluators.registry import register
 from assay.runner.retry import RetryPolicy
 from assay.verdict import Verdict
@@ -66,86 +61,6 @@ T = TypeVar("T")
 BUNDLE_KEYS = frozenset({"reference", "input", "output_b", "doc"})
 
 
-class JudgeOptions(Options):
-    """Options of llm_judge.
-
-    ``model``: a judge spec or a list of them (several judges, combined by ``combine``: mean or majority);
-    ``criteria`` / ``rubric``: what the judge checks; ``scale`` and ``pass_threshold`` (on the normalised score);
-    ``reference``: ``target``, ``doc.FIELD`` or null; ``include_input``: show the task's input;
-    ``mode``: ``grade`` or ``pairwise`` (against ``baseline``: ``output_b`` of expected, ``target`` or ``doc.FIELD``);
-    ``samples`` (with ``temperature`` > 0): judge n times and average; ``evaluation_steps``: true to have the judge
-    write G-Eval steps once per judge model and criteria, or the steps themselves; ``structured_output``: send a
-    JSON-schema ``response_format``; ``cache`` / ``cache_path``: the response cache; ``max_attempts``,
-    ``initial_backoff_s``, ``timeout_s``: retries per call; ``concurrency``: judgements at once in ``evaluate_batch``.
-    """
-
-    model: ModelSpec | list[ModelSpec]
-    criteria: str = Field(min_length=1)
-    rubric: str | None = None
-    scale: str | dict[str, float] = "binary"
-    pass_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
-    reference: str | None = "target"  # "target", "doc.FIELD" or None
-    include_input: bool = True
-    mode: Literal["grade", "pairwise"] = "grade"
-    baseline: str = "output_b"  # pairwise: "output_b" (a key of expected), "target" or "doc.FIELD"
-    combine: Literal["mean", "majority"] = "mean"
-    samples: int = Field(default=1, ge=1, le=100)
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    max_tokens: int | None = Field(default=None, ge=1)
-    evaluation_steps: bool | list[str] = False
-    structured_output: bool = True
-    cache: bool = True
-    cache_path: str | None = None
-    max_attempts: int = Field(default=4, ge=1, le=20)
-    initial_backoff_s: float = Field(default=0.5, ge=0.0)
-    timeout_s: float = Field(default=60.0, gt=0.0)
-    concurrency: int = Field(default=8, ge=1, le=1024)
-
-    @field_validator("model")
-    @classmethod
-    def _valid_model(cls, value: Any) -> Any:
-        specs = value if isinstance(value, list) else [value]
-        if not specs:
-            raise ValueError("name at least one judge model")
-        for spec in specs:
-            if not has_secret(spec):  # reported by setup(), whose message does not echo the value
-                check_spec(spec, "model")
-        return value
-
-    @field_validator("scale")
-    @classmethod
-    def _valid_scale(cls, value: Any) -> Any:
-        Scale.parse(value)
-        return value
-
-    @field_validator("reference")
-    @classmethod
-    def _valid_reference(cls, value: str | None) -> str | None:
-        if value is None or value == "target" or (value.startswith("doc.") and len(value) > 4):
-            return value
-        raise ValueError("must be 'target', 'doc.<field>' or null")
-
-    @field_validator("baseline")
-    @classmethod
-    def _valid_baseline(cls, value: str) -> str:
-        if value in ("target", "output_b") or (value.startswith("doc.") and len(value) > 4):
-            return value
-        raise ValueError("must be 'output_b' (a key of expected), 'target' or 'doc.<field>'")
-
-    @field_validator("evaluation_steps")
-    @classmethod
-    def _valid_steps(cls, value: bool | list[str]) -> bool | list[str]:
-        if isinstance(value, list) and (not value or not all(isinstance(s, str) and s.strip() for s in value)):
-            raise ValueError("give true (generate them) or a non-empty list of steps")
-        return value
-
-    @model_validator(mode="after")
-    def _consistent(self) -> JudgeOptions:
-        if self.samples > 1 and self.temperature == 0:
-            raise ValueError("'samples' > 1 repeats the same judgement unless 'temperature' > 0")
-        return self
-
-
 @dataclass
 class Inputs:
     """What the judge reads besides the output."""
@@ -153,20 +68,6 @@ class Inputs:
     input_text: str | None
     reference: str | None
     baseline: str | None
-
-
-@dataclass
-class Unit:
-    """One judgement by one judge (one call, or the two orders of a pairwise comparison)."""
-
-    judge: int
-    sample: int
-    calls: list[CallRecord]
-    score: float | None = None
-    error: str | None = None
-    explanation: str = ""
-    grade: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class StepsError(Exception):
@@ -193,7 +94,8 @@ class LLMJudge(Evaluator):
         self._lock = threading.Lock()
         self._cache: ResponseCache | None = None
         self._steps: dict[str, list[str]] = {}
-        self._no_response_format: set[int] = set()
+        self._formats: dict[int, int] = {}  # per judge, the structured-output level its server took
+        self._builder = VerdictBuilder(self.options, self.scale, self.specs)
 
     # -- public entry points ----------------------------------------------------------------------------------------
 
@@ -279,7 +181,7 @@ class LLMJudge(Evaluator):
 
     async def _models(self) -> JudgeModels:
         return await self._loops.get(
-            lambda: JudgeModels(self.specs, self.policy, self._response_cache(), self._no_response_format)
+            lambda: JudgeModels(self.specs, self.policy, self._response_cache(), self._formats)
         )
 
     def _params(self) -> dict[str, Any]:
@@ -342,7 +244,7 @@ class LLMJudge(Evaluator):
         try:
             steps = [await self._evaluation_steps(models, j, calls) for j in range(len(self.specs))]
         except StepsError as err:
-            return Verdict.errored(str(err), details=self._base_details(calls))
+            return Verdict.errored(str(err), details=base_details(self.options, calls))
         judge = self._pairwise if self.options.mode == "pairwise" else self._grade
         units = await asyncio.gather(
             *(
@@ -353,7 +255,7 @@ class LLMJudge(Evaluator):
         )
         for unit in units:
             calls.extend(unit.calls)
-        return self._verdict(list(units), calls, steps)
+        return self._builder.build(list(units), calls, steps)
 
     async def _grade(
         self, models: JudgeModels, j: int, k: int, output: str, inputs: Inputs, steps: list[str] | None
@@ -383,7 +285,8 @@ class LLMJudge(Evaluator):
             unit.error = record.error
             return unit
         try:
-            grade = parse_grade(record.reply, self.scale)
+            quoted = [output, inputs.input_text or "", inputs.reference or ""]
+            grade = parse_grade(record.reply, self.scale, quoted)
         except JudgeReplyError as err:
             unit.error = record.error = f"judge {record.model}: {err}"
             return unit
@@ -392,9 +295,10 @@ class LLMJudge(Evaluator):
             "grade": grade.grade,
             "score": grade.score,
             "explanation": grade.explanation,
+            "fix": grade.fix,
             "parse": grade.method,
         }
-        unit.score, unit.grade, unit.explanation = grade.score, grade.grade, grade.explanation
+        unit.score, unit.grade, unit.explanation, unit.fix = grade.score, grade.grade, grade.explanation, grade.fix
         return unit
 
     async def _pairwise(
@@ -410,12 +314,13 @@ class LLMJudge(Evaluator):
         )
         unit = Unit(j, k, list(records))
         outcomes = []
+        quoted = [output, inputs.baseline, inputs.input_text or "", inputs.reference or ""]
         for (position, _, _), record in zip(orders, records, strict=True):
             if record.error is not None:
                 unit.error = unit.error or record.error
                 continue
             try:
-                preference = parse_preference(record.reply)
+                preference = parse_preference(record.reply, quoted)
             except JudgeReplyError as err:
                 unit.error = unit.error or f"judge {record.model}: {err}"
                 record.error = f"judge {record.model}: {err}"
@@ -426,19 +331,28 @@ class LLMJudge(Evaluator):
                 "winner": preference.winner,
                 "outcome": outcome,
                 "explanation": preference.explanation,
+                "fix": preference.fix,
                 "parse": preference.method,
             }
             outcomes.append(outcome)
             if outcome != "win" and not unit.explanation:
                 unit.explanation = preference.explanation
+            if outcome == "loss" and not unit.fix:
+                unit.fix = preference.fix  # the fix is for the weaker response: here, the output
         if unit.error is not None:
             return unit  # both orders are needed to cancel position bias
         for record in records:
             models.commit(j, record)
+        unit.extra = {"orders": outcomes}
+        if set(outcomes) == {"win", "loss"}:
+            # the same pair, judged both ways: the output won in one position and lost in the other
+            unit.inconsistent = "first" if outcomes[0] == "win" else "second"
+            unit.extra["result"] = "inconsistent"
+            return unit
         result = combine_orders(outcomes[0], outcomes[1])
-        unit.score = {"win": 1.0, "tie": 0.5, "loss": 0.0}[result]
+        unit.score = OUTCOME_SCORE[result]
         unit.grade = result
-        unit.extra = {"orders": outcomes, "result": result}
+        unit.extra["result"] = result
         if not unit.explanation:
             unit.explanation = str(records[0].extra.get("explanation", ""))
         return unit
@@ -508,99 +422,6 @@ class LLMJudge(Evaluator):
             with self._lock:
                 self._steps[key] = steps
             return steps
-
-    # -- the verdict ------------------------------------------------------------------------------------------------
-
-    def _base_details(self, calls: list[CallRecord]) -> dict[str, Any]:
-        return {
-            "judge": summarize_calls(calls),
-            "judges": [c.to_dict() for c in calls],
-            "mode": self.options.mode,
-            "scale": self.options.scale if self.options.mode == "grade" else "win/tie/loss",
-            "pass_threshold": self.options.pass_threshold,
-        }
-
-    def _verdict(self, units: list[Unit], calls: list[CallRecord], steps: list[list[str] | None]) -> Verdict:
-        details = self._base_details(calls)
-        if any(steps):
-            details["evaluation_steps"] = steps if len(steps) > 1 else steps[0]
-        per_judge: list[dict[str, Any]] = []
-        scores: list[float] = []
-        for j in range(len(self.specs)):
-            mine = [u for u in units if u.judge == j]
-            ok = [u.score for u in mine if u.score is not None]
-            entry: dict[str, Any] = {"model": mine[0].calls[0].model if mine and mine[0].calls else str(self.specs[j])}
-            if ok:
-                entry["score"] = statistics.fmean(ok)
-                scores.append(entry["score"])
-                if self.options.samples > 1:
-                    entry["spread"] = spread(ok)
-            errors = [u.error for u in mine if u.error is not None]
-            if errors:
-                entry["errors"] = errors
-            per_judge.append(entry)
-        errored = [u for u in units if u.error is not None]
-        if errored:
-            details["errors"] = len(errored)
-        if not scores:
-            first = errored[0].error or "the judge gave no usable reply"
-            more = f" (and {len(errored) - 1} more failed judgements)" if len(errored) > 1 else ""
-            return Verdict.errored(first + more, details=details)
-        combined = combine(scores, self.options.pass_threshold, self.options.combine)
-        details["combine"] = combined.details
-        details["score"] = combined.score
-        if len(self.specs) > 1:
-            details["per_judge"] = per_judge
-        elif self.options.samples > 1:
-            details["spread"] = per_judge[0]["spread"]
-        scored = [u for u in units if u.score is not None]
-        if len(scored) == 1:
-            details["grade"] = scored[0].grade
-            details["explanation"] = scored[0].explanation
-        if self.options.mode == "pairwise":
-            outcomes = [u.grade for u in scored]
-            details["result"] = outcome_of(combined.score)
-            details["outcomes"] = {o: outcomes.count(o) for o in ("win", "tie", "loss")}
-            details["orders"] = [u.extra["orders"] for u in scored]
-        if combined.passed:
-            return Verdict(combined.score, True, None, details, None)
-        return Verdict(combined.score, False, self._reason(scored, combined.score), details, self._feedback(scored))
-
-    def _reason(self, scored: list[Unit], score: float) -> str:
-        threshold = self.options.pass_threshold
-        worst = min(scored, key=lambda u: u.score if u.score is not None else 0.0)
-        model = worst.calls[0].model if worst.calls else "the judge"
-        why = f": {_clip(worst.explanation)}" if worst.explanation else ""
-        if self.options.mode == "pairwise":
-            if len(scored) == 1:
-                orders = " and ".join(worst.extra["orders"])
-                return f"judge {model} did not prefer the output to the baseline ({orders} over the two orders){why}"
-            return f"the judges did not prefer the output to the baseline (score {score:.2f} < {threshold:g}){why}"
-        if len(scored) == 1:
-            return (
-                f"judge {model} graded {worst.grade!r} on the {self.scale.name} scale "
-                f"(score {score:.2f} < pass threshold {threshold:g}){why}"
-            )
-        if len(self.specs) == 1:
-            return (
-                f"judge {model}'s mean score {score:.2f} over {len(scored)} samples is below the pass threshold "
-                f"{threshold:g}{why}"
-            )
-        return (
-            f"the judges' combined score {score:.2f} ({self.options.combine} of {len(self.specs)} judges, "
-            f"{len(scored)} judgements) is below the pass threshold {threshold:g}{why}"
-        )
-
-    def _feedback(self, scored: list[Unit]) -> str:
-        worst = min(scored, key=lambda u: u.score if u.score is not None else 0.0)
-        if worst.explanation:
-            return worst.explanation
-        return f"Revise the output so that it meets the criteria: {self.options.criteria.strip()}"
-
-
-def _clip(text: str, limit: int = 200) -> str:
-    text = " ".join(text.split())
-    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:

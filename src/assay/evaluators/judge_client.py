@@ -24,6 +24,7 @@ from assay.secrets import looks_secret
 
 ModelSpec = str | dict[str, Any]
 _REFUSED = re.compile(r"\bHTTP 4(?:00|22)\b")
+JSON_MODE: dict[str, Any] = {"type": "json_object"}  # the middle level: any JSON object, no schema
 
 
 def has_secret(spec: Any) -> bool:
@@ -110,7 +111,7 @@ class JudgeModels:
         specs: Sequence[ModelSpec],
         policy: RetryPolicy,
         cache: ResponseCache | None,
-        no_response_format: set[int] | None = None,
+        formats: dict[int, int] | None = None,
     ) -> None:
         from assay.models.registry import load_model
 
@@ -119,8 +120,8 @@ class JudgeModels:
         self.cache = cache
         self.steps_lock = asyncio.Lock()
         self.closer: AsyncGenerator[None, None] | None = None
-        # judges whose server refused response_format; shared by the evaluator's loops
-        self.no_response_format: set[int] = no_response_format if no_response_format is not None else set()
+        # per judge, the first structured-output level its server took (see FORMAT_LEVELS); shared by the loops
+        self.formats: dict[int, int] = formats if formats is not None else {}
 
     def name(self, index: int) -> str:
         """The judge model's name as recorded in details."""
@@ -144,15 +145,23 @@ class JudgeModels:
         """Ask judge ``index``; transport failures after the retries are recorded as the call's error.
 
         ``cache_messages`` key the cache in place of ``messages`` (the prompt with its random boundary replaced).
-        A server that refuses ``response_format`` (HTTP 400/422) is asked again without it, and that judge is not
-        sent one again; the reply is then read by the fallback parser.
+        Structured output degrades one level at a time: a server that refuses the JSON-schema ``response_format``
+        (HTTP 400/422) is asked again in JSON mode (``{"type": "json_object"}``), and one that refuses that too is
+        asked for plain text; the level that worked is remembered per judge, so later calls start there.
         """
-        fmt = None if index in self.no_response_format else response_format
-        record = await self._call(index, purpose, messages, cache_messages, params, fmt, repeat)
-        if fmt is not None and record.error is not None and _REFUSED.search(record.error):
-            self.no_response_format.add(index)
-            refused = record.error
-            record = await self._call(index, purpose, messages, cache_messages, params, None, repeat)
+        levels: list[dict[str, Any] | None] = [response_format, JSON_MODE, None] if response_format else [None]
+        level = min(self.formats.get(index, 0), len(levels) - 1)
+        refused: list[str] = []
+        while True:
+            fmt = levels[level]
+            record = await self._call(index, purpose, messages, cache_messages, params, fmt, repeat)
+            if fmt is None or record.error is None or not _REFUSED.search(record.error):
+                break
+            refused.append(record.error)
+            level += 1
+            self.formats[index] = max(self.formats.get(index, 0), level)
+        record.extra["response_format"] = fmt["type"] if fmt is not None else "text"
+        if refused:
             record.extra["response_format_refused"] = refused
         return record
 

@@ -1,4 +1,5 @@
-"""Reading a judge's reply: structured JSON first, then a strict last ``SCORE:``/``GRADE:`` line; scale normalisation.
+"""Reading a judge's reply (structured JSON, else its own JSON objects and ``SCORE:``/``GRADE:`` lines, which must
+all agree) and scale normalisation.
 
 Scales and how a grade becomes a score in [0, 1]:
 
@@ -12,6 +13,8 @@ scale                     grades the judge may give        normalised score
 labels ``{name: score}``  one of the names                 the score given for it (each within [0, 1])
 ========================  ===============================  ================================================
 
+The grade is read from the judge's own text only (see :mod:`assay.evaluators.judge_reply`); every JSON object and
+``SCORE:``/``GRADE:`` line it wrote must agree, and a ``FIX:`` line (or the ``fix`` key) is its suggested change.
 Labels match case-insensitively; integer scales take ``4``, ``4.0``, ``"4"`` or ``4/5`` (the denominator must be
 the scale's top). Anything else — a number outside the scale, a fraction on an integer scale, a label that was not
 offered, a reply with no grade at all — raises :class:`JudgeReplyError`, which the judge turns into an *error*
@@ -23,20 +26,23 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from assay.errors import ConfigError
+from assay.evaluators.judge_reply import Found, Reply, whole_json
 
 ScaleName = Literal["binary", "1-5", "1-10", "0-1", "labels"]
 NAMED_SCALES: tuple[str, ...] = ("binary", "1-5", "1-10", "0-1")
 GRADE_KEYS = ("score", "label", "grade")
 WINNERS = ("A", "B", "tie")
 
-_FALLBACK = re.compile(r"^[ \t>*_#`-]*(?:SCORE|GRADE)[ \t*_`]*:(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)
-_WINNER_LINE = re.compile(r"^[ \t>*_#`-]*(?:WINNER|GRADE)[ \t*_`]*:(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)
-_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL | re.IGNORECASE)
+FIX_KEYS = ("fix", "suggestion", "improvement")
+# a marker line (quote lines, "> SCORE: 5", are masked before these run; see judge_reply)
+_FALLBACK = re.compile(r"^[ \t*_#`-]*(?:SCORE|GRADE)[ \t*_`]*:(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)
+_WINNER_LINE = re.compile(r"^[ \t*_#`-]*(?:WINNER|GRADE)[ \t*_`]*:(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)
+_FIX_LINE = re.compile(r"^[ \t*_#`-]*FIX[ \t*_`]*:(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
 _FRACTION = re.compile(rf"(?P<num>{_NUMBER.pattern})\s*/\s*(?P<den>{_NUMBER.pattern})")
 _WRAPPERS = " \t*_`'\"[]().,;:!"
@@ -184,93 +190,138 @@ def _as_number(grade: Any, top: float) -> float | None:
 
 @dataclass(frozen=True)
 class Grade:
-    """One parsed judgement: the grade as given, its normalised score, the explanation and how it was read."""
+    """One parsed judgement: the grade as given, its normalised score, the explanation, the judge's suggested fix
+    (empty when it gave none) and how it was read."""
 
     grade: str | float
     score: float
     explanation: str
     method: Literal["json", "fallback"]
+    fix: str = ""
 
 
 @dataclass(frozen=True)
 class Preference:
-    """One parsed pairwise judgement: which response won (``A``, ``B`` or ``tie``) and why."""
+    """One parsed pairwise judgement: which response won (``A``, ``B`` or ``tie``), why, and the suggested fix."""
 
     winner: Literal["A", "B", "tie"]
     explanation: str
     method: Literal["json", "fallback"]
+    fix: str = ""
 
 
 def find_json_object(text: str, keys: tuple[str, ...]) -> dict[str, Any] | None:
-    """The last JSON object in ``text`` (whole reply, fenced block or inline) that has one of ``keys``."""
-    stripped = text.strip()
-    candidates: list[Any] = []
-    try:
-        candidates.append(json.loads(stripped))
-    except ValueError:
-        candidates.extend(_loads(block) for block in _FENCE.findall(text))
-        decoder = json.JSONDecoder()
-        for match in re.finditer(r"\{", text):
-            try:
-                obj, _ = decoder.raw_decode(text, match.start())
-            except ValueError:
-                continue
-            candidates.append(obj)
-    found = [c for c in candidates if isinstance(c, dict) and any(k in c for k in keys)]
-    return found[-1] if found else None
+    """The one JSON object in ``text`` (whole reply, fenced block or inline) that has one of ``keys``.
+
+    Raises :class:`JudgeReplyError` when there are several different ones: the reply is ambiguous.
+    """
+    whole = whole_json(text)
+    if isinstance(whole, dict):
+        return whole if any(k in whole for k in keys) else None
+    found = Reply(text).json_objects(keys)
+    distinct = {json.dumps(f.value, sort_keys=True) for f in found}
+    if len(distinct) > 1:
+        raise JudgeReplyError(f"the judge's reply holds {len(distinct)} different JSON objects with {'/'.join(keys)}")
+    return found[0].value if found else None
 
 
-def _loads(block: str) -> Any:
-    try:
-        return json.loads(block)
-    except ValueError:
-        return None
-
-
-def _explanation(obj: Mapping[str, Any]) -> str:
-    for key in ("explanation", "reasoning", "reason", "rationale"):
+def _text_field(obj: Mapping[str, Any], keys: tuple[str, ...]) -> str:
+    for key in keys:
         value = obj.get(key)
         if isinstance(value, str):
             return value.strip()
     return ""
 
 
-def parse_grade(reply: str | None, scale: Scale) -> Grade:
-    """Read a grade from a judge's reply: a JSON object with ``score``/``label``, else the last ``SCORE:`` line."""
-    if not reply or not reply.strip():
-        raise JudgeReplyError("the judge's reply is empty")
-    obj = find_json_object(reply, GRADE_KEYS)
-    if obj is not None:
-        key = next(k for k in (scale.key, *GRADE_KEYS) if k in obj)
-        grade, score = scale.normalize(obj[key])
-        return Grade(grade, score, _explanation(obj), "json")
-    matches = list(_FALLBACK.finditer(reply))
-    if not matches:
-        raise JudgeReplyError(
-            f"no grade in the judge's reply: neither a JSON object with {'/'.join(GRADE_KEYS)} nor a SCORE:/GRADE: line"
-        )
-    last = matches[-1]
-    value = last["value"].strip()
-    if not value:
-        raise JudgeReplyError("the judge's last SCORE:/GRADE: line is empty")
-    grade, score = scale.normalize(value)
-    return Grade(grade, score, reply[: last.start()].strip(), "fallback")
+def _explanation(obj: Mapping[str, Any]) -> str:
+    return _text_field(obj, ("explanation", "reasoning", "reason", "rationale"))
 
 
-def parse_preference(reply: str | None) -> Preference:
-    """Read a pairwise verdict: JSON ``{"winner": "A"|"B"|"tie"}``, else the last ``WINNER:`` line."""
+def _fix(obj: Mapping[str, Any]) -> str:
+    return _text_field(obj, FIX_KEYS)
+
+
+def _line_fix(reply: Reply, skip: list[Found]) -> tuple[str, list[Found]]:
+    """The judge's ``FIX:`` line (several different ones are ambiguous: none is used)."""
+    fixes = reply.marked_lines(_FIX_LINE, skip)
+    values = {f.value for f in fixes if f.value}
+    return (values.pop() if len(values) == 1 else ""), fixes
+
+
+def _agree(values: list[tuple[Any, Any]], what: str) -> Any:
+    """The one canonical value all candidates share; JudgeReplyError when they differ."""
+    canon = list(dict.fromkeys(c for c, _ in values))
+    if len(canon) > 1:
+        shown = ", ".join(repr(raw) for _, raw in values)
+        raise JudgeReplyError(
+            f"the judge's reply gives {len(values)} conflicting {what}s ({shown}); a reply must give exactly one, "
+            "so none of them is used"
+        )
+    return canon[0]
+
+
+def parse_grade(reply: str | None, scale: Scale, quoted: Iterable[str] = ()) -> Grade:
+    """Read the judge's grade: the reply as one JSON object, else every JSON object and ``SCORE:``/``GRADE:`` line
+    the judge wrote itself (not inside a delimited block, a ``>`` quote, or copied from ``quoted``). Several
+    different grades raise :class:`JudgeReplyError`, as does none."""
     if not reply or not reply.strip():
         raise JudgeReplyError("the judge's reply is empty")
-    obj = find_json_object(reply, ("winner",))
-    if obj is not None:
-        return Preference(_winner(obj["winner"]), _explanation(obj), "json")
-    matches = list(_WINNER_LINE.finditer(reply))
-    if not matches:
+    whole = whole_json(reply)
+    if isinstance(whole, dict):
+        key = next((k for k in (scale.key, *GRADE_KEYS) if k in whole), None)
+        if key is None:
+            raise JudgeReplyError(f"no grade in the judge's JSON reply: it has none of {'/'.join(GRADE_KEYS)}")
+        grade, score = scale.normalize(whole[key])
+        return Grade(grade, score, _explanation(whole), "json", _fix(whole))
+    text = Reply(reply, quoted)
+    objects = text.json_objects(GRADE_KEYS)
+    lines = text.marked_lines(_FALLBACK, objects)
+    if not objects and not lines:
         raise JudgeReplyError(
-            'no verdict in the judge\'s reply: neither a JSON object with "winner" nor a WINNER: line'
+            f"no grade in the judge's reply: neither a JSON object with {'/'.join(GRADE_KEYS)} nor a SCORE:/GRADE: "
+            "line of its own (quoted material does not count)"
         )
-    last = matches[-1]
-    return Preference(_winner(last["value"]), reply[: last.start()].strip(), "fallback")
+    values: list[tuple[Any, Any]] = []
+    for found in objects:
+        key = next(k for k in (scale.key, *GRADE_KEYS) if k in found.value)
+        values.append((scale.normalize(found.value[key])[0], found.value[key]))
+    for found in lines:
+        if not found.value:
+            raise JudgeReplyError("the judge's SCORE:/GRADE: line is empty")
+        values.append((scale.normalize(found.value)[0], found.value))
+    grade, score = scale.normalize(_agree(values, "grade"))
+    if objects:
+        obj = objects[0].value
+        return Grade(grade, score, _explanation(obj), "json", _fix(obj))
+    fix, fix_lines = _line_fix(text, objects)
+    return Grade(grade, score, text.without([*lines, *fix_lines]), "fallback", fix)
+
+
+def parse_preference(reply: str | None, quoted: Iterable[str] = ()) -> Preference:
+    """Read a pairwise verdict: JSON ``{"winner": "A"|"B"|"tie"}``, else ``WINNER:`` lines, with the judge's own
+    statements only (as :func:`parse_grade`); different winners in one reply raise :class:`JudgeReplyError`."""
+    if not reply or not reply.strip():
+        raise JudgeReplyError("the judge's reply is empty")
+    whole = whole_json(reply)
+    if isinstance(whole, dict):
+        if "winner" not in whole:
+            raise JudgeReplyError('no verdict in the judge\'s JSON reply: it has no "winner"')
+        return Preference(_winner(whole["winner"]), _explanation(whole), "json", _fix(whole))
+    text = Reply(reply, quoted)
+    objects = text.json_objects(("winner",))
+    lines = text.marked_lines(_WINNER_LINE, objects)
+    if not objects and not lines:
+        raise JudgeReplyError(
+            'no verdict in the judge\'s reply: neither a JSON object with "winner" nor a WINNER: line of its own'
+        )
+    values = [(_winner(f.value["winner"]), f.value["winner"]) for f in objects]
+    values += [(_winner(f.value), f.value) for f in lines]
+    winner = _agree(values, "winner")
+    if objects:
+        obj = objects[0].value
+        return Preference(winner, _explanation(obj), "json", _fix(obj))
+    fix, fix_lines = _line_fix(text, objects)
+    return Preference(winner, text.without([*lines, *fix_lines]), "fallback", fix)
 
 
 def _winner(value: Any) -> Literal["A", "B", "tie"]:

@@ -15,6 +15,11 @@ from typing import Any
 from assay.evaluators.judge_parse import Scale
 from assay.models.base import Message
 
+FIX_ASK = (
+    "the one most important concrete change that would make the response meet the criteria, as an instruction to "
+    "its author (what to write or do instead, not a description of the problem); leave it empty if the response "
+    "already meets them."
+)
 BOUNDARY_PREFIX = "untrusted-"
 PLACEHOLDER = "untrusted-BOUNDARY"  # stands for the random tag in cache keys, so identical judgements share a key
 
@@ -105,9 +110,10 @@ def grade_messages(
     parts.append("## The response to evaluate\n" + delimit(output, boundary, "response"))
     parts.append(
         "## Your answer\n"
-        f"{scale.describe()} First explain briefly, then grade. Reply with one JSON object and nothing else: "
-        f'{{"explanation": "<why>", "{scale.key}": <grade>}}. If you cannot write JSON, end your reply with a line '
-        f"such as `{scale.fallback_hint()}`."
+        f'{scale.describe()} First explain briefly, then say how to fix the response, then grade. In "fix" '
+        f"write {FIX_ASK} Reply with one JSON object and nothing else: "
+        f'{{"explanation": "<why>", "fix": "<the change>", "{scale.key}": <grade>}}. If you cannot write JSON, '
+        f"end your reply with a line `FIX: <the change>` and then a line such as `{scale.fallback_hint()}`."
     )
     return [system_message(boundary), {"role": "user", "content": "\n\n".join(parts)}]
 
@@ -130,9 +136,11 @@ def pairwise_messages(
     parts.append(
         "## Your answer\n"
         "Decide which response better meets the criteria; the order in which they are shown says nothing about "
-        'their quality. Answer "tie" only when neither is better. Reply with one JSON object and nothing else: '
-        '{"explanation": "<why>", "winner": "A" | "B" | "tie"}. If you cannot write JSON, end your reply with a '
-        "line such as `WINNER: A`."
+        'their quality. Answer "tie" only when neither is better. In "fix" write the one most important concrete '
+        "change that would make the weaker response as good as the other (an instruction to its author, not a "
+        "description of the problem; empty on a tie). Reply with one JSON object and nothing else: "
+        '{"explanation": "<why>", "fix": "<the change>", "winner": "A" | "B" | "tie"}. If you cannot write JSON, '
+        "end your reply with a line `FIX: <the change>` and then a line such as `WINNER: A`."
     )
     return [system_message(boundary), {"role": "user", "content": "\n\n".join(parts)}]
 
@@ -155,13 +163,15 @@ def steps_messages(criteria: str, rubric: str | None = None) -> list[Message]:
 
 def grade_format(scale: Scale) -> dict[str, Any]:
     """The OpenAI ``response_format`` (strict JSON schema) of a grading reply."""
-    return _schema_format("judgement", {"explanation": {"type": "string"}, scale.key: scale.grade_schema()})
+    properties = {"explanation": {"type": "string"}, "fix": {"type": "string"}, scale.key: scale.grade_schema()}
+    return _schema_format("judgement", properties)
 
 
 def preference_format() -> dict[str, Any]:
     """The ``response_format`` of a pairwise reply."""
     winner = {"type": "string", "enum": ["A", "B", "tie"]}
-    return _schema_format("preference", {"explanation": {"type": "string"}, "winner": winner})
+    properties = {"explanation": {"type": "string"}, "fix": {"type": "string"}, "winner": winner}
+    return _schema_format("preference", properties)
 
 
 def steps_format() -> dict[str, Any]:

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,6 +127,11 @@ class OpenAITestServer:
     ``error`` and ``headers``. The default echoes the last user message. ``max_tokens`` (or
     ``max_completion_tokens``) truncates the reply to that many words with finish_reason "length". Usage counts
     whitespace-separated words. When ``api_key`` is set, requests without ``Authorization: Bearer <api_key>`` get 401.
+
+    ``response_formats`` (e.g. ``{"json_object", "text"}``) makes the server behave like one that supports only
+    those ``response_format`` types: another type gets HTTP 400, and a scripted reply to a supported JSON type must
+    be what such a server would send (a JSON object; under ``json_schema``, valid against the schema), or the
+    request fails with HTTP 500 naming the broken script. ``None`` (the default) takes any and checks nothing.
     """
 
     def __init__(
@@ -140,8 +145,10 @@ class OpenAITestServer:
         api_key: str | None = None,
         models: tuple[str, ...] = ("assay-test",),
         max_logged: int = 10_000,
+        response_formats: Collection[str] | None = None,
     ) -> None:
         self.reply = reply
+        self.response_formats = None if response_formats is None else frozenset(response_formats)
         self.latency_s = latency_s
         self.faults = faults or FaultPlan()
         self.port = port
@@ -271,6 +278,8 @@ class OpenAITestServer:
             fault = self._next_fault(raw, body)
         if self.api_key is not None and authorization != f"Bearer {self.api_key}":
             return self._count(_error(401, "invalid or missing API key"))
+        if problem is None and self.response_formats is not None:
+            problem = _unsupported_format(body, self.response_formats)
         if problem is not None:
             return self._count(_error(400, problem))
         if fault == "drop":
@@ -288,6 +297,8 @@ class OpenAITestServer:
             reply = self.reply(body) if callable(self.reply) else self.reply
             if inspect.isawaitable(reply):
                 reply = await reply
+            if self.response_formats is not None:
+                _check_format(body, reply)
             return self._count(_completion(body, reply))
         except Exception as err:  # a broken reply script is reported to the client, loudly
             return self._count(_error(500, f"reply function failed: {type(err).__name__}: {err}"))
@@ -330,6 +341,41 @@ def _check_request(body: Any) -> str | None:
     if tools is not None and not isinstance(tools, list):
         return "'tools' must be a list"
     return None
+
+
+def _unsupported_format(body: dict[str, Any], supported: frozenset[str]) -> str | None:
+    fmt = body.get("response_format")
+    if fmt is None:
+        return None
+    kind = fmt.get("type") if isinstance(fmt, dict) else None
+    if kind not in supported:
+        return f"response_format type {kind!r} is not supported by this server (it takes {sorted(supported)})"
+    return None
+
+
+def _check_format(body: dict[str, Any], reply: Any) -> None:
+    """Raise when a scripted reply breaks the request's JSON ``response_format`` (a real server never would)."""
+    fmt = body.get("response_format")
+    if not isinstance(fmt, dict) or fmt.get("type") not in ("json_object", "json_schema"):
+        return
+    kind = fmt["type"]
+    text = reply.get("text") if isinstance(reply, dict) else reply
+    if isinstance(reply, dict) and (reply.get("status", 200) != 200 or text is None):
+        return
+    try:
+        value = json.loads(text if isinstance(text, str) else "")
+    except ValueError:
+        raise ValueError(f"the scripted reply {text!r:.80} is not JSON, but response_format is {kind}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"the scripted reply is JSON but not an object, and response_format is {kind}")
+    if kind == "json_schema":
+        import jsonschema
+
+        schema = (fmt.get("json_schema") or {}).get("schema") or {}
+        try:
+            jsonschema.validate(value, schema)
+        except jsonschema.ValidationError as err:
+            raise ValueError(f"the scripted reply does not satisfy the response_format schema: {err.message}") from None
 
 
 def _completion(body: dict[str, Any], reply: Any) -> web.Response:

@@ -1,0 +1,97 @@
+"""The options of ``llm_judge``, checked when the evaluator is built (a bad one names its key)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from assay.evaluators.base import Options
+from assay.evaluators.judge_client import ModelSpec, check_spec, has_secret
+from assay.evaluators.judge_parse import Scale
+
+
+class JudgeOptions(Options):
+    """Options of llm_judge.
+
+    ``model``: a judge spec or a list of them (several judges, combined by ``combine``: mean or majority);
+    ``criteria`` / ``rubric``: what the judge checks; ``scale`` and ``pass_threshold`` (on the normalised score);
+    ``reference``: ``target``, ``doc.FIELD`` or null; ``include_input``: show the task's input;
+    ``mode``: ``grade`` or ``pairwise`` (against ``baseline``: ``output_b`` of expected, ``target`` or ``doc.FIELD``);
+    ``samples`` (with ``temperature`` > 0): judge n times and average; ``evaluation_steps``: true to have the judge
+    write G-Eval steps once per judge model and criteria, or the steps themselves; ``structured_output``: send a
+    JSON-schema ``response_format``; ``cache`` / ``cache_path``: the response cache; ``max_attempts``,
+    ``initial_backoff_s``, ``timeout_s``: retries per call; ``concurrency``: judgements at once in ``evaluate_batch``;
+    ``min_judges``: how many judges must give a usable judgement (default: all of them), below it the verdict is an
+    error.
+    """
+
+    model: ModelSpec | list[ModelSpec]
+    criteria: str = Field(min_length=1)
+    rubric: str | None = None
+    scale: str | dict[str, float] = "binary"
+    pass_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    reference: str | None = "target"  # "target", "doc.FIELD" or None
+    include_input: bool = True
+    mode: Literal["grade", "pairwise"] = "grade"
+    baseline: str = "output_b"  # pairwise: "output_b" (a key of expected), "target" or "doc.FIELD"
+    combine: Literal["mean", "majority"] = "mean"
+    samples: int = Field(default=1, ge=1, le=100)
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    evaluation_steps: bool | list[str] = False
+    structured_output: bool = True
+    cache: bool = True
+    cache_path: str | None = None
+    max_attempts: int = Field(default=4, ge=1, le=20)
+    initial_backoff_s: float = Field(default=0.5, ge=0.0)
+    timeout_s: float = Field(default=60.0, gt=0.0)
+    concurrency: int = Field(default=8, ge=1, le=1024)
+    min_judges: int | None = Field(default=None, ge=1)
+
+    @field_validator("model")
+    @classmethod
+    def _valid_model(cls, value: Any) -> Any:
+        specs = value if isinstance(value, list) else [value]
+        if not specs:
+            raise ValueError("name at least one judge model")
+        for spec in specs:
+            if not has_secret(spec):  # reported by setup(), whose message does not echo the value
+                check_spec(spec, "model")
+        return value
+
+    @field_validator("scale")
+    @classmethod
+    def _valid_scale(cls, value: Any) -> Any:
+        Scale.parse(value)
+        return value
+
+    @field_validator("reference")
+    @classmethod
+    def _valid_reference(cls, value: str | None) -> str | None:
+        if value is None or value == "target" or (value.startswith("doc.") and len(value) > 4):
+            return value
+        raise ValueError("must be 'target', 'doc.<field>' or null")
+
+    @field_validator("baseline")
+    @classmethod
+    def _valid_baseline(cls, value: str) -> str:
+        if value in ("target", "output_b") or (value.startswith("doc.") and len(value) > 4):
+            return value
+        raise ValueError("must be 'output_b' (a key of expected), 'target' or 'doc.<field>'")
+
+    @field_validator("evaluation_steps")
+    @classmethod
+    def _valid_steps(cls, value: bool | list[str]) -> bool | list[str]:
+        if isinstance(value, list) and (not value or not all(isinstance(s, str) and s.strip() for s in value)):
+            raise ValueError("give true (generate them) or a non-empty list of steps")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JudgeOptions:
+        if self.samples > 1 and self.temperature == 0:
+            raise ValueError("'samples' > 1 repeats the same judgement unless 'temperature' > 0")
+        n = len(self.model) if isinstance(self.model, list) else 1
+        if self.min_judges is not None and self.min_judges > n:
+            raise ValueError(f"'min_judges' is {self.min_judges}, but only {n} judge model(s) are named")
+        return self
