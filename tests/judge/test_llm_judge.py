@@ -208,12 +208,13 @@ def test_a_judge_that_always_prefers_one_position_is_inconsistent_not_a_tie(serv
     assert f"position-inconsistent: it preferred whichever response was shown {preferred}" in verdict.error
     flipped = ["win", "loss"] if preferred == "first" else ["loss", "win"]
     assert verdict.details["orders"] == [flipped]
-    assert verdict.details["position"] == {
+    counts = {
         "judgements": 1,
         "inconsistent": 1,
         "prefers_first": int(preferred == "first"),
         "prefers_second": int(preferred == "second"),
     }
+    assert verdict.details["position"] == {**counts, "by_judge": {"judge-1": counts}}
     assert [c["order"] for c in verdict.details["judges"]] == ["output first", "output second"]
 
 

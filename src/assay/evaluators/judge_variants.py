@@ -10,7 +10,8 @@ Pure functions over scores in [0, 1]; the judge evaluator calls them after parsi
   winning side, so that the score and the decision always agree.
 * **pairwise**: the output under test is shown first in one call and second in the other; each order gives a win
   (1), tie (0.5) or loss (0) for the output; the two are summed, and more than 1 point is a win, exactly 1 a tie,
-  less a loss, so a judge that always prefers the first position yields a tie.
+  less a loss. A win in one order and a loss in the other is no tie: the judge followed the position, not the
+  responses, and the judge evaluator counts that judgement apart as *position-inconsistent* (never a pass).
 """
 
 from __future__ import annotations

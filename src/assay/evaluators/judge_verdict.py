@@ -132,15 +132,22 @@ class VerdictBuilder:
         return per_judge, scores
 
     @staticmethod
-    def _position(units: list[Unit]) -> dict[str, int]:
-        """Pairwise judgements read in both orders, and how many of them flipped with the order."""
+    def _position(units: list[Unit]) -> dict[str, Any]:
+        """Pairwise judgements read in both orders and how many flipped with the order, in all and per judge."""
         both = [u for u in units if "orders" in u.extra]
-        return {
-            "judgements": len(both),
-            "inconsistent": sum(u.inconsistent is not None for u in both),
-            "prefers_first": sum(u.inconsistent == "first" for u in both),
-            "prefers_second": sum(u.inconsistent == "second" for u in both),
-        }
+
+        def counts(group: list[Unit]) -> dict[str, int]:
+            return {
+                "judgements": len(group),
+                "inconsistent": sum(u.inconsistent is not None for u in group),
+                "prefers_first": sum(u.inconsistent == "first" for u in group),
+                "prefers_second": sum(u.inconsistent == "second" for u in group),
+            }
+
+        by_judge: dict[str, list[Unit]] = {}
+        for unit in both:
+            by_judge.setdefault(unit.model, []).append(unit)
+        return {**counts(both), "by_judge": {model: counts(group) for model, group in by_judge.items()}}
 
     def _too_few(self, units: list[Unit], errored: list[Unit], inconsistent: list[Unit], answered: int) -> str:
         problems = [u.error or "" for u in errored]

@@ -27,6 +27,7 @@ from assay.results.aggregate import (
     summarize_metric,
 )
 from assay.results.independence import SharedContext, independence_warning
+from assay.results.judging import judging_figures
 from assay.results.operational import operational_figures, validate_prices
 from assay.results.stats import FloatArray
 from assay.runner.rundir import atomic_write_text
@@ -271,6 +272,7 @@ def _compute(
         "tasks": assay_tasks,
         "groups": assay_groups,
         "operational": operational_figures(all_records, manifest, price_table),
+        "judging": judging_figures(all_records),
     }
     return _Computed(_json_safe(doc), by_task, values)
 
