@@ -168,7 +168,26 @@ def test_unparseable_output_is_a_failure_with_feedback(actual):
     assert v.reason.startswith("output is not valid JSON")
     assert v.feedback.startswith("Return valid JSON only")
     # the feedback shows the shape, never the expected values
-    assert '"city": "<string>"' in v.feedback and "Paris" not in v.feedback
+    assert '"city": <string>' in v.feedback and '"n": <number>' in v.feedback and "Paris" not in v.feedback
+
+
+def test_the_shape_hint_shows_json_types_unquoted():
+    # a quoted "<number>" placeholder invited the string "0.5"; the hint names the JSON type it must be
+    expected = {"city": "Rome", "pop": 0.5, "capital": True, "tags": ["x"], "mayor": None}
+    hint = jm().evaluate("Rome has half a million people.", expected).feedback
+    assert '{"city": <string>, "pop": <number>, "capital": <boolean>, "tags": [<string>], "mayor": null}' in hint
+    assert '"<number>"' not in hint and '"<boolean>"' not in hint
+    assert '<number> is a JSON number without quotes (0.5, not "0.5")' in hint
+    assert "<boolean> is true or false without quotes" in hint
+
+
+def test_a_number_given_as_a_string_is_told_to_drop_the_quotes():
+    v = jm().evaluate('{"city": "Rome", "pop": "0.5"}', {"city": "Rome", "pop": 0.5})
+    assert not v.passed
+    assert "$.pop: expected number 0.5, got string '0.5'" in v.reason
+    assert v.feedback == 'Fix the JSON: set $.pop to 0.5, a JSON number without quotes (not string "0.5").'
+    flag = jm().evaluate('{"ok": "true"}', {"ok": True}).feedback
+    assert "set $.ok to true, a JSON boolean (true/false) without quotes" in flag
 
 
 @pytest.mark.parametrize(

@@ -196,6 +196,36 @@ def skeleton(value: Any) -> Any:
     return value
 
 
+_TYPE_NOTES = {
+    "<string>": "<string> is a JSON string in double quotes",
+    "<number>": '<number> is a JSON number without quotes (0.5, not "0.5")',
+    "<boolean>": '<boolean> is true or false without quotes (true, not "true")',
+}
+
+
+def shape_text(value: Any, limit: int = 300) -> str:
+    """The shape of ``value`` as JSON text whose leaves are bare type placeholders, never quoted:
+    ``{"pop": <number>}``, so that a number is not mistaken for a string; with a note on each type used."""
+    used: set[str] = set()
+
+    def render(v: Any) -> str:
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{json.dumps(str(k), ensure_ascii=False)}: {render(x)}" for k, x in v.items()) + "}"
+        if isinstance(v, list):
+            return "[" + ", ".join(render(x) for x in v[:3]) + "]"
+        placeholder = skeleton(v)
+        if isinstance(placeholder, str) and placeholder in _TYPE_NOTES:
+            used.add(placeholder)
+            return placeholder
+        return json.dumps(v)
+
+    text = render(value)
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    notes = [_TYPE_NOTES[t] for t in ("<string>", "<number>", "<boolean>") if t in used]
+    return text + (f", where {'; '.join(notes)}" if notes else "")
+
+
 @dataclass(frozen=True, slots=True)
 class Unparseable:
     """The output held no JSON: why, for the failing verdict."""

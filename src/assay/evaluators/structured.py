@@ -28,8 +28,8 @@ from assay.evaluators.jsonparse import (
     kind,
     read_expected,
     read_json_output,
+    shape_text,
     show,
-    skeleton,
 )
 from assay.evaluators.normalize import NormalizeOptions, Normalizer, squad_normalize_many
 from assay.evaluators.registry import register
@@ -412,8 +412,40 @@ class Comparer:
         return json.dumps(norm(value), sort_keys=True, default=repr)
 
 
-def _not_json_verdict(problem: Unparseable, shape: Any) -> Verdict:
-    example = show(shape, 300) if shape is not None else "the requested JSON"
+_TYPE_FIX = {
+    "number": "a JSON number without quotes",
+    "boolean": "a JSON boolean (true/false) without quotes",
+    "string": "a JSON string in double quotes",
+    "null": "JSON null",
+}
+
+
+def _json_type(value: Any) -> str:
+    """The JSON type name of a value: object, array, string, boolean, number or null."""
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    return "null" if value is None else type(value).__name__
+
+
+def _as_json(value: Any, limit: int) -> str:
+    """``value`` written as JSON (strings in double quotes), shortened."""
+    try:
+        text = json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _not_json_verdict(problem: Unparseable, shape: str | None) -> Verdict:
+    example = shape if shape is not None else "the requested JSON"
     return Verdict.fail(
         f"output is not valid JSON: {problem.message}",
         feedback=f"Return valid JSON only — no prose and no Markdown around it — shaped like {example}.",
@@ -490,7 +522,7 @@ class JsonMatch(Evaluator):
         prefer = type(exp) if isinstance(exp, dict | list) else None
         read = read_json_output(actual, self.name, self.options.extract, prefer)
         if isinstance(read, Unparseable):
-            return _not_json_verdict(read, skeleton(exp))
+            return _not_json_verdict(read, shape_text(exp))
         value, source = read
         return self.compare(apply_masks(value, self.keep, self.drop), exp, source)
 
@@ -554,6 +586,11 @@ class JsonMatch(Evaluator):
             if f.missing:
                 diffs.append((path, "missing" + (f" ({f.blocked})" if f.blocked else "")))
                 fixes.append(f"add {path} = {show(f.expected, 60)}")
+            elif _json_type(f.expected) != _json_type(f.actual):
+                want, got = _json_type(f.expected), _json_type(f.actual)
+                diffs.append((path, f"expected {want} {show(f.expected)}, got {got} {show(f.actual)}"))
+                should = f"{_as_json(f.expected, 60)}, {_TYPE_FIX.get(want, want)}"
+                fixes.append(f"set {path} to {should} (not {got} {_as_json(f.actual, 40)})")
             else:
                 diffs.append((path, f"expected {show(f.expected)}, got {show(f.actual)}"))
                 fixes.append(f"set {path} to {show(f.expected, 60)} (not {show(f.actual, 40)})")
