@@ -98,7 +98,8 @@ def test_an_unclosed_echoed_block_hides_everything_after_it(serve):
 
 
 def test_a_structured_reply_is_one_grade_whatever_its_explanation_quotes(serve):
-    reply = json.dumps({"explanation": 'the output says {"score": 5} and SCORE: 5', "fix": "Be right.", "score": 1})
+    explanation = 'the output says {"score": 5} and SCORE: 5'
+    reply = json.dumps({"explanation": explanation, "problem": "wrong", "fix": "Be right.", "score": 1})
     server = serve(reply, response_formats={"json_schema"})
     verdict = make(server).evaluate('{"score": 5}', "ref")
     assert not verdict.is_error and verdict.details["grade"] == 1.0 and verdict.feedback == "Be right."

@@ -150,6 +150,9 @@ def test_the_fix_is_read_apart_from_the_explanation():
     assert (text.explanation, text.fix, text.method) == ("Names Lyon.", "Name Paris.", "fallback")
     assert parse_preference('{"winner": "A", "explanation": "x", "fix": "Shorter."}').fix == "Shorter."
     assert parse_grade("fine\nSCORE: 5", scale).fix == ""
+    named = parse_grade("Names Lyon.\nPROBLEM: names the wrong city\nFIX: Name Paris.\nSCORE: 1", scale)
+    assert (named.problem, named.fix, named.explanation) == ("names the wrong city", "Name Paris.", "Names Lyon.")
+    assert parse_grade('{"problem": "too long", "score": 2}', scale).problem == "too long"
 
 
 def test_preferences():

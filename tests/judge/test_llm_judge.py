@@ -19,12 +19,15 @@ from tests.judge.judge_support import blocks, is_grade, judge_spec
 CRITERIA = "The response names the capital of France."
 
 
-def json_or_line(request: dict[str, Any], key: str, value: Any, explanation: str, fix: str = "") -> str:
-    """Reply as JSON when the request asks for structured output, else with FIX: and a last SCORE:/GRADE: line."""
+def json_or_line(
+    request: dict[str, Any], key: str, value: Any, explanation: str, fix: str = "", problem: str = ""
+) -> str:
+    """Reply as JSON when the request asks for structured output, else with PROBLEM:, FIX: and a last
+    SCORE:/GRADE: line."""
     if request.get("response_format"):
-        return json.dumps({"explanation": explanation, "fix": fix, key: value})
+        return json.dumps({"explanation": explanation, "problem": problem, "fix": fix, key: value})
     word = "GRADE" if key == "label" else "SCORE"
-    return f"{explanation}\nFIX: {fix}\n{word}: {value}"
+    return f"{explanation}\nPROBLEM: {problem}\nFIX: {fix}\n{word}: {value}"
 
 
 def paris_judge(request: dict[str, Any]) -> str:
@@ -32,7 +35,8 @@ def paris_judge(request: dict[str, Any]) -> str:
     ok = "Paris" in blocks(request)["response"]
     fix = "" if ok else "Answer with Paris, the capital of France."
     explanation = "Names Paris." if ok else "Does not name Paris."
-    return json_or_line(request, "label", "pass" if ok else "fail", explanation, fix)
+    problem = "" if ok else "names the wrong city"
+    return json_or_line(request, "label", "pass" if ok else "fail", explanation, fix, problem)
 
 
 def make(server, **options: Any) -> LLMJudge:
@@ -58,15 +62,19 @@ def test_binary_pass_and_fail_with_details(serve):
     assert judge["model"] == "judge-1" and judge["cached"] is False and judge["latency_s"] > 0
     assert judge["usage"]["input_tokens"] > 0 and judge["usage"]["output_tokens"] > 0
     (call,) = bad.details["judges"]
-    assert call["reply"] == json.dumps(
-        {"explanation": "Does not name Paris.", "fix": "Answer with Paris, the capital of France.", "label": "fail"}
-    )
+    assert json.loads(call["reply"]) == {
+        "explanation": "Does not name Paris.",
+        "problem": "names the wrong city",
+        "fix": "Answer with Paris, the capital of France.",
+        "label": "fail",
+    }
+    assert bad.details["problem"] == "names the wrong city" and call["problem"] == "names the wrong city"
     assert call["prompt"][1]["content"].count("It is Lyon.") == 1 and call["parse"] == "json"
     body = server.requests[-1]
     assert body["model"] == "judge-1" and body["temperature"] == 0.0
     schema = body["response_format"]["json_schema"]["schema"]
     assert schema["properties"]["label"]["enum"] == ["pass", "fail"]
-    assert schema["required"] == ["explanation", "fix", "label"]
+    assert schema["required"] == ["explanation", "problem", "fix", "label"]
     assert blocks(body)["reference"] == "Paris"
 
 

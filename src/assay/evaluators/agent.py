@@ -457,6 +457,7 @@ class ToolUsage(Evaluator):
         if passed:
             return Verdict(score, True, None, details, None)
         failed = [c for c in checks if not c.passed]
+        details["check"] = f"tool check {failed[0].name} failed" if failed else "score below the threshold"
         reason = f"{len(failed)} of {_plural(len(checks), 'check')} failed: " + "; ".join(
             f"{c.name}: {c.detail}" for c in failed
         )

@@ -295,9 +295,11 @@ class LLMJudge(Evaluator):
             "grade": grade.grade,
             "score": grade.score,
             "explanation": grade.explanation,
+            "problem": grade.problem,
             "fix": grade.fix,
             "parse": grade.method,
         }
+        unit.problem = grade.problem
         unit.score, unit.grade, unit.explanation, unit.fix = grade.score, grade.grade, grade.explanation, grade.fix
         return unit
 

@@ -43,6 +43,7 @@ FIX_KEYS = ("fix", "suggestion", "improvement")
 _FALLBACK = re.compile(r"^[ \t*_#`-]*(?:SCORE|GRADE)[ \t*_`]*:(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)
 _WINNER_LINE = re.compile(r"^[ \t*_#`-]*(?:WINNER|GRADE)[ \t*_`]*:(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)
 _FIX_LINE = re.compile(r"^[ \t*_#`-]*FIX[ \t*_`]*:(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)
+_PROBLEM_LINE = re.compile(r"^[ \t*_#`-]*PROBLEM[ \t*_`]*:(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
 _FRACTION = re.compile(rf"(?P<num>{_NUMBER.pattern})\s*/\s*(?P<den>{_NUMBER.pattern})")
 _WRAPPERS = " \t*_`'\"[]().,;:!"
@@ -198,6 +199,7 @@ class Grade:
     explanation: str
     method: Literal["json", "fallback"]
     fix: str = ""
+    problem: str = ""  # the judge's name for the main problem (a few words), for grouping failures
 
 
 @dataclass(frozen=True)
@@ -241,11 +243,15 @@ def _fix(obj: Mapping[str, Any]) -> str:
     return _text_field(obj, FIX_KEYS)
 
 
-def _line_fix(reply: Reply, skip: list[Found]) -> tuple[str, list[Found]]:
-    """The judge's ``FIX:`` line (several different ones are ambiguous: none is used)."""
-    fixes = reply.marked_lines(_FIX_LINE, skip)
-    values = {f.value for f in fixes if f.value}
-    return (values.pop() if len(values) == 1 else ""), fixes
+def _problem(obj: Mapping[str, Any]) -> str:
+    return _text_field(obj, ("problem", "issue"))
+
+
+def _line_field(reply: Reply, pattern: re.Pattern[str], skip: list[Found]) -> tuple[str, list[Found]]:
+    """The judge's ``FIX:`` or ``PROBLEM:`` line (several different ones are ambiguous: none is used)."""
+    lines = reply.marked_lines(pattern, skip)
+    values = {f.value for f in lines if f.value}
+    return (values.pop() if len(values) == 1 else ""), lines
 
 
 def _agree(values: list[tuple[Any, Any]], what: str) -> Any:
@@ -272,7 +278,7 @@ def parse_grade(reply: str | None, scale: Scale, quoted: Iterable[str] = ()) -> 
         if key is None:
             raise JudgeReplyError(f"no grade in the judge's JSON reply: it has none of {'/'.join(GRADE_KEYS)}")
         grade, score = scale.normalize(whole[key])
-        return Grade(grade, score, _explanation(whole), "json", _fix(whole))
+        return Grade(grade, score, _explanation(whole), "json", _fix(whole), _problem(whole))
     text = Reply(reply, quoted)
     objects = text.json_objects(GRADE_KEYS)
     lines = text.marked_lines(_FALLBACK, objects)
@@ -292,9 +298,11 @@ def parse_grade(reply: str | None, scale: Scale, quoted: Iterable[str] = ()) -> 
     grade, score = scale.normalize(_agree(values, "grade"))
     if objects:
         obj = objects[0].value
-        return Grade(grade, score, _explanation(obj), "json", _fix(obj))
-    fix, fix_lines = _line_fix(text, objects)
-    return Grade(grade, score, text.without([*lines, *fix_lines]), "fallback", fix)
+        return Grade(grade, score, _explanation(obj), "json", _fix(obj), _problem(obj))
+    fix, fix_lines = _line_field(text, _FIX_LINE, objects)
+    problem, problem_lines = _line_field(text, _PROBLEM_LINE, objects)
+    explanation = text.without([*lines, *fix_lines, *problem_lines])
+    return Grade(grade, score, explanation, "fallback", fix, problem)
 
 
 def parse_preference(reply: str | None, quoted: Iterable[str] = ()) -> Preference:
@@ -320,7 +328,7 @@ def parse_preference(reply: str | None, quoted: Iterable[str] = ()) -> Preferenc
     if objects:
         obj = objects[0].value
         return Preference(winner, _explanation(obj), "json", _fix(obj))
-    fix, fix_lines = _line_fix(text, objects)
+    fix, fix_lines = _line_field(text, _FIX_LINE, objects)
     return Preference(winner, text.without([*lines, *fix_lines]), "fallback", fix)
 
 

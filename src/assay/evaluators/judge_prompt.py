@@ -20,6 +20,11 @@ FIX_ASK = (
     "its author (what to write or do instead, not a description of the problem); leave it empty if the response "
     "already meets them."
 )
+PROBLEM_ASK = (
+    "the main problem in two to six words that name the kind of problem, not this response's particulars (e.g. "
+    '"names the wrong city", "answer is incomplete", "ignores the requested format"); leave it empty if there is '
+    "none."
+)
 BOUNDARY_PREFIX = "untrusted-"
 PLACEHOLDER = "untrusted-BOUNDARY"  # stands for the random tag in cache keys, so identical judgements share a key
 
@@ -110,10 +115,11 @@ def grade_messages(
     parts.append("## The response to evaluate\n" + delimit(output, boundary, "response"))
     parts.append(
         "## Your answer\n"
-        f'{scale.describe()} First explain briefly, then say how to fix the response, then grade. In "fix" '
-        f"write {FIX_ASK} Reply with one JSON object and nothing else: "
-        f'{{"explanation": "<why>", "fix": "<the change>", "{scale.key}": <grade>}}. If you cannot write JSON, '
-        f"end your reply with a line `FIX: <the change>` and then a line such as `{scale.fallback_hint()}`."
+        f"{scale.describe()} First explain briefly, then name the main problem, then say how to fix the response, "
+        f'then grade. In "problem" write {PROBLEM_ASK} In "fix" write {FIX_ASK} Reply with one JSON object '
+        f'and nothing else: {{"explanation": "<why>", "problem": "<the problem>", "fix": "<the change>", '
+        f'"{scale.key}": <grade>}}. If you cannot write JSON, end your reply with a line `PROBLEM: <the problem>`, '
+        f"a line `FIX: <the change>` and then a line such as `{scale.fallback_hint()}`."
     )
     return [system_message(boundary), {"role": "user", "content": "\n\n".join(parts)}]
 
@@ -163,7 +169,12 @@ def steps_messages(criteria: str, rubric: str | None = None) -> list[Message]:
 
 def grade_format(scale: Scale) -> dict[str, Any]:
     """The OpenAI ``response_format`` (strict JSON schema) of a grading reply."""
-    properties = {"explanation": {"type": "string"}, "fix": {"type": "string"}, scale.key: scale.grade_schema()}
+    properties = {
+        "explanation": {"type": "string"},
+        "problem": {"type": "string"},
+        "fix": {"type": "string"},
+        scale.key: scale.grade_schema(),
+    }
     return _schema_format("judgement", properties)
 
 

@@ -25,6 +25,7 @@ class Unit:
     error: str | None = None
     explanation: str = ""
     fix: str = ""
+    problem: str = ""
     grade: Any = None
     inconsistent: str | None = None  # pairwise: "first" or "second", the position the judge preferred either way
     extra: dict[str, Any] = field(default_factory=dict)
@@ -100,6 +101,9 @@ class VerdictBuilder:
             details["explanation"] = scored[0].explanation
             if scored[0].fix:
                 details["fix"] = scored[0].fix
+        if not combined.passed:
+            ranked = sorted(scored, key=lambda u: u.score if u.score is not None else 0.0)
+            details["problem"] = next((u.problem for u in ranked if u.problem), "")
         if options.mode == "pairwise":
             outcomes = [u.grade for u in scored]
             details["result"] = outcome_of(combined.score)

@@ -84,12 +84,32 @@ def _as_json(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def _field_check(fields: list[FieldResult], extras: list[tuple[Path, Any]]) -> str:
+    """What failed, in a few words and without values (list indices as ``[]``): the key of a feedback theme."""
+    for f in fields:
+        if f.equal:
+            continue
+        path = _INDEX.sub("[]", json_path(f.path))
+        if f.missing:
+            return f"missing field {path}"
+        want, got = _json_type(f.expected), _json_type(f.actual)
+        if want != got:
+            return f"{path} is a JSON {got}, not a {want}"
+        return f"wrong value at {path}"
+    if extras:
+        return f"unexpected field {_INDEX.sub('[]', json_path(extras[0][0]))}"
+    return "fields differ"
+
+
 def _not_json_verdict(problem: Unparseable, shape: str | None) -> Verdict:
     example = shape if shape is not None else "the requested JSON"
     return Verdict.fail(
         f"output is not valid JSON: {problem.message}",
         feedback=f"Return valid JSON only — no prose and no Markdown around it — shaped like {example}.",
-        details={"json_error": problem.message},
+        details={"json_error": problem.message, "check": "output is not valid JSON"},
     )
 
 
@@ -181,6 +201,7 @@ class JsonMatch(Evaluator):
         if n_equal == len(fields) and not penalised:
             return Verdict.partial(score, None, self.options.threshold, details=details)
         reason, feedback = self._explain(fields, extras if penalised else [], n_extra)
+        details["check"] = _field_check(fields, extras if penalised else [])
         return Verdict.partial(score, reason, self.options.threshold, feedback=feedback, details=details)
 
     def _details(
@@ -358,6 +379,8 @@ class Schema(Evaluator):
         if not violations:
             return Verdict.pass_(details=details)
         details["violations"] = [{"path": v.path, "message": v.message, "keyword": v.keyword} for v in violations]
+        first = violations[0]
+        details["check"] = f"schema rule {first.keyword!r} broken at {_INDEX.sub('[]', first.path)}"
         n = len(violations)
         reason = f"{n} schema violation{'s' if n != 1 else ''}: " + "; ".join(
             f"{v.path}: {v.message}" for v in violations
