@@ -31,7 +31,9 @@ def reply(request: dict[str, Any]) -> str:
         reference = re.search(_BLOCK.format(name="reference"), text, re.DOTALL).group(2)
         ok = reference in response
         why = "It names the right city." if ok else f"It names {response}, but the capital is {reference}."
-        return json.dumps({"explanation": why, "label": "pass" if ok else "fail"})
+        problem = "" if ok else f"Names a large city instead of the capital{'.' if response == 'Milan' else ''}"
+        fix = "" if ok else f"Answer {reference}, the capital, not {response}."
+        return json.dumps({"explanation": why, "problem": problem, "fix": fix, "label": "pass" if ok else "fail"})
     if request["model"] == "coach":
         return "Answer with the capital city itself, not another large city."
     return "Two samples name a large city instead of the capital."
@@ -63,7 +65,8 @@ def test_judge_verdicts_and_prompts_are_in_the_sample_log(run_dir):
     path, _ = run_dir
     records = {r.sample_id: r for r in read_records(path)}
     verdict = records["Italy"].filters["none"].verdicts["llm_judge"][0]
-    assert verdict["passed"] is False and verdict["feedback"] == "It names Milan, but the capital is Rome."
+    assert verdict["passed"] is False and verdict["feedback"] == "Answer Rome, the capital, not Milan."
+    assert "It names Milan, but the capital is Rome." in verdict["reason"]  # the diagnosis stays the reason
     judge = verdict["details"]["judge"]
     assert judge["model"] == "judge" and judge["usage"]["input_tokens"] > 0
     prompt = verdict["details"]["judges"][0]["prompt"][1]["content"]
@@ -80,7 +83,12 @@ def test_themes_group_failures_by_metric_and_pattern(run_dir):
     judged = by_metric["llm_judge"]
     assert sorted(judged.samples) == [("capitals", "Italy"), ("capitals", "Peru")]
     assert judged.grade == "fail" and judged.evaluator == "llm_judge"
-    assert "graded <text>" in judged.pattern and "Milan" not in judged.pattern
+    # grouped by the judge's stated problem (its wording aside), not by the explanation quoted in each reason
+    assert judged.pattern == "judge:names a large city instead of the capital" and judged.n_samples == 2
+    assert judged.title == "the judge's problem: Names a large city instead of the capital."
+    assert judged.criteria == "The response names the capital city."
+    assert judged.suggestion in ("Answer Rome, the capital, not Milan.", "Answer Lima, the capital, not Cusco.")
+    assert judged.also == [("exact_match fails: output [the output] does not equal expected [the expected answer]", 2)]
 
 
 def test_feedback_command_text_json_and_models(run_dir):

@@ -107,8 +107,8 @@ def test_report_text_and_json(tmp_path):
     assert (report.n_samples, report.n_failing, report.n_errored) == (8, 7, 0)
     text = report.to_text()
     assert "7 of 8 samples failing" in text
-    assert "1. strict fails: output <text> does not equal expected <text>" in text
-    assert "recurring feedback: Answer with exactly '0'. (×7)" in text
+    assert "1. strict (exact_match) fails: output … does not equal expected '0'\n" in text
+    assert "suggested change (the feedback of 7 of 7): Answer with exactly '0'." in text
     assert "samples: t/1, t/2, t/3, t/4, t/5 (+2 more)" in text
     data = json.loads(json.dumps(report.to_dict()))
     assert data["themes"][0]["n_samples"] == 7 and data["themes"][0]["example_ids"][:2] == ["t/1", "t/2"]

@@ -457,7 +457,8 @@ class ToolUsage(Evaluator):
         if passed:
             return Verdict(score, True, None, details, None)
         failed = [c for c in checks if not c.passed]
-        details["check"] = f"tool check {failed[0].name} failed" if failed else "score below the threshold"
+        causes = list(dict.fromkeys(f"tool check {c.name} failed" for c in failed)) or ["score below the threshold"]
+        details["check"], details["failed_checks"] = causes[0], causes[:_MAX_FEEDBACK]
         reason = f"{len(failed)} of {_plural(len(checks), 'check')} failed: " + "; ".join(
             f"{c.name}: {c.detail}" for c in failed
         )

@@ -87,21 +87,22 @@ def _as_json(value: Any, limit: int) -> str:
 _INDEX = re.compile(r"\[\d+\]")
 
 
-def _field_check(fields: list[FieldResult], extras: list[tuple[Path, Any]]) -> str:
-    """What failed, in a few words and without values (list indices as ``[]``): the key of a feedback theme."""
+def _field_checks(fields: list[FieldResult], extras: list[tuple[Path, Any]]) -> list[str]:
+    """What failed, per differing field, in a few words without values (list indices as ``[]``), distinct and at
+    most ``_MAX_FEEDBACK``: the keys of feedback themes, so one cause (a number written as a string) groups
+    together whatever else differs in each output."""
+    checks: list[str] = []
     for f in fields:
         if f.equal:
             continue
         path = _INDEX.sub("[]", json_path(f.path))
         if f.missing:
-            return f"missing field {path}"
+            checks.append(f"missing field {path}")
+            continue
         want, got = _json_type(f.expected), _json_type(f.actual)
-        if want != got:
-            return f"{path} is a JSON {got}, not a {want}"
-        return f"wrong value at {path}"
-    if extras:
-        return f"unexpected field {_INDEX.sub('[]', json_path(extras[0][0]))}"
-    return "fields differ"
+        checks.append(f"{path} is a JSON {got}, not a {want}" if want != got else f"wrong value at {path}")
+    checks += [f"unexpected field {_INDEX.sub('[]', json_path(p))}" for p, _ in extras]
+    return list(dict.fromkeys(checks))[:_MAX_FEEDBACK] or ["fields differ"]
 
 
 def _not_json_verdict(problem: Unparseable, shape: str | None) -> Verdict:
@@ -201,7 +202,8 @@ class JsonMatch(Evaluator):
         if n_equal == len(fields) and not penalised:
             return Verdict.partial(score, None, self.options.threshold, details=details)
         reason, feedback = self._explain(fields, extras if penalised else [], n_extra)
-        details["check"] = _field_check(fields, extras if penalised else [])
+        checks = _field_checks(fields, extras if penalised else [])
+        details["check"], details["failed_checks"] = checks[0], checks
         return Verdict.partial(score, reason, self.options.threshold, feedback=feedback, details=details)
 
     def _details(
@@ -379,8 +381,9 @@ class Schema(Evaluator):
         if not violations:
             return Verdict.pass_(details=details)
         details["violations"] = [{"path": v.path, "message": v.message, "keyword": v.keyword} for v in violations]
-        first = violations[0]
-        details["check"] = f"schema rule {first.keyword!r} broken at {_INDEX.sub('[]', first.path)}"
+        rules = (f"schema rule {v.keyword!r} broken at {_INDEX.sub('[]', v.path)}" for v in violations)
+        checks = list(dict.fromkeys(rules))
+        details["check"], details["failed_checks"] = checks[0], checks[:_MAX_FEEDBACK]
         n = len(violations)
         reason = f"{n} schema violation{'s' if n != 1 else ''}: " + "; ".join(
             f"{v.path}: {v.message}" for v in violations

@@ -22,10 +22,11 @@ def summary_messages(report: ThemeReport, boundary: str, max_themes: int = 20) -
         themes.append(
             {
                 "theme": theme.label,
-                "samples": len(theme.samples),
+                "samples": max(theme.n_samples, len(theme.samples)),
                 "verdicts": theme.count,
                 "examples": [{"reason": e.reason, "feedback": e.feedback} for e in theme.examples],
                 "common_feedback": [text for text, _ in theme.feedback],
+                "suggested_change": theme.suggestion,
             }
         )
     data = json.dumps(themes, ensure_ascii=False, indent=1)

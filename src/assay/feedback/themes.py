@@ -1,41 +1,33 @@
-"""Recurring themes of a run's failures: failing verdicts grouped by metric and reason pattern, with examples.
+"""Recurring themes of a run's failures: failing verdicts grouped by metric and cause, with counts, examples and one
+suggested change per theme.
 
-The grouping is deterministic: a reason's pattern is the reason with its quoted values and numbers masked
-(``output '7' does not equal expected '8'`` → ``output <text> does not equal expected <text>``), so failures that
-differ only in their values fall into one theme; a judge's grade (``details["grade"]``) is kept apart, so "partial"
-and "incorrect" are separate themes. Error verdicts (the evaluator could not judge) form themes of their own.
+The cause of a verdict (:mod:`assay.feedback.causes`) is the kind of check that failed — the check an evaluator
+names, a judge's stated problem and grade, or the head of the reason with its values masked — so failures that
+differ only in their values, or in the specifics listed after the check, fall into one theme. Error verdicts (the
+evaluator could not judge) form themes of their own. Records are read one at a time and each theme keeps counts, a
+few examples and sample ids, and bounded tallies of its feedback, so a run of millions of samples is grouped in
+constant memory per theme.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from assay.errors import AssayError
+from assay.errors import AssayError, DataError
+from assay.feedback.causes import Cause, SlotStats, causes_of, clip, reason_pattern, roles_of, slotted
 from assay.record import SampleRecord
 
 if TYPE_CHECKING:
     from assay.record import RunManifest
 
-_QUOTED = re.compile(r"""(?<![\w'"])'(?:[^'\\\n]|\\.)*'(?![\w])|(?<![\w"'])"(?:[^"\\\n]|\\.)*"(?![\w])""")
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?%?(?![\w])", re.IGNORECASE)
-_HEX = re.compile(r"\b[0-9a-f]{8,}\b", re.IGNORECASE)
-_SPACE = re.compile(r"\s+")
-PATTERN_LIMIT = 200
-
-
-def reason_pattern(text: str) -> str:
-    """``text`` with quoted values, numbers and long hex ids masked and whitespace collapsed: the theme key."""
-    text = _QUOTED.sub("<text>", text)
-    text = _HEX.sub("<id>", text)
-    text = _NUMBER.sub("<n>", text)
-    text = _SPACE.sub(" ", text).strip()
-    return text if len(text) <= PATTERN_LIMIT else text[: PATTERN_LIMIT - 1] + "…"
+MAX_SAMPLE_IDS = 20  # sample ids kept per theme (the count is exact)
+MAX_TALLIES = 64  # distinct feedback texts / patterns tallied per theme; later new ones are only counted as "other"
+_SPACE_LIMIT = 160
 
 
 @dataclass
@@ -52,26 +44,32 @@ class Example:
 
 @dataclass
 class Theme:
-    """Failing (or errored) verdicts of one metric that share a reason pattern."""
+    """Failing (or errored) verdicts of one metric that share a cause."""
 
     id: str
     metric: str  # the metric key, with ",filter" when the filter is not "none"
     evaluator: str  # the evaluator's registered name
     kind: Literal["failure", "error"]
-    pattern: str
+    pattern: str  # the cause's key
     grade: str | None
     count: int = 0  # verdicts
-    samples: list[tuple[str, str]] = field(default_factory=list)  # (task, sample_id), in order of appearance
+    samples: list[tuple[str, str]] = field(default_factory=list)  # the first MAX_SAMPLE_IDS (task, sample_id)
     examples: list[Example] = field(default_factory=list)
     feedback: list[tuple[str, int]] = field(default_factory=list)  # most common feedback texts with their counts
-    _seen: set[tuple[str, str]] = field(default_factory=set, repr=False, compare=False)  # = set(samples), for speed
+    n_samples: int = 0  # distinct samples (exact, unlike ``samples``)
+    title: str = ""  # the cause in words, with the values every failure shares
+    criteria: str | None = None  # llm_judge: what the judge checked
+    suggestion: str | None = None  # one concrete change, from the theme's most common feedback
+    suggestion_count: int = 0  # verdicts whose feedback has the suggestion's form
+    also: list[tuple[str, int]] = field(default_factory=list)  # other themes failing on the same samples, shared
 
     @property
     def label(self) -> str:
-        """The theme in one line: metric, grade and pattern."""
+        """The theme in one line: metric (and evaluator), grade and cause."""
+        evaluator = f" ({self.evaluator})" if self.evaluator != self.metric.split(",")[0] else ""
         grade = f" [grade {self.grade}]" if self.grade is not None else ""
         prefix = "error" if self.kind == "error" else "fails"
-        return f"{self.metric}{grade} {prefix}: {self.pattern}"
+        return f"{self.metric}{evaluator}{grade} {prefix}: {self.title or self.pattern}"
 
     @property
     def example_ids(self) -> list[str]:
@@ -81,13 +79,176 @@ class Theme:
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form."""
         out = asdict(self)
-        out.pop("_seen")
         out["label"] = self.label
-        out["n_samples"] = len(self.samples)
         out["samples"] = [{"task": t, "sample_id": s} for t, s in self.samples]
         out["example_ids"] = self.example_ids
         out["feedback"] = [{"text": text, "count": n} for text, n in self.feedback]
+        out["also"] = [{"theme": label, "shared_samples": n} for label, n in self.also]
         return out
+
+
+@dataclass
+class _Tally:
+    """A theme's growing state: the theme itself plus bounded feedback tallies."""
+
+    theme: Theme
+    texts: Counter[str] = field(default_factory=Counter)
+    patterns: dict[str, SlotStats] = field(default_factory=dict)
+    title: SlotStats | None = None
+
+
+ThemeKey = tuple[str, str, str, str | None]
+
+
+class ThemeGrouper:
+    """Groups the failing verdicts of records fed one at a time (:meth:`add`); :meth:`themes` gives the result."""
+
+    def __init__(
+        self,
+        *,
+        examples: int = 3,
+        include_errors: bool = True,
+        tasks: Iterable[str] | None = None,
+        manifest: RunManifest | None = None,
+    ) -> None:
+        self.examples = examples
+        self.include_errors = include_errors
+        self.wanted = set(tasks) if tasks is not None else None
+        self.configs = _evaluator_configs(manifest)
+        self.n_samples = self.n_failing = self.n_errored = 0
+        self.seen_tasks: set[str] = set()
+        self._tallies: dict[ThemeKey, _Tally] = {}
+        self._shared: Counter[tuple[ThemeKey, ThemeKey]] = Counter()
+
+    def add(self, record: SampleRecord | Mapping[str, Any]) -> None:
+        """Count one sample's verdicts (a SampleRecord or its JSON dict)."""
+        task, sample_id, target, filters = _parts(record)
+        self.seen_tasks.add(task)
+        if self.wanted is not None and task not in self.wanted:
+            return
+        self.n_samples += 1
+        failing = errored = False
+        hit: set[ThemeKey] = set()
+        for filter_name, metric, verdicts, outputs in filters:
+            key_metric = metric if filter_name == "none" else f"{metric},{filter_name}"
+            for repeat, verdict in enumerate(verdicts):
+                error = verdict.get("error")
+                if verdict.get("passed"):
+                    continue
+                failing |= not error
+                errored |= bool(error)
+                if error and not self.include_errors:
+                    continue
+                output = outputs[min(repeat, len(outputs) - 1)] if outputs else None
+                roles = roles_of(target, output)
+                for cause in causes_of(verdict):
+                    key = self._count(task, sample_id, metric, key_metric, repeat, verdict, cause, hit, roles)
+                    hit.add(key)
+        self.n_failing += failing
+        self.n_errored += errored
+        ordered = sorted(hit, key=repr)
+        for i, a in enumerate(ordered):
+            for b in ordered[i + 1 :]:
+                self._shared[(a, b)] += 1
+
+    def _count(
+        self,
+        task: str,
+        sample_id: str,
+        metric: str,
+        key_metric: str,
+        repeat: int,
+        verdict: Mapping[str, Any],
+        cause: Cause,
+        hit: set[ThemeKey],
+        roles: Mapping[str, str],
+    ) -> ThemeKey:
+        error = verdict.get("error")
+        kind: Literal["failure", "error"] = "error" if error else "failure"
+        key: ThemeKey = (key_metric, kind, cause.key, cause.grade)
+        tally = self._tallies.get(key)
+        if tally is None:
+            digest = hashlib.sha256(repr(key).encode()).hexdigest()[:10]
+            config = self.configs.get((task, metric), {})
+            evaluator = str(config.get("name", metric))
+            criteria = config.get("criteria") if evaluator == "llm_judge" else None
+            theme = Theme(digest, key_metric, evaluator, kind, cause.key, cause.grade)
+            theme.criteria = criteria
+            tally = self._tallies[key] = _Tally(theme, title=SlotStats.of(cause.text))
+        theme = tally.theme
+        theme.count += 1
+        if tally.title is not None:
+            tally.title.add(cause.text, roles)
+        if key not in hit:
+            theme.n_samples += 1
+            if len(theme.samples) < MAX_SAMPLE_IDS:
+                theme.samples.append((task, sample_id))
+            if len(theme.examples) < self.examples:
+                reason = error if error else verdict.get("reason")
+                theme.examples.append(Example(task, sample_id, repeat, reason, verdict.get("feedback")))
+        text = verdict.get("feedback")
+        if text:
+            _tally_feedback(tally, str(text), roles)
+        return key
+
+    def themes(self) -> list[Theme]:
+        """The themes, most samples first, each with its title, suggested change and co-failing themes."""
+        for tally in self._tallies.values():
+            theme = tally.theme
+            if tally.title is not None:
+                theme.title = tally.title.render()
+            theme.feedback = tally.texts.most_common(3)
+            if tally.patterns:
+                best = max(tally.patterns.values(), key=lambda s: s.count)  # the first seen among equals
+                theme.suggestion, theme.suggestion_count = best.render(), best.count
+        self._link()
+        return sorted(
+            (t.theme for t in self._tallies.values()),
+            key=lambda t: (-t.n_samples, -t.count, t.kind != "failure", t.metric, t.pattern),
+        )
+
+    def _link(self) -> None:
+        """For each theme, the other themes that fail on at least half of its samples."""
+        also: dict[ThemeKey, list[tuple[str, int]]] = {}
+        for (a, b), n in self._shared.items():
+            for mine, other in ((a, b), (b, a)):
+                theme = self._tallies[mine].theme
+                if n * 2 >= theme.n_samples:
+                    also.setdefault(mine, []).append((self._tallies[other].theme.label, n))
+        for key, tally in self._tallies.items():
+            tally.theme.also = sorted(also.get(key, []), key=lambda x: (-x[1], x[0]))[:3]
+
+
+def _tally_feedback(tally: _Tally, text: str, roles: Mapping[str, str]) -> None:
+    if text in tally.texts or len(tally.texts) < MAX_TALLIES:
+        tally.texts[text] += 1
+    s = slotted(text)
+    pattern = s.pattern
+    stats = tally.patterns.get(pattern)
+    if stats is None:
+        if len(tally.patterns) >= MAX_TALLIES:
+            return
+        stats = tally.patterns[pattern] = SlotStats.of(s)
+    stats.add(s, roles)
+
+
+Verdicts = Iterator[tuple[str, str, list[Any], list[Any]]]  # (filter, metric, verdict dicts, filtered outputs)
+
+
+def _parts(record: SampleRecord | Mapping[str, Any]) -> tuple[str, str, Any, Verdicts]:
+    """(task, sample_id, target, verdicts by filter and metric) of a record or its JSON form."""
+    if isinstance(record, SampleRecord):
+        items = (
+            (f, m, vs, list(fr.filtered or [])) for f, fr in record.filters.items() for m, vs in fr.verdicts.items()
+        )
+        return record.task, record.sample_id, record.target, items
+    filters = record.get("filters") or {}
+    items = (
+        (str(f), str(m), list(vs or []), list((fr or {}).get("filtered") or []))
+        for f, fr in filters.items()
+        for m, vs in ((fr or {}).get("verdicts") or {}).items()
+    )
+    return str(record.get("task")), str(record.get("sample_id")), record.get("target"), items
 
 
 @dataclass
@@ -123,42 +284,51 @@ class ThemeReport:
         if not self.themes:
             lines.append("No failing sample.")
         for i, theme in enumerate(self.themes, 1):
-            lines.append("")
-            n = len(theme.samples)
-            lines.append(f"{i}. {theme.label}")
+            lines += ["", f"{i}. {theme.label}"]
+            n = theme.n_samples
             lines.append(f"   {theme.count} verdict{'s' * (theme.count != 1)} in {n} sample{'s' * (n != 1)}")
+            if theme.criteria:
+                lines.append(f"   criteria: {_one_line(theme.criteria)}")
+            if theme.suggestion and theme.kind == "failure":
+                share = f" (the feedback of {theme.suggestion_count} of {theme.count})" if theme.count > 1 else ""
+                lines.append(f"   suggested change{share}: {_one_line(theme.suggestion, 300)}")
             for ex in theme.examples:
                 lines.append(f"   e.g. {ex.task}/{ex.sample_id}: {_one_line(ex.reason or '(no reason)')}")
                 if ex.feedback:
                     lines.append(f"        feedback: {_one_line(ex.feedback)}")
                 if ex.model_feedback:
                     lines.append(f"        model feedback: {_one_line(ex.model_feedback)}")
-            repeated = [(t, c) for t, c in theme.feedback if c > 1]
-            if repeated:
-                common = "; ".join(f"{_one_line(t, 80)} (×{c})" for t, c in repeated)
-                lines.append(f"   recurring feedback: {common}")
+            for label, shared in theme.also:
+                lines.append(f"   the same samples also fail: {_one_line(label, 120)} ({shared} of {n})")
             shown = ", ".join(f"{t}/{s}" for t, s in theme.samples[:max_samples])
-            more = f" (+{n - max_samples} more)" if n > max_samples else ""
+            more = f" (+{n - min(max_samples, len(theme.samples))} more)" if n > max_samples else ""
             lines.append(f"   samples: {shown}{more}")
         if self.summary:
             lines += ["", f"Summary ({self.summary_model}):", self.summary.strip()]
         return "\n".join(lines) + "\n"
 
 
-def _one_line(text: str, limit: int = 160) -> str:
-    text = _SPACE.sub(" ", text).strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _one_line(text: str, limit: int = _SPACE_LIMIT) -> str:
+    return clip(" ".join(text.split()), limit)
 
 
-def _evaluator_names(manifest: RunManifest | None) -> dict[tuple[str, str], str]:
+def _evaluator_configs(manifest: RunManifest | None) -> dict[tuple[str, str], dict[str, Any]]:
     if manifest is None:
         return {}
-    return {(t.name, m.name): str(m.evaluator.get("name", m.name)) for t in manifest.tasks for m in t.metrics}
+    return {(t.name, m.name): dict(m.evaluator) for t in manifest.tasks for m in t.metrics}
 
 
-def _grade(details: Mapping[str, Any]) -> str | None:
-    grade = details.get("result", details.get("grade"))
-    return None if grade is None or isinstance(grade, dict | list) else str(grade)
+def iter_record_dicts(run_dir: Path) -> Iterator[dict[str, Any]]:
+    """The sample records of a run folder as JSON dicts, one line at a time (a torn last line is skipped)."""
+    from assay.runner.rundir import SAMPLES, iter_sample_lines
+
+    path = run_dir / SAMPLES
+    if not path.is_file():
+        return
+    for lineno, obj in iter_sample_lines(path):
+        if not isinstance(obj, dict) or "task" not in obj or "sample_id" not in obj:
+            raise DataError(f"{path}:{lineno}: not a sample record (it needs 'task' and 'sample_id')")
+        yield obj
 
 
 def group_failures(
@@ -171,71 +341,25 @@ def group_failures(
     """The themes of a run's failing verdicts, most frequent first.
 
     ``source`` is a run folder (path), a loaded run (anything with ``records`` and ``manifest``), or an iterable of
-    :class:`SampleRecord`. ``examples`` caps the examples kept per theme; ``tasks`` keeps only those tasks.
+    :class:`SampleRecord` (or their JSON dicts), read once. ``examples`` caps the examples kept per theme; ``tasks``
+    keeps only those tasks.
     """
-    records, manifest = _records(source)
-    return _group(records, manifest, examples=examples, include_errors=include_errors, tasks=tasks)
+    records, manifest = _source(source)
+    grouper = ThemeGrouper(examples=examples, include_errors=include_errors, tasks=tasks, manifest=manifest)
+    for record in records:
+        grouper.add(record)
+    return grouper.themes()
 
 
-def _records(source: Any) -> tuple[list[SampleRecord], RunManifest | None]:
+def _source(source: Any) -> tuple[Iterable[SampleRecord | Mapping[str, Any]], RunManifest | None]:
     if isinstance(source, str | Path):
-        from assay.runner.rundir import read_manifest, read_records
+        from assay.runner.rundir import read_manifest
 
         run_dir = Path(source)
-        return read_records(run_dir), read_manifest(run_dir)
+        return iter_record_dicts(run_dir), read_manifest(run_dir)
     if hasattr(source, "records"):
-        return list(source.records), getattr(source, "manifest", None)
-    return list(source), None
-
-
-def _group(
-    records: list[SampleRecord],
-    manifest: RunManifest | None,
-    *,
-    examples: int,
-    include_errors: bool,
-    tasks: Iterable[str] | None,
-) -> list[Theme]:
-    names = _evaluator_names(manifest)
-    wanted = set(tasks) if tasks is not None else None
-    themes: dict[tuple[str, str, str, str | None], Theme] = {}
-    feedback: dict[tuple[str, str, str, str | None], Counter[str]] = {}
-    for record in records:
-        if wanted is not None and record.task not in wanted:
-            continue
-        for filter_name, filtered in record.filters.items():
-            for metric, verdicts in filtered.verdicts.items():
-                key_metric = metric if filter_name == "none" else f"{metric},{filter_name}"
-                for repeat, verdict in enumerate(verdicts):
-                    error = verdict.get("error")
-                    if verdict.get("passed") or (error and not include_errors):
-                        continue
-                    kind: Literal["failure", "error"] = "error" if error else "failure"
-                    text = error if error else verdict.get("reason") or verdict.get("feedback") or "(no reason given)"
-                    grade = None if error else _grade(verdict.get("details") or {})
-                    pattern = reason_pattern(str(text))
-                    key: tuple[str, str, str, str | None] = (key_metric, kind, pattern, grade)
-                    theme = themes.get(key)
-                    if theme is None:
-                        digest = hashlib.sha256(repr(key).encode()).hexdigest()[:10]
-                        evaluator = names.get((record.task, metric), metric)
-                        theme = themes[key] = Theme(digest, key_metric, evaluator, kind, pattern, grade)
-                        feedback[key] = Counter()
-                    theme.count += 1
-                    ref = (record.task, record.sample_id)
-                    if ref not in theme._seen:
-                        theme._seen.add(ref)
-                        theme.samples.append(ref)
-                    if verdict.get("feedback"):
-                        feedback[key][str(verdict["feedback"])] += 1
-                    if len(theme.examples) < examples and all((e.task, e.sample_id) != ref for e in theme.examples):
-                        reason = error if error else verdict.get("reason")
-                        theme.examples.append(
-                            Example(record.task, record.sample_id, repeat, reason, verdict.get("feedback"))
-                        )
-    for key, theme in themes.items():
-        theme.feedback = feedback[key].most_common(3)
-    return sorted(themes.values(), key=lambda t: (-len(t.samples), -t.count, t.kind != "failure", t.metric, t.pattern))
+        return source.records, getattr(source, "manifest", None)
+    return source, None
 
 
 def build_report(
@@ -245,26 +369,24 @@ def build_report(
     include_errors: bool = True,
     tasks: Iterable[str] | None = None,
 ) -> ThemeReport:
-    """The themes of a run folder with the sample counts they come from; AssayError names an unknown task."""
-    from assay.runner.rundir import read_manifest, read_records
+    """The themes of a run folder with the sample counts they come from, in one streaming pass over its samples;
+    AssayError names an unknown task."""
+    from assay.runner.rundir import read_manifest
 
     path = Path(run_dir)
     manifest = read_manifest(path)
-    records = read_records(path)
+    grouper = ThemeGrouper(examples=examples, include_errors=include_errors, tasks=tasks, manifest=manifest)
+    for record in iter_record_dicts(path):
+        grouper.add(record)
     if tasks is not None:
-        keep = set(tasks)
-        known = {t.name for t in manifest.tasks} | {r.task for r in records}
-        unknown = sorted(keep - known)
+        known = {t.name for t in manifest.tasks} | grouper.seen_tasks
+        unknown = sorted(set(tasks) - known)
         if unknown:
             raise AssayError(
                 f"no task {', '.join(map(repr, unknown))} in run {manifest.run_id}; "
                 f"its tasks are {', '.join(sorted(known)) or 'none'}"
             )
-        records = [r for r in records if r.task in keep]
-    themes = _group(records, manifest, examples=examples, include_errors=include_errors, tasks=None)
-    failing = errored = 0
-    for record in records:
-        verdicts = [v for f in record.filters.values() for vs in f.verdicts.values() for v in vs]
-        failing += any(not v.get("passed") and not v.get("error") for v in verdicts)
-        errored += any(v.get("error") for v in verdicts)
-    return ThemeReport(manifest.run_id, len(records), failing, errored, themes)
+    return ThemeReport(manifest.run_id, grouper.n_samples, grouper.n_failing, grouper.n_errored, grouper.themes())
+
+
+__all__ = ["Example", "Theme", "ThemeGrouper", "ThemeReport", "build_report", "group_failures", "reason_pattern"]

@@ -816,7 +816,7 @@ def theme_section(
                 index=n,
                 kind=theme.kind,
                 label=_short(theme.label, 300),
-                count=len(theme.samples),
+                count=theme.n_samples,
                 verdicts=theme.count,
                 href=f"#theme={run_index}.{n}",
                 example=_short(example, 300) if example else None,
