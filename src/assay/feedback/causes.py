@@ -13,15 +13,15 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-_TOKEN = re.compile(
-    r"""(?P<text>(?<![\w'"])'(?:[^'\\\n]|\\.)*'(?![\w])|(?<![\w"'])"(?:[^"\\\n]|\\.)*"(?![\w]))"""
+_TOKEN = re.compile(  # the leading lookahead lets the scan skip most positions at once (about twice as fast)
+    r"""(?=['"\d+\-a-f])(?:(?P<text>(?<![\w'"])'(?:[^'\\\n]|\\.)*'(?![\w])|(?<![\w"'])"(?:[^"\\\n]|\\.)*"(?![\w]))"""
     r"|(?P<id>\b[0-9a-f]{8,}\b)"
-    r"|(?P<n>(?<![\w.])[-+]?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?%?(?![\w]))",
+    r"|(?P<n>(?<![\w.])[-+]?\d+(?:[.,]\d+)*(?:e[-+]?\d+)?%?(?![\w])))",
     re.IGNORECASE,
 )
-_SPACE = re.compile(r"\s+")
 _ASIDE = re.compile(r"\s*\([^()]*\)")
 _PROBLEM_NOISE = re.compile(r"[^\w\s-]+")
 PATTERN_LIMIT = 200
@@ -34,19 +34,12 @@ class Slotted:
     segments: tuple[str, ...]
     kinds: tuple[str, ...]  # "text", "id" or "n" per value
     values: tuple[str, ...]
-
-    @property
-    def pattern(self) -> str:
-        """The text with every value replaced by its placeholder (``<text>``, ``<id>``, ``<n>``): the grouping key."""
-        out = [self.segments[0]]
-        for kind, segment in zip(self.kinds, self.segments[1:], strict=True):
-            out += [f"<{kind}>", segment]
-        return "".join(out)
+    pattern: str  # the text with every value replaced by its placeholder (<text>, <id>, <n>): the grouping key
 
 
 def slotted(text: str) -> Slotted:
     """``text`` (whitespace collapsed) split at its quoted values, long hex ids and numbers."""
-    text = _SPACE.sub(" ", text).strip()
+    text = " ".join(text.split())
     segments, kinds, values = [], [], []
     pos = 0
     for match in _TOKEN.finditer(text):
@@ -56,7 +49,13 @@ def slotted(text: str) -> Slotted:
         values.append(match.group(0))
         pos = match.end()
     segments.append(text[pos:])
-    return Slotted(tuple(segments), tuple(kinds), tuple(values))
+    out = [segments[0]]
+    for kind, segment in zip(kinds, segments[1:], strict=True):
+        out += ["<", kind, ">", segment]
+    return Slotted(tuple(segments), tuple(kinds), tuple(values), "".join(out))
+
+
+_slotted_check = lru_cache(maxsize=4096)(slotted)  # checks and problems repeat across a run
 
 
 def clip(text: str, limit: int = PATTERN_LIMIT) -> str:
@@ -164,6 +163,11 @@ class Cause:
     grade: str | None = None
 
 
+def _fixed(text: str) -> Slotted:
+    """Text shown as it is (no slots)."""
+    return Slotted((text,), (), (), text)
+
+
 def judge_grade(details: Mapping[str, Any]) -> str | None:
     """A judge verdict's grade (or pairwise result) as text; None when there is none."""
     grade = details.get("result", details.get("grade"))
@@ -185,14 +189,15 @@ def causes_of(verdict: Mapping[str, Any]) -> list[Cause]:
         check = details.get("check")
         checks = [check] if isinstance(check, str) and check.strip() else []
     if checks:
-        return [Cause("check:" + slotted(c).pattern, slotted(c)) for c in dict.fromkeys(checks)]
+        found = [_slotted_check(c) for c in dict.fromkeys(checks)]
+        return [Cause("check:" + text.pattern, text) for text in found]
     if "judges" in details and "mode" in details:  # an llm_judge verdict
         grade = judge_grade(details)
         problem = str(details.get("problem") or "").strip()
         if problem:
             key = " ".join(_PROBLEM_NOISE.sub(" ", problem.casefold()).split())
-            return [Cause(f"judge:{key}", Slotted((f"the judge's problem: {problem}",), (), ()), grade)]
-        return [Cause("judge:", Slotted(("the judge named no problem",), (), ()), grade)]
+            return [Cause(f"judge:{key}", _fixed(f"the judge's problem: {problem}"), grade)]
+        return [Cause("judge:", _fixed("the judge named no problem"), grade)]
     reason = verdict.get("reason") or verdict.get("feedback") or "(no reason given)"
     text = slotted(_head(str(reason)))
     return [Cause(clip(text.pattern), text, judge_grade(details) if "grade" in details else None)]
