@@ -71,12 +71,19 @@ async def write_example_feedback(
 ) -> int:
     """Fill ``model_feedback`` of every failing example of the report (errors are skipped); returns how many.
 
-    The input, output and target come from the run's ``samples.jsonl``; a feedback model failure is written in
-    place of the feedback (as ``(feedback failed: …)``) and the others go on.
+    The input, output and target come from the run's ``samples.jsonl`` (streamed; only the examples' records are
+    kept); a feedback model failure is written in place of the feedback (as ``(feedback failed: …)``) and the
+    others go on.
     """
-    from assay.runner.rundir import read_records
+    from assay.feedback.themes import iter_record_dicts
+    from assay.record import SampleRecord
 
-    records = {(r.task, r.sample_id): r for r in read_records(Path(run_dir))}
+    wanted = {(e.task, e.sample_id) for t in report.themes if t.kind == "failure" for e in t.examples}
+    records = {  # only the examples' records: the run is streamed, never held in memory
+        (str(obj["task"]), str(obj["sample_id"])): SampleRecord.model_validate(obj)
+        for obj in iter_record_dicts(Path(run_dir))
+        if (str(obj["task"]), str(obj["sample_id"])) in wanted
+    }
     slots = asyncio.Semaphore(concurrency)
     jobs: list[Coroutine[Any, Any, int]] = []
 
