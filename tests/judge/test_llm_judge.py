@@ -187,7 +187,8 @@ def test_samples_need_a_temperature():
 
 
 def _preference(request: dict[str, Any], winner: str) -> str:
-    return json.dumps({"explanation": f"{winner} is better", "winner": winner})
+    weaker = "" if winner == "tie" else {"problem": "names the wrong city", "fix": "Name Paris."}
+    return json.dumps({"explanation": f"{winner} is better", **(weaker or {}), "winner": winner})
 
 
 def test_pairwise_runs_both_orders_and_reports_win(serve):
@@ -206,6 +207,7 @@ def test_pairwise_runs_both_orders_and_reports_win(serve):
     loss = ev.evaluate("Lyon", {"output_b": "Paris"})
     assert not loss.passed and loss.score == 0.0 and loss.details["result"] == "loss"
     assert "did not prefer the output" in loss.reason
+    assert loss.feedback == "Name Paris." and loss.details["problem"] == "names the wrong city"
 
 
 @pytest.mark.parametrize(("always", "preferred"), [("A", "first"), ("B", "second")])

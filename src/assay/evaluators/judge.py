@@ -333,6 +333,7 @@ class LLMJudge(Evaluator):
                 "winner": preference.winner,
                 "outcome": outcome,
                 "explanation": preference.explanation,
+                "problem": preference.problem,
                 "fix": preference.fix,
                 "parse": preference.method,
             }
@@ -341,6 +342,8 @@ class LLMJudge(Evaluator):
                 unit.explanation = preference.explanation
             if outcome == "loss" and not unit.fix:
                 unit.fix = preference.fix  # the fix is for the weaker response: here, the output
+            if outcome == "loss" and not unit.problem:
+                unit.problem = preference.problem
         if unit.error is not None:
             return unit  # both orders are needed to cancel position bias
         for record in records:

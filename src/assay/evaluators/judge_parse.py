@@ -210,6 +210,7 @@ class Preference:
     explanation: str
     method: Literal["json", "fallback"]
     fix: str = ""
+    problem: str = ""
 
 
 def find_json_object(text: str, keys: tuple[str, ...]) -> dict[str, Any] | None:
@@ -314,7 +315,7 @@ def parse_preference(reply: str | None, quoted: Iterable[str] = ()) -> Preferenc
     if isinstance(whole, dict):
         if "winner" not in whole:
             raise JudgeReplyError('no verdict in the judge\'s JSON reply: it has no "winner"')
-        return Preference(_winner(whole["winner"]), _explanation(whole), "json", _fix(whole))
+        return Preference(_winner(whole["winner"]), _explanation(whole), "json", _fix(whole), _problem(whole))
     text = Reply(reply, quoted)
     objects = text.json_objects(("winner",))
     lines = text.marked_lines(_WINNER_LINE, objects)
@@ -327,9 +328,10 @@ def parse_preference(reply: str | None, quoted: Iterable[str] = ()) -> Preferenc
     winner = _agree(values, "winner")
     if objects:
         obj = objects[0].value
-        return Preference(winner, _explanation(obj), "json", _fix(obj))
+        return Preference(winner, _explanation(obj), "json", _fix(obj), _problem(obj))
     fix, fix_lines = _line_field(text, _FIX_LINE, objects)
-    return Preference(winner, text.without([*lines, *fix_lines]), "fallback", fix)
+    problem, problem_lines = _line_field(text, _PROBLEM_LINE, objects)
+    return Preference(winner, text.without([*lines, *fix_lines, *problem_lines]), "fallback", fix, problem)
 
 
 def _winner(value: Any) -> Literal["A", "B", "tie"]:

@@ -142,11 +142,13 @@ def pairwise_messages(
     parts.append(
         "## Your answer\n"
         "Decide which response better meets the criteria; the order in which they are shown says nothing about "
-        'their quality. Answer "tie" only when neither is better. In "fix" write the one most important concrete '
-        "change that would make the weaker response as good as the other (an instruction to its author, not a "
-        "description of the problem; empty on a tie). Reply with one JSON object and nothing else: "
-        '{"explanation": "<why>", "fix": "<the change>", "winner": "A" | "B" | "tie"}. If you cannot write JSON, '
-        "end your reply with a line `FIX: <the change>` and then a line such as `WINNER: A`."
+        'their quality. Answer "tie" only when neither is better. In "problem" write the main problem of the '
+        'weaker response in two to six words that name the kind of problem (empty on a tie). In "fix" write the '
+        "one most important concrete change that would make the weaker response as good as the other (an "
+        "instruction to its author, not a description of the problem; empty on a tie). Reply with one JSON object "
+        'and nothing else: {"explanation": "<why>", "problem": "<the problem>", "fix": "<the change>", '
+        '"winner": "A" | "B" | "tie"}. If you cannot write JSON, end your reply with a line '
+        "`PROBLEM: <the problem>`, a line `FIX: <the change>` and then a line such as `WINNER: A`."
     )
     return [system_message(boundary), {"role": "user", "content": "\n\n".join(parts)}]
 
@@ -181,7 +183,12 @@ def grade_format(scale: Scale) -> dict[str, Any]:
 def preference_format() -> dict[str, Any]:
     """The ``response_format`` of a pairwise reply."""
     winner = {"type": "string", "enum": ["A", "B", "tie"]}
-    properties = {"explanation": {"type": "string"}, "fix": {"type": "string"}, "winner": winner}
+    properties = {
+        "explanation": {"type": "string"},
+        "problem": {"type": "string"},
+        "fix": {"type": "string"},
+        "winner": winner,
+    }
     return _schema_format("preference", properties)
 
 
