@@ -73,18 +73,34 @@ def position_bias(verdicts: Iterable[Mapping[str, Any]]) -> PositionBias:
     return summed
 
 
-def judging_figures(records: Iterable[SampleRecord]) -> dict[str, Any]:
-    """``assay.judging`` of results.json: position-bias figures per ``task/metric[,filter]`` with pairwise judges."""
-    by_metric: dict[str, PositionBias] = {}
-    for record in records:
+class JudgingFigures:
+    """``assay.judging`` of results.json, summed one record at a time (for a streaming writer): position-bias
+    figures per ``task/metric[,filter]`` that has pairwise judge verdicts."""
+
+    def __init__(self) -> None:
+        self._by_metric: dict[str, PositionBias] = {}
+
+    def add(self, record: SampleRecord) -> None:
+        """Count the verdicts of one sample record."""
         for filter_name, filtered in record.filters.items():
             for metric, verdicts in filtered.verdicts.items():
                 key = f"{record.task}/{metric}" + ("" if filter_name == "none" else f",{filter_name}")
+                bias = self._by_metric.get(key) or PositionBias()
                 for verdict in verdicts:
-                    bias = by_metric.get(key)
-                    if bias is None:
-                        bias = PositionBias()
                     bias.add(verdict)
-                    if bias.verdicts:
-                        by_metric[key] = bias
-    return {"position_bias": {key: bias.to_dict() for key, bias in sorted(by_metric.items())}} if by_metric else {}
+                if bias.verdicts:
+                    self._by_metric[key] = bias
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-safe figures; empty when no metric has a pairwise judge."""
+        if not self._by_metric:
+            return {}
+        return {"position_bias": {key: bias.to_dict() for key, bias in sorted(self._by_metric.items())}}
+
+
+def judging_figures(records: Iterable[SampleRecord]) -> dict[str, Any]:
+    """``assay.judging`` of results.json for an iterable of records (see :class:`JudgingFigures`)."""
+    figures = JudgingFigures()
+    for record in records:
+        figures.add(record)
+    return figures.to_dict()
