@@ -39,6 +39,9 @@ _EXPORTS: dict[str, str] = {
     "load_run": "assay.results.loader",
     "compare_runs": "assay.results.compare",
     "load_model": "assay.models.registry",
+    "optimize": "assay.optimize",
+    "aoptimize": "assay.optimize",
+    "OptimizationResult": "assay.optimize",
 }
 
 __all__ = ["__version__", "evaluators", *_EXPORTS]
@@ -51,6 +54,7 @@ if TYPE_CHECKING:
     from assay.evaluators.registry import register
     from assay.models.base import Model, ModelError, Request, Response, ToolCall, Usage
     from assay.models.registry import load_model
+    from assay.optimize import OptimizationResult, aoptimize, optimize
     from assay.record import SampleRecord
     from assay.reductions import Aggregate, Reduction, reduce_scores
     from assay.results.compare import compare_runs

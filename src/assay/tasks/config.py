@@ -119,6 +119,7 @@ class TaskConfig(_Strict):
     repeat_reduction: RepeatReduction | None = None  # how a sample's repeats combine in results (default: mean)
     evaluators: list[Any] = Field(default_factory=list)  # checked by assay.tasks.metrics
     model: dict[str, Any] | None = None
+    optimize: dict[str, Any] | None = None  # what `assay optimize` may change; checked by assay.optimize.spec
 
     @field_validator("messages")
     @classmethod

@@ -1,0 +1,251 @@
+"""``assay.optimize`` / ``aoptimize``: an optimisation from start (or resume) to its verdict on the held-out test split.
+
+The folder holds ``optimization.json`` (what is optimised, with what, the splits), the journal, every candidate's
+ordinary run folder under ``runs/``, and at the end ``trials.csv``, ``lineage.json``, ``summary.json`` and the
+winning task as ``best_task.yaml`` beside ``best_task.diff``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.optimize.candidate import Candidate
+from assay.optimize.engine import Engine, Evaluation, OptimizeError
+from assay.optimize.journal import Journal
+from assay.optimize.outputs import write_outputs
+from assay.optimize.spec import OptimizeSpec, parse_spec
+from assay.optimize.splits import make_splits
+
+MANIFEST = "optimization.json"
+CANDIDATE_BOOTSTRAP_ITERS = 1000  # candidate runs: intervals are for the trial table; the final test runs use 10 000
+
+
+@dataclass
+class OptimizationResult:
+    """How an optimisation ended: the best candidate against the original on the test split, and what it cost."""
+
+    folder: Path
+    strategy: str
+    status: str
+    baseline: str
+    best: str
+    val: dict[str, float | None]
+    test: dict[str, Any]
+    improved: bool
+    summary: str
+    calls: dict[str, Any]
+    cost_usd: dict[str, float | None] = field(default_factory=dict)
+    pareto: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-safe dict."""
+        out = asdict(self)
+        out["folder"] = str(self.folder)
+        return out
+
+
+def _spec_of(model: Any) -> Any:
+    from assay.models.base import Model
+
+    if model is None or isinstance(model, str | dict):
+        return model
+    if isinstance(model, Model):
+        return {"object": model.describe()}
+    raise ConfigError(f"a model is a spec ('openai:NAME', 'python:mod:fn', a dict) or a Model, got {type(model)}")
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _new_folder(output_dir: Path, name: str) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = output_dir / f"{name}-optimize-{stamp}-{secrets.token_hex(3)}"
+    path.mkdir(parents=True, exist_ok=False)
+    return path
+
+
+def _model_arg(given: Any, recorded: Any, what: str, folder: Path) -> Any:
+    if given is not None:
+        return given
+    if isinstance(recorded, dict) and "object" in recorded:
+        raise ConfigError(f"{folder} was started with a {what} object that cannot be rebuilt; pass it again")
+    return recorded
+
+
+async def aoptimize(
+    task: Any = None,
+    model: Any = None,
+    *,
+    optimizer_model: Any = None,
+    budget: int | None = None,
+    output_dir: str | Path = "runs",
+    resume: str | Path | None = None,
+    log: Callable[[str], None] | None = None,
+    run_settings: dict[str, Any] | None = None,
+    **overrides: Any,
+) -> OptimizationResult:
+    """Optimise a task (YAML path, config or Task) for ``model`` within ``budget`` model calls, or resume a folder.
+
+    ``overrides`` are keys of the task's ``optimize:`` section (strategy, components, constraints, splits, seed,
+    objectives, space, sampler, trials, minibatch, fewshot, metric, alpha). ``run_settings`` go to every candidate
+    run (concurrency, cache, timeout_s, prices, …).
+    """
+    from assay.api import load_tasks, resolve_model
+    from assay.models.registry import load_model
+    from assay.runner.lock import run_lock
+    from assay.tasks import Task
+
+    settings = {"bootstrap_iters": CANDIDATE_BOOTSTRAP_ITERS, **(run_settings or {})}
+    if resume is not None:
+        folder = Path(resume)
+        if not (folder / MANIFEST).is_file():
+            raise ConfigError(f"{folder} is not an optimisation folder (no {MANIFEST})")
+        if task is not None or overrides or budget is not None:
+            raise ConfigError("a resumed optimisation keeps its task, settings and budget; pass only resume=FOLDER")
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        task_obj = Task.from_config(manifest["task"], source=f"{folder}/{MANIFEST}: task")
+        spec = OptimizeSpec.model_validate(manifest["spec"])
+        model = _model_arg(model, manifest["model"], "model", folder)
+        optimizer_model = _model_arg(optimizer_model, manifest["optimizer_model"], "optimiser model", folder)
+        budget = int(manifest["budget"])
+        settings = {**manifest["run_settings"], **{k: v for k, v in (run_settings or {}).items() if k != "prices"}}
+        splits = {k: list(v) for k, v in manifest["splits"].items()}
+    else:
+        if budget is None or budget < 1:
+            raise ConfigError("give a budget of model calls (budget >= 1)")
+        (task_obj,) = load_tasks(task)
+        spec = parse_spec(task_obj, overrides)
+        model = model if model is not None else task_obj.model
+        if model is None:
+            raise ConfigError("no model: pass model=… (or --model) or give the task a 'model:' section")
+        splits = make_splits(list(task_obj.dataset.rows), spec.splits)
+        folder = _new_folder(Path(output_dir), task_obj.name)
+        manifest = {
+            "kind": "assay.optimization",
+            "created_at": time.time(),
+            "task": task_obj.to_config(),
+            "task_hash": task_obj.hash,
+            "model": _spec_of(model),
+            "optimizer_model": _spec_of(optimizer_model),
+            "budget": budget,
+            "spec": spec.model_dump(mode="json"),
+            "splits": splits,
+            "run_settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in settings.items()},
+            "status": "running",
+        }
+        _write_json(folder / MANIFEST, manifest)
+    resolve_model(model, [task_obj])  # a bad model spec fails before any call
+    optimizer = load_model(optimizer_model) if isinstance(optimizer_model, str | dict) else optimizer_model
+    if spec.strategy == "reflective" and optimizer is None:
+        raise ConfigError("the reflective strategy needs an optimiser model (--optimizer-model)")
+    if optimizer is not None:
+        optimizer.check()
+    if "cost" in spec.objectives and not settings.get("prices"):
+        raise ConfigError("the 'cost' objective needs prices (--prices FILE)")
+    with run_lock(folder, action="optimise"):
+        journal = Journal(folder)
+        try:
+            engine = Engine(folder, task_obj, model, optimizer, spec, splits, budget, settings, journal)
+            engine.log = log
+            result = await _optimise(engine, folder, manifest)
+        finally:
+            journal.close()
+            if optimizer is not None:
+                await optimizer.aclose()
+    return result
+
+
+async def _optimise(engine: Engine, folder: Path, manifest: dict[str, Any]) -> OptimizationResult:
+    spec = engine.spec
+    manifest["status"] = "running"
+    _write_json(folder / MANIFEST, manifest)
+    base = engine.baseline()
+    val: dict[str, tuple[Candidate, Evaluation]] = {}
+    pareto_rows: list[dict[str, Any]] = []
+    if spec.strategy == "reflective":
+        from assay.optimize.reflective import run_reflective
+
+        pool = await run_reflective(engine)
+        val = {c: (pool.candidates[c], pool.val[c]) for c in pool.val}
+    elif spec.strategy == "fewshot":
+        from assay.optimize.fewshot import run_fewshot
+
+        val = await run_fewshot(engine)
+    else:
+        from assay.optimize.search import pareto, run_search
+
+        trials = await run_search(engine)
+        for t in trials:
+            if t.values is not None and len(t.scores) == len(engine.splits["val"]):
+                ev = Evaluation(t.candidate.id, "val", sorted(t.scores), t.scores, t.evals[-1].run_dir, 0)
+                val.setdefault(t.candidate.id, (t.candidate, ev))
+        front = set(pareto(trials, len(spec.objectives)))
+        pareto_rows = [
+            {"trial": t.number, "cid": t.candidate.id, "objectives": dict(zip(spec.objectives, t.values, strict=True))}
+            for t in trials
+            if t.number in front and t.values is not None
+        ]
+    if base.id not in val:
+        raise OptimizeError(
+            f"the budget ({engine.budget} model calls) does not cover evaluating the original task on the "
+            f"validation split ({len(engine.splits['val']) * engine.task.repeats} calls)"
+        )
+    order = list(val)
+    best_id = max(order, key=lambda c: (val[c][1].mean, c == base.id, -order.index(c)))
+    best = val[best_id][0]
+    ev_base = await engine.evaluate(base, "test", label="test", charge=False)
+    ev_best = ev_base if best_id == base.id else await engine.evaluate(best, "test", label="test", charge=False)
+    comparison = _compare(engine, ev_base, ev_best, spec.alpha)
+    improved = bool(comparison.get("better"))
+    result = write_outputs(
+        engine, folder, base, best, val, ev_base, ev_best, comparison, improved, pareto_rows, manifest
+    )
+    manifest["status"] = "finished"
+    manifest["finished_at"] = time.time()
+    _write_json(folder / MANIFEST, manifest)
+    return result
+
+
+def _compare(engine: Engine, ev_base: Evaluation, ev_best: Evaluation, alpha: float) -> dict[str, Any]:
+    """``assay compare``'s paired test of best (B) against the original (A) on the test split."""
+    from assay.results.compare import compare_runs
+
+    if ev_base.run_dir == ev_best.run_dir:
+        return {"same": True, "better": False, "diff": 0.0, "p_value": None, "ci": None, "test": "none"}
+    comp = compare_runs(ev_base.run_dir, ev_best.run_dir, alpha=alpha)
+    for m in comp.metrics:
+        if m.metric == engine.metric.name and m.filter == engine.filter:
+            return {
+                "same": False,
+                "better": m.better,
+                "worse": m.worse,
+                "diff": m.diff,
+                "ci": m.ci,
+                "p_value": m.p_value,
+                "test": m.test,
+                "n_shared": m.n_shared,
+                "mean_a": m.mean_a,
+                "mean_b": m.mean_b,
+                "improved_ids": m.improved_ids,
+                "regressed_ids": m.regressed_ids,
+                "warnings": comp.warnings,
+            }
+    raise OptimizeError(f"the test runs share no {engine.metric.name},{engine.filter} metric to compare")
+
+
+def optimize(task: Any = None, model: Any = None, **kwargs: Any) -> OptimizationResult:
+    """Synchronous :func:`aoptimize` (works inside a running event loop too)."""
+    from assay.api import run_sync
+
+    return run_sync(aoptimize(task, model, **kwargs))

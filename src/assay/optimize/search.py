@@ -1,0 +1,204 @@
+"""The search strategy: Optuna (TPE, random or grid) over generation parameters and model choice, single- or
+multi-objective (score against cost, p95 latency or tokens), pruning clearly bad trials after partial validation.
+
+Optuna's seeded samplers are deterministic given the history told to them, so a resumed search replays its
+trials from the journal (no model calls) and reaches the same state.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from assay.errors import ConfigError
+from assay.optimize.candidate import Candidate
+from assay.optimize.engine import BudgetExhausted, Engine, Evaluation
+from assay.optimize.spec import OptimizeSpec, ParamSpec
+
+if TYPE_CHECKING:
+    import optuna
+
+CHUNKS = 3  # validation is scored in this many parts; a trial may be pruned after each but the last
+
+
+@dataclass
+class TrialResult:
+    """A finished (or pruned) trial: its candidate, objective values and validation evaluations."""
+
+    number: int
+    candidate: Candidate
+    values: list[float] | None  # None when pruned
+    evals: list[Evaluation] = field(default_factory=list)
+    pruned: bool = False
+
+    @property
+    def scores(self) -> dict[int, float | None]:
+        """Per-sample validation scores over the evaluated parts."""
+        out: dict[int, float | None] = {}
+        for ev in self.evals:
+            out.update(ev.scores)
+        return out
+
+
+def _import_optuna() -> Any:
+    try:
+        import optuna
+    except ImportError:
+        raise ConfigError("the search strategy needs Optuna: pip install 'assay[optimize]'") from None
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    return optuna
+
+
+def _grid(space: dict[str, ParamSpec]) -> dict[str, list[Any]]:
+    grid: dict[str, list[Any]] = {}
+    for name, p in space.items():
+        if p.type == "choice":
+            grid[name] = list(p.choices or [])
+        elif p.step is not None and p.low is not None and p.high is not None:
+            n = math.floor((p.high - p.low) / p.step + 1e-9) + 1
+            values = [p.low + i * p.step for i in range(n)]
+            grid[name] = [int(v) for v in values] if p.type == "int" else [round(v, 10) for v in values]
+        elif p.type == "int" and p.low is not None and p.high is not None:
+            grid[name] = list(range(int(p.low), int(p.high) + 1))
+        else:
+            raise ConfigError(f"optimize.space.{name}: the grid sampler needs 'choices' or a 'step' for floats")
+    return grid
+
+
+def _sampler(spec: OptimizeSpec, optuna: Any) -> Any:
+    if spec.sampler == "random":
+        return optuna.samplers.RandomSampler(seed=spec.seed)
+    if spec.sampler == "grid":
+        return optuna.samplers.GridSampler(_grid(spec.space), seed=spec.seed)
+    return optuna.samplers.TPESampler(seed=spec.seed, multivariate=True, group=True)
+
+
+def _active(p: ParamSpec, chosen: dict[str, Any]) -> bool:
+    for other, want in p.when.items():
+        have = chosen.get(other)
+        if (have not in want) if isinstance(want, list) else have != want:
+            return False
+    return True
+
+
+def suggest(trial: optuna.Trial, space: dict[str, ParamSpec]) -> dict[str, Any]:
+    """Values for the active parameters (a parameter is active when its ``when`` conditions hold)."""
+    chosen: dict[str, Any] = {}
+    pending = dict(space)
+    while pending:
+        ready = [n for n, p in pending.items() if all(o in chosen or o not in pending for o in p.when)]
+        for name in ready:
+            p = pending.pop(name)
+            if not _active(p, chosen):
+                continue
+            if p.type == "choice":
+                chosen[name] = trial.suggest_categorical(name, p.choices or [])
+            elif p.type == "int":
+                step = int(p.step) if p.step else 1
+                chosen[name] = trial.suggest_int(name, int(p.low or 0), int(p.high or 0), step=step, log=p.log)
+            else:
+                chosen[name] = trial.suggest_float(name, float(p.low or 0), float(p.high or 0), step=p.step, log=p.log)
+    return chosen
+
+
+def objective_values(spec: OptimizeSpec, evals: list[Evaluation]) -> list[float]:
+    """The trial's objectives: mean score, then cost (USD), p95 latency (s) or tokens, as configured."""
+    scores = [v for ev in evals for v in ev.values]
+    out = [math.fsum(scores) / len(scores) if scores else 0.0]
+    for obj in spec.objectives[1:]:
+        if obj == "cost":
+            costs = [ev.ops.get("model_cost_usd") for ev in evals]
+            out.append(math.fsum(c for c in costs if c is not None))
+        elif obj == "latency_p95":
+            lat = [ev.ops.get("model_latency_p95") for ev in evals]
+            out.append(max((x for x in lat if x is not None), default=0.0))
+        else:
+            out.append(float(sum(int(ev.ops.get("model_tokens") or 0) for ev in evals)))
+    return out
+
+
+def pareto(results: list[TrialResult], n_objectives: int) -> list[int]:
+    """Trial numbers on the Pareto front (score maximised, every other objective minimised)."""
+    done = [r for r in results if r.values is not None]
+
+    def key(r: TrialResult) -> list[float]:
+        assert r.values is not None
+        return [-r.values[0], *r.values[1:n_objectives]]
+
+    front = []
+    for r in done:
+        kr = key(r)
+        dominated = any(
+            all(a <= b for a, b in zip(key(o), kr, strict=True)) and key(o) != kr for o in done if o is not r
+        )
+        if not dominated:
+            front.append(r.number)
+    return front
+
+
+async def run_search(engine: Engine) -> list[TrialResult]:
+    """Ask Optuna for trials until the trial limit or the budget; each trial is scored on validation in parts."""
+    optuna = _import_optuna()
+    spec = engine.spec
+    directions = ["maximize"] + ["minimize"] * (len(spec.objectives) - 1)
+    single = len(directions) == 1
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0) if single and spec.prune else None
+    study = optuna.create_study(directions=directions, sampler=_sampler(spec, optuna), pruner=pruner)
+    base = engine.baseline()
+    engine.record_candidate(base, parents=[], origin="original")
+    results: list[TrialResult] = []
+    try:
+        ev0 = await engine.evaluate(base, "val", label="val")
+    except BudgetExhausted:
+        return results
+    results.append(TrialResult(-1, base, objective_values(spec, [ev0]), [ev0]))
+    engine.record_trial(base, ev0, iteration=0, origin="original", parent=None, accepted=True)
+    val = list(engine.splits["val"])
+    size = math.ceil(len(val) / CHUNKS)
+    parts = [val[i : i + size] for i in range(0, len(val), size)]
+    limit = spec.trials if spec.trials is not None else (len(_grid(spec.space)) if spec.sampler == "grid" else None)
+    if spec.sampler == "grid":
+        limit = min(limit or 0, math.prod(len(v) for v in _grid(spec.space).values()))
+    for number in itertools.count():
+        if limit is not None and number >= limit:
+            break
+        engine.iteration = number + 1
+        trial = study.ask()
+        params = suggest(trial, spec.space)
+        model = params.pop("model", None)
+        cand = Candidate(dict(base.components), None, params, model)
+        engine.record_candidate(cand, parents=[base], origin=f"search:{spec.sampler}")
+        result = TrialResult(number, cand, None)
+        try:
+            for step, part in enumerate(parts):
+                ev = await engine.evaluate(cand, "val", part, label=f"trial{number}")
+                result.evals.append(ev)
+                if pruner is not None and step < len(parts) - 1:
+                    trial.report(objective_values(spec, result.evals)[0], step)
+                    if trial.should_prune():
+                        result.pruned = True
+                        break
+        except BudgetExhausted:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            break
+        if result.pruned:
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        else:
+            result.values = objective_values(spec, result.evals)
+            study.tell(trial, result.values)
+        results.append(result)
+        merged = Evaluation(cand.id, "val", sorted(result.scores), result.scores, result.evals[-1].run_dir, 0)
+        engine.record_trial(
+            cand,
+            merged,
+            iteration=number + 1,
+            origin=f"search:{spec.sampler}",
+            parent=base.id,
+            accepted=not result.pruned,
+            pruned=result.pruned,
+            params={**params, **({"model": model} if model is not None else {})},
+            objectives=dict(zip(spec.objectives, result.values or [], strict=False)),
+        )
+    return results
