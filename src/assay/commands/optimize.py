@@ -28,6 +28,13 @@ def _json_arg(value: str | None, option: str) -> Any:
         raise click.BadParameter(f"invalid JSON: {err}", param_hint=option) from None
 
 
+def _given(name: str) -> bool:
+    """True when option ``name`` was set on the command line."""
+    from click.core import ParameterSource
+
+    return click.get_current_context().get_parameter_source(name) == ParameterSource.COMMANDLINE
+
+
 def _model(spec: str | None, base_url: str | None, api_key_env: str | None, option: str) -> Any:
     """A model spec from a string or JSON object, with a base URL / key variable folded into a dict spec."""
     if spec is None:
@@ -111,6 +118,8 @@ def optimize_command(
     if (task is None) == (resume is None):
         raise click.UsageError("give a TASK file, or --resume FOLDER")
     run_settings: dict[str, Any] = {"concurrency": concurrency, "cache": not no_cache}
+    if resume is not None:  # a resumed optimisation keeps its recorded settings unless one is given again
+        run_settings = {k: v for k, v in run_settings.items() if _given({"cache": "no_cache"}.get(k, k))}
     if prices_file is not None:
         run_settings["prices"] = _json_arg(prices_file.read_text(encoding="utf-8"), "--prices")
     overrides: dict[str, Any] = {

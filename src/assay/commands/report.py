@@ -184,6 +184,11 @@ def report_command(
     """
     if len(run_dirs) > 2:
         raise click.UsageError(f"expected one or two run folders, got {len(run_dirs)}")
+    if len(run_dirs) == 1 and (run_dirs[0] / "optimization.json").is_file():  # an `assay optimize` folder
+        from assay.optimize.report import report_optimization
+
+        report_optimization(run_dirs[0], fmt, html_path)
+        return
     thresholds = [parse_threshold(s) for s in fail_under]
     write_html = _html_writer() if html_path is not None else None
     runs = [_load(p) for p in run_dirs]

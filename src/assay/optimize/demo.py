@@ -47,12 +47,16 @@ def solve(question: str) -> tuple[str, str]:
 
 def respond(prompt: str) -> str:
     """The agent's answer to the question in ``prompt``, in the format the prompt's instructions ask for."""
-    m = re.search(r"Question:\s*(.+)", prompt)
+    found = list(re.finditer(r"Question:\s*(.+)", prompt))
+    m = found[-1] if found else None
     question = m.group(1).strip() if m else prompt.strip()
     head = prompt[: m.start()] if m else prompt
     rules = head.lower()
     concise = any(c in rules for c in CONCISE)
     digits = any(d in rules for d in DIGITS)
+    shown = [ex.strip() for ex in re.findall(r"Question:[^\n]*\n([^\n]*)", head)]  # few-shot examples' answers
+    concise = concise or any(ex and " " not in ex for ex in shown)  # it imitates the examples' format
+    digits = digits or any(ex.isdigit() for ex in shown)
     kind, answer = solve(question)
     if kind == "sum" and not digits:
         answer = spell(int(answer))

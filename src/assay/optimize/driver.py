@@ -130,6 +130,12 @@ async def aoptimize(
         if model is None:
             raise ConfigError("no model: pass model=… (or --model) or give the task a 'model:' section")
         splits = make_splits(list(task_obj.dataset.rows), spec.splits)
+        need = len(splits["val"]) * task_obj.repeats
+        if budget < need:
+            raise ConfigError(
+                f"a budget of {budget} model calls does not cover evaluating the original task on the validation "
+                f"split ({need} calls); raise --budget"
+            )
         folder = _new_folder(Path(output_dir), task_obj.name)
         manifest = {
             "kind": "assay.optimization",

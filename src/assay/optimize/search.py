@@ -154,7 +154,15 @@ async def run_search(engine: Engine) -> list[TrialResult]:
     except BudgetExhausted:
         return results
     results.append(TrialResult(-1, base, objective_values(spec, [ev0]), [ev0]))
-    engine.record_trial(base, ev0, iteration=0, origin="original", parent=None, accepted=True)
+    engine.record_trial(
+        base,
+        ev0,
+        iteration=0,
+        origin="original",
+        parent=None,
+        accepted=True,
+        objectives=dict(zip(spec.objectives, results[0].values or [], strict=False)),
+    )
     val = list(engine.splits["val"])
     size = math.ceil(len(val) / CHUNKS)
     parts = [val[i : i + size] for i in range(0, len(val), size)]

@@ -1,0 +1,84 @@
+"""An optimisation killed with SIGKILL resumes where it stopped: it replays its journal without model calls, resumes
+the half-finished candidate run, and reaches the same trials and verdict as one that was never interrupted."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from assay.optimize.demo import reflect_text, respond
+from assay.testing.server import OpenAITestServer, last_user_text
+from tests.optimize.optimize_support import journal, task_config
+
+
+def _cli(task: Path | None, out: Path, task_url: str, opt_url: str, *extra: str) -> list[str]:
+    args = [sys.executable, "-m", "assay", "optimize"]
+    if task is not None:
+        args += [str(task), "--budget", "120", "--output", str(out)]
+    args += ["--model", "openai:assay-test", "--base-url", task_url]
+    args += ["--optimizer-model", "openai:assay-test", "--optimizer-base-url", opt_url]
+    return [*args, "--no-cache", "--concurrency", "2", *extra]
+
+
+def _trials(folder: Path) -> list[tuple[str, str, float]]:
+    return [(e["cid"], e["split"], round(e["mean"], 6)) for e in journal(folder) if e["kind"] == "trial"]
+
+
+def _folder(out: Path) -> Path:
+    (folder,) = [p for p in out.iterdir() if p.is_dir()]
+    return folder
+
+
+def test_resume_after_sigkill_reaches_the_same_result(tmp_path: Path) -> None:
+    env = {**os.environ, "COLUMNS": "200"}
+    task = task_config(tmp_path)
+    task_srv = OpenAITestServer(lambda b: respond(last_user_text(b)), latency_s=0.03)
+    opt_srv = OpenAITestServer(lambda b: reflect_text(last_user_text(b)))
+    with task_srv, opt_srv:
+        ref = subprocess.run(
+            _cli(task, tmp_path / "ref", task_srv.base_url, opt_srv.base_url), env=env, capture_output=True, text=True,
+            timeout=120, cwd=tmp_path,
+        )  # fmt: skip
+        assert ref.returncode == 0, ref.stderr
+        ref_requests = task_srv.requests_total
+        task_srv.reset()
+        opt_srv.reset()
+        out = tmp_path / "killed"
+        proc = subprocess.Popen(
+            _cli(task, out, task_srv.base_url, opt_srv.base_url), env=env, cwd=tmp_path,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # kill mid-way: after the optimiser was asked, inside a candidate run
+            if opt_srv.requests_total >= 1 and task_srv.requests_total >= 42:
+                break
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        folder = _folder(out)
+        assert not (folder / "summary.json").exists()  # it really was cut short, inside a candidate's run
+        statuses = [json.loads(p.read_text())["status"] for p in folder.glob("runs/*/*/run.json")]
+        assert "running" in statuses
+        before = len(journal(folder))
+        killed_task, killed_opt = task_srv.requests_total, opt_srv.requests_total
+        resumed = subprocess.run(
+            [sys.executable, "-m", "assay", "optimize", "--resume", str(folder), "-q"], env=env,
+            capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        )  # fmt: skip
+        assert resumed.returncode == 0, resumed.stderr
+    ref_folder = _folder(tmp_path / "ref")
+    assert _trials(folder) == _trials(ref_folder)
+    summary = json.loads((folder / "summary.json").read_text())
+    ref_summary = json.loads((ref_folder / "summary.json").read_text())
+    assert summary["best"] == ref_summary["best"] and summary["improved"] and ref_summary["improved"]
+    assert summary["calls"] == ref_summary["calls"]
+    assert len(journal(folder)) > before
+    # nothing that finished was asked again: only requests in flight at the kill (concurrency 2) are paid twice
+    assert task_srv.requests_total <= ref_requests + 2
+    assert opt_srv.requests_total == summary["calls"]["optimizer"]
+    assert killed_task > 0 and killed_opt >= 1
