@@ -44,7 +44,10 @@ async def test_reflective_raises_the_test_score_significantly(
     # the winning task is an ordinary task file that scores what the optimisation found
     winner = yaml.safe_load((folder / "best_task.yaml").read_text())
     assert "Answer with the answer only" in winner["template"]
-    assert "-  {# optimize: instructions #}Answer the question.{# end optimize #}" in (folder / "best_task.diff").read_text()
+    assert (
+        "-  {# optimize: instructions #}Answer the question.{# end optimize #}"
+        in (folder / "best_task.diff").read_text()
+    )
     run = await assay.arun(winner, model_spec(task_server), output_dir=tmp_path / "check", cache=False)
     assert run.row("fmt", "exact_match").mean == 1.0
     # every candidate evaluation is an ordinary run folder
@@ -126,7 +129,9 @@ async def test_budget_below_the_baseline_is_a_clear_error(
     assert task_server.requests_total == 0 and opt_server.requests_total == 0
 
 
-def test_sync_api_and_callable_package(tmp_path: Path, task_server: OpenAITestServer, opt_server: OpenAITestServer) -> None:
+def test_sync_api_and_callable_package(
+    tmp_path: Path, task_server: OpenAITestServer, opt_server: OpenAITestServer
+) -> None:
     task = task_config(tmp_path)
     result = assay.optimize(
         str(task), model_spec(task_server), optimizer_model=model_spec(opt_server), budget=100,

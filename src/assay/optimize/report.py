@@ -74,7 +74,11 @@ def render_text(folder: Path, fmt: str = "rich") -> Any:
         lines = [f"## {title}", "", "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         if view["pareto"]:
-            lines += ["", "Pareto front:", *[f"- trial {p['trial']} {p['cid']}: {p['objectives']}" for p in view["pareto"]]]
+            lines += [
+                "",
+                "Pareto front:",
+                *[f"- trial {p['trial']} {p['cid']}: {p['objectives']}" for p in view["pareto"]],
+            ]
         return "\n".join([*lines, "", verdict])
     from rich.table import Table
     from rich.text import Text
@@ -112,9 +116,8 @@ def score_svg(val_trials: list[dict[str, Any]], width: int = 640, height: int = 
         return "<p>No validation trials yet.</p>"
     left, right, top, bottom = 48, 16, 12, 36
     xs = _scale(0, max(1, len(val_trials) - 1), left, width - right)
-    ys = _scale(0.0, 1.0, height - bottom, top)
-    lows = [t.get("ci_low") for t in val_trials if t.get("ci_low") is not None]
-    highs = [t.get("ci_high") for t in val_trials if t.get("ci_high") is not None]
+    lows = [float(t["ci_low"]) for t in val_trials if t.get("ci_low") is not None]
+    highs = [float(t["ci_high"]) for t in val_trials if t.get("ci_high") is not None]
     lo = min([0.0, *lows])
     hi = max([1.0, *highs])
     ys = _scale(lo, hi, height - bottom, top)

@@ -21,6 +21,25 @@ if TYPE_CHECKING:
     import optuna
 
 CHUNKS = 3  # validation is scored in this many parts; a trial may be pruned after each but the last
+Z = 1.959964  # 95% two-sided normal quantile, for the Wilson bound of a partial score
+
+
+def wilson_upper(mean: float, n: int, z: float = Z) -> float:
+    """The upper Wilson bound of a mean score in [0, 1] over ``n`` samples (sound at 0 and 1, unlike the t-interval)."""
+    if n == 0:
+        return 1.0
+    p = min(max(mean, 0.0), 1.0)
+    centre = p + z * z / (2 * n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return (centre + half) / (1 + z * z / n)
+
+
+def clearly_worse(partial: list[Evaluation], best: float | None) -> bool:
+    """Prune: even the upper 95% bound of the partial validation score is below the best finished trial's score."""
+    values = [v for ev in partial for v in ev.values]
+    if best is None or not values:
+        return False
+    return wilson_upper(math.fsum(values) / len(values), len(values)) < best
 
 
 @dataclass
@@ -55,7 +74,9 @@ def _grid(space: dict[str, ParamSpec]) -> dict[str, list[Any]]:
     grid: dict[str, list[Any]] = {}
     for name, p in space.items():
         if p.type == "choice":
-            grid[name] = list(p.choices or [])
+            choices = list(p.choices or [])
+            primitive = all(c is None or isinstance(c, bool | int | float | str) for c in choices)
+            grid[name] = choices if primitive else list(range(len(choices)))
         elif p.step is not None and p.low is not None and p.high is not None:
             n = math.floor((p.high - p.low) / p.step + 1e-9) + 1
             values = [p.low + i * p.step for i in range(n)]
@@ -70,9 +91,13 @@ def _grid(space: dict[str, ParamSpec]) -> dict[str, list[Any]]:
 def _sampler(spec: OptimizeSpec, optuna: Any) -> Any:
     if spec.sampler == "random":
         return optuna.samplers.RandomSampler(seed=spec.seed)
-    if spec.sampler == "grid":
-        return optuna.samplers.GridSampler(_grid(spec.space), seed=spec.seed)
-    return optuna.samplers.TPESampler(seed=spec.seed, multivariate=True, group=True)
+    if spec.sampler == "grid":  # the grid is enqueued point by point (Optuna's GridSampler stops the study itself)
+        return optuna.samplers.RandomSampler(seed=spec.seed)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=optuna.exceptions.ExperimentalWarning)
+        return optuna.samplers.TPESampler(seed=spec.seed, multivariate=True, group=True)
 
 
 def _active(p: ParamSpec, chosen: dict[str, Any]) -> bool:
@@ -94,7 +119,11 @@ def suggest(trial: optuna.Trial, space: dict[str, ParamSpec]) -> dict[str, Any]:
             if not _active(p, chosen):
                 continue
             if p.type == "choice":
-                chosen[name] = trial.suggest_categorical(name, p.choices or [])
+                choices = list(p.choices or [])
+                if all(c is None or isinstance(c, bool | int | float | str) for c in choices):
+                    chosen[name] = trial.suggest_categorical(name, choices)
+                else:  # Optuna takes primitive choices only: choose by position (e.g. among model spec dicts)
+                    chosen[name] = choices[trial.suggest_categorical(name, list(range(len(choices))))]
             elif p.type == "int":
                 step = int(p.step) if p.step else 1
                 chosen[name] = trial.suggest_int(name, int(p.low or 0), int(p.high or 0), step=step, log=p.log)
@@ -144,8 +173,10 @@ async def run_search(engine: Engine) -> list[TrialResult]:
     spec = engine.spec
     directions = ["maximize"] + ["minimize"] * (len(spec.objectives) - 1)
     single = len(directions) == 1
-    pruner = optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0) if single and spec.prune else None
-    study = optuna.create_study(directions=directions, sampler=_sampler(spec, optuna), pruner=pruner)
+    prune = single and spec.prune  # Optuna prunes single-objective studies only; so do we
+    study = optuna.create_study(
+        directions=directions, sampler=_sampler(spec, optuna), pruner=optuna.pruners.NopPruner()
+    )
     base = engine.baseline()
     engine.record_candidate(base, parents=[], origin="original")
     results: list[TrialResult] = []
@@ -154,6 +185,7 @@ async def run_search(engine: Engine) -> list[TrialResult]:
     except BudgetExhausted:
         return results
     results.append(TrialResult(-1, base, objective_values(spec, [ev0]), [ev0]))
+    best: float | None = results[0].values[0] if results[0].values else None
     engine.record_trial(
         base,
         ev0,
@@ -166,9 +198,13 @@ async def run_search(engine: Engine) -> list[TrialResult]:
     val = list(engine.splits["val"])
     size = math.ceil(len(val) / CHUNKS)
     parts = [val[i : i + size] for i in range(0, len(val), size)]
-    limit = spec.trials if spec.trials is not None else (len(_grid(spec.space)) if spec.sampler == "grid" else None)
-    if spec.sampler == "grid":
-        limit = min(limit or 0, math.prod(len(v) for v in _grid(spec.space).values()))
+    limit = spec.trials
+    if spec.sampler == "grid":  # every grid point once, at most
+        grid = _grid(spec.space)
+        points = [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())]
+        for point in points:
+            study.enqueue_trial(point, skip_if_exists=True)
+        limit = len(points) if limit is None else min(limit, len(points))
     for number in itertools.count():
         if limit is not None and number >= limit:
             break
@@ -183,9 +219,9 @@ async def run_search(engine: Engine) -> list[TrialResult]:
             for step, part in enumerate(parts):
                 ev = await engine.evaluate(cand, "val", part, label=f"trial{number}")
                 result.evals.append(ev)
-                if pruner is not None and step < len(parts) - 1:
+                if prune and step < len(parts) - 1:
                     trial.report(objective_values(spec, result.evals)[0], step)
-                    if trial.should_prune():
+                    if clearly_worse(result.evals, best):
                         result.pruned = True
                         break
         except BudgetExhausted:
@@ -196,6 +232,7 @@ async def run_search(engine: Engine) -> list[TrialResult]:
         else:
             result.values = objective_values(spec, result.evals)
             study.tell(trial, result.values)
+            best = result.values[0] if best is None else max(best, result.values[0])
         results.append(result)
         merged = Evaluation(cand.id, "val", sorted(result.scores), result.scores, result.evals[-1].run_dir, 0)
         engine.record_trial(

@@ -139,7 +139,10 @@ def parse_spec(task: Task, overrides: dict[str, Any] | None = None) -> OptimizeS
         loc = ("optimize", *tuple(e["loc"]))
         message = str(e["msg"]).removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
-            message = f"unknown key; known keys: {', '.join(_known(tuple(e['loc'])[:-1]))}"
+            from assay.tasks.loader import did_you_mean
+
+            known = _known(tuple(e["loc"])[:-1])
+            message = f"unknown key{did_you_mean(str(loc[-1]), known)}; known keys: {', '.join(known)}"
         if loc[1] in given:
             raise ConfigError(f"{'.'.join(str(p) for p in loc[1:])}: {message}") from None
         raise task.config_error(loc, message) from None

@@ -1,0 +1,107 @@
+"""The search strategy (Optuna) against a real local server whose answers depend on the generation parameters and
+the model: TPE with pruning of bad trials after partial validation, a grid, and a multi-objective Pareto front."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.optimize import aoptimize
+from assay.optimize.demo import respond
+from assay.testing.server import OpenAITestServer, last_user_text
+from tests.optimize.optimize_support import NO_CACHE, journal, task_config
+
+GOOD = (
+    "{# optimize: instructions #}Answer with the answer only, nothing else. Use digits.{# end optimize #}\n"
+    "Question: {{ question }}\n"
+)
+
+
+def reply(body: dict[str, Any]) -> Any:
+    """Right answers below temperature 0.5; model "big" follows the instructions at a price in tokens."""
+    if (body.get("temperature") or 0) >= 0.5:
+        return "banana"
+    prompt = last_user_text(body)
+    if body["model"] == "small":  # ignores the instructions
+        return {"text": respond(prompt.split("\n", 1)[-1]), "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+    return {"text": respond(prompt), "usage": {"prompt_tokens": 10, "completion_tokens": 40}}
+
+
+@pytest.fixture
+def server() -> Iterator[OpenAITestServer]:
+    with OpenAITestServer(reply) as srv:
+        yield srv
+
+
+def spec(server: OpenAITestServer, name: str = "big") -> dict[str, Any]:
+    return {"provider": "openai", "model": name, "base_url": server.base_url}
+
+
+def hot_task(tmp_path: Path, **optimize: Any) -> Path:
+    path = task_config(tmp_path, template=GOOD, strategy="search", **optimize)
+    text = path.read_text() + "generation: {temperature: 0.9}\n"
+    path.write_text(text)
+    return path
+
+
+async def test_tpe_finds_a_cool_temperature_and_prunes_hot_trials(tmp_path: Path, server: OpenAITestServer) -> None:
+    task = hot_task(tmp_path, space={"temperature": {"type": "float", "low": 0.0, "high": 1.0}}, trials=10)
+    result = await aoptimize(str(task), spec(server), budget=1000, output_dir=tmp_path / "out", run_settings=NO_CACHE)
+    assert result.test["baseline"]["mean"] == 0.0 and result.test["best"]["mean"] == 1.0 and result.improved
+    trials = [e for e in journal(result.folder) if e["kind"] == "trial" and e["origin"] == "search:tpe"]
+    assert len(trials) == 10
+    pruned = [t for t in trials if t["pruned"]]
+    assert pruned, "hot trials score 0 on the first part of validation and must be pruned"
+    assert all(t["params"]["temperature"] >= 0.5 for t in pruned)
+    assert all(t["n"] < 27 for t in pruned)  # a pruned trial was scored on part of validation only
+    best = next(t for t in trials if t["cid"] == result.best)
+    assert best["params"]["temperature"] < 0.5 and best["mean"] == 1.0
+    assert server.requests_total == result.calls["task_model"] + result.calls["final_test"]
+    assert result.calls["task_model"] < 27 * 11  # pruning saved calls
+
+
+async def test_grid_tries_every_point(tmp_path: Path, server: OpenAITestServer) -> None:
+    task = hot_task(tmp_path, space={"temperature": {"type": "float", "low": 0.0, "high": 1.0, "step": 0.5}},
+                    sampler="grid", prune=False)  # fmt: skip
+    result = await aoptimize(str(task), spec(server), budget=1000, output_dir=tmp_path / "out", run_settings=NO_CACHE)
+    trials = [e for e in journal(result.folder) if e["kind"] == "trial" and e["origin"] == "search:grid"]
+    assert sorted(t["params"]["temperature"] for t in trials) == [0.0, 0.5, 1.0]
+    assert result.improved
+
+
+async def test_multi_objective_pareto_front(tmp_path: Path, server: OpenAITestServer) -> None:
+    space = {
+        "model": {"type": "choice", "choices": [spec(server, "big"), spec(server, "small")]},
+        "temperature": {"type": "float", "low": 0.0, "high": 1.0},
+    }
+    task = hot_task(tmp_path, space=space, objectives=["score", "tokens"], sampler="random", trials=14)
+    result = await aoptimize(str(task), spec(server), budget=2000, output_dir=tmp_path / "out", run_settings=NO_CACHE)
+    trials = [e for e in journal(result.folder) if e["kind"] == "trial" and e["objectives"]]
+    points = {t["trial"]: (t["objectives"]["score"], t["objectives"]["tokens"]) for t in trials}
+    front_expected = {
+        n for n, (s, k) in points.items()
+        if not any(s2 >= s and k2 <= k and (s2, k2) != (s, k) for s2, k2 in points.values())
+    }  # fmt: skip
+    by_trial = {t["iteration"] - 1: t["trial"] for t in trials}
+    front = {by_trial[p["trial"]] for p in result.pareto}
+    assert front == front_expected
+    models = {next(t for t in trials if t["trial"] == n)["params"].get("model", {}).get("model") for n in front}
+    assert models == {"big", "small"}  # the trade-off: right and verbose, or cheap and often wrong
+    summary = json.loads((result.folder / "summary.json").read_text())
+    assert summary["pareto"] == result.pareto
+    assert not any(t.get("pruned") for t in trials)  # Optuna cannot prune multi-objective studies; none are
+
+
+async def test_cost_objective_needs_prices(tmp_path: Path, server: OpenAITestServer) -> None:
+    from assay.errors import ConfigError
+
+    task = hot_task(
+        tmp_path, space={"temperature": {"type": "float", "low": 0, "high": 1}}, objectives=["score", "cost"]
+    )
+    with pytest.raises(ConfigError, match="prices"):
+        await aoptimize(str(task), spec(server), budget=100, output_dir=tmp_path / "out", run_settings=NO_CACHE)
+    assert server.requests_total == 0
