@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 JOURNAL = "journal.jsonl"
+DURABLE = frozenset({"propose"})  # entries fsynced one by one
 
 
 class Journal:
@@ -47,10 +48,16 @@ class Journal:
         return self.entries.get((kind, key))
 
     def append(self, entry: dict[str, Any]) -> None:
-        """Write an entry (it must have ``kind`` and ``key``) durably."""
+        """Write an entry (it must have ``kind`` and ``key``); flushed at once, so a killed process loses nothing.
+
+        Optimiser replies are also fsynced (they were paid for and exist nowhere else); an evaluation's results live
+        in its run folder, which the runner makes durable, and a lost entry is recovered by resuming that folder
+        without model calls; trials and lineage are rebuilt by the replay.
+        """
         self._file.write(json.dumps(entry, ensure_ascii=False, sort_keys=True) + "\n")
         self._file.flush()
-        os.fsync(self._file.fileno())
+        if entry["kind"] in DURABLE:
+            os.fsync(self._file.fileno())
         self.entries[(entry["kind"], entry["key"])] = entry
         self.order.append(entry)
 

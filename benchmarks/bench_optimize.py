@@ -1,0 +1,175 @@
+"""Optimisation overhead: everything ``assay optimize`` does besides waiting on models, per candidate evaluation.
+
+The bundled demo (reflective strategy) runs against a real local OpenAI-compatible server in its own process that
+answers after 50 ms, as the task model and as the optimiser model. Both models are timed from the client side:
+the time with at least one request in flight is "waiting on models"; the rest of the wall time (run folders,
+scoring, results, the journal, Optuna/Pareto bookkeeping, the final comparison) is the overhead, reported per
+candidate evaluation and as a share of wall time (target: under 5 %). The plain baseline sends the same number of
+requests with the same concurrency and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+from assay.models.base import Model, Request, Response
+from assay.models.openai_compat import OpenAIModel
+
+LATENCY_S = 0.05
+CONCURRENCY = 8
+BUDGET = 400
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "optimize_format"
+SERVER = (
+    "import sys, threading\n"
+    "from assay.optimize.demo import server_reply\n"
+    "from assay.testing.server import OpenAITestServer\n"
+    "srv = OpenAITestServer(server_reply, latency_s=float(sys.argv[1]))\n"
+    "srv.start(); print(srv.base_url, flush=True); threading.Event().wait()\n"
+)
+
+
+class Timed(Model):
+    """Delegates to a model and records when requests were in flight (union of intervals = waiting on models)."""
+
+    provider: ClassVar[str] = "openai"
+
+    def __init__(self, inner: OpenAIModel, log: list[tuple[float, float]]) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.log = log
+        self.log_own: list[tuple[float, float]] | None = None
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    async def generate(self, request: Request) -> Response:
+        t0 = time.perf_counter()
+        try:
+            return await self.inner.generate(request)
+        finally:
+            self.log.append((t0, time.perf_counter()))
+            if self.log_own is not None:
+                self.log_own.append((t0, time.perf_counter()))
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+def busy(intervals: list[tuple[float, float]]) -> float:
+    """Length of the union of intervals."""
+    total, end = 0.0, -1.0
+    for a, b in sorted(intervals):
+        if a > end:
+            total += b - a
+            end = b
+        elif b > end:
+            total += b - end
+            end = b
+    return total
+
+
+async def plain(base_url: str, n: int) -> float:
+    """The same number of requests, same concurrency, nothing else: the floor."""
+    model = OpenAIModel("assay-test", base_url=base_url)
+    slots = asyncio.Semaphore(CONCURRENCY)
+    req = Request(sample_id="x", messages=[{"role": "user", "content": "Question: Is 3 greater than 2?"}])
+
+    async def one() -> None:
+        async with slots:
+            await model.generate(req)
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(n)))
+    wall = time.perf_counter() - t0
+    await model.aclose()
+    return wall
+
+
+def warm_up() -> None:
+    """Import everything an optimisation uses, so that one-time import costs are not counted per evaluation."""
+    import assay.optimize.reflective
+    import assay.report.table
+    import assay.results.compare
+    import assay.results.writer
+    import assay.runner.session  # noqa: F401
+
+
+def main() -> None:
+    from assay.optimize import aoptimize
+
+    t_import = time.perf_counter()
+    warm_up()
+    t_import = time.perf_counter() - t_import
+
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(LATENCY_S)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    base_url = proc.stdout.readline().strip()
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            log: list[tuple[float, float]] = []
+            task_model = Timed(OpenAIModel("assay-test", base_url=base_url), log)
+            opt_model = Timed(OpenAIModel("assay-test", base_url=base_url), log)
+            opt_model.log_own = []
+            task = json.loads(json.dumps(__import__("yaml").safe_load((EXAMPLE / "task.yaml").read_text())))
+            task["dataset"] = {"path": str(EXAMPLE / "questions.jsonl")}
+            import assay.api
+
+            runs: list[tuple[float, float]] = []
+            plain_arun = assay.api.arun_outcome
+
+            async def timed_run(*args: Any, **kwargs: Any) -> Any:  # the runner's share: time inside each run
+                t = time.perf_counter()
+                try:
+                    return await plain_arun(*args, **kwargs)
+                finally:
+                    runs.append((t, time.perf_counter()))
+
+            assay.api.arun_outcome = timed_run  # type: ignore[assignment]
+            t0 = time.perf_counter()
+            result = asyncio.run(
+                aoptimize(
+                    task, task_model, optimizer_model=opt_model, budget=BUDGET, output_dir=Path(tmp),
+                    run_settings={"cache": False, "concurrency": CONCURRENCY},
+                )
+            )  # fmt: skip
+            wall = time.perf_counter() - t0
+            assay.api.arun_outcome = plain_arun  # type: ignore[assignment]
+            optimizer_log = list(opt_model.log_own)
+            evals = sum(1 for line in (result.folder / "journal.jsonl").open() if '"kind": "eval"' in line)
+            requests = len(log)
+            floor = asyncio.run(plain(base_url, requests))
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    waiting = busy(log)
+    overhead = wall - waiting
+    in_runs = sum(b - a for a, b in runs)
+    runner = in_runs - busy([iv for iv in log if iv not in set(optimizer_log)])
+    own = overhead - runner
+    print(f"(one-time imports before the clock started: {t_import:.2f} s)")
+    print(f"demo, reflective, budget {BUDGET}: {evals} candidate evaluations (runs), {requests} model requests")
+    print(f"  model latency {LATENCY_S * 1000:.0f} ms, concurrency {CONCURRENCY}; improved: {result.improved}")
+    print(f"  wall {wall:.2f} s; waiting on models {waiting:.2f} s; overhead {overhead:.2f} s")
+    print(f"  overhead per candidate evaluation: {overhead / evals * 1000:.1f} ms")
+    print(f"  overhead share of wall time: {overhead / wall:.1%} (target < 5%)")
+    print(
+        f"  of which inside the {len(runs)} runs (runner: folders, fsyncs, scoring, results): "
+        f"{runner / len(runs) * 1000:.1f} ms per run"
+    )
+    print(
+        f"  of which the optimiser's own (journal, candidates, reading runs, strategy, final comparison): "
+        f"{own / evals * 1000:.1f} ms per evaluation, {own / wall:.1%} of wall time"
+    )
+    print(f"  plain baseline (same {requests} requests, same concurrency, nothing else): {floor:.2f} s")
+    print(f"  ratio optimise / plain: {wall / floor:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
