@@ -138,3 +138,42 @@ def test_sync_api_and_callable_package(
         output_dir=tmp_path / "out", run_settings=NO_CACHE,
     )  # fmt: skip
     assert result.improved
+
+
+async def test_merge_of_two_frontier_candidates_is_evaluated_and_kept(
+    tmp_path: Path, task_server: OpenAITestServer
+) -> None:
+    """Two children of the original changed different components; the merge takes both and beats each."""
+    import random
+
+    from assay.optimize.candidate import Candidate
+    from assay.optimize.demo import RULE_CONCISE, RULE_DIGITS
+    from assay.optimize.engine import Engine
+    from assay.optimize.journal import Journal
+    from assay.optimize.reflective import Pool, _try_merge, pareto_front
+    from assay.optimize.spec import parse_spec
+    from assay.optimize.splits import make_splits
+    from assay.tasks import load_task
+
+    template = (
+        "{# optimize: a #}Answer.{# end optimize #}\n{# optimize: b #}{# end optimize #}\nQuestion: {{ question }}\n"
+    )
+    task = load_task(task_config(tmp_path, template=template, components=["a", "b"]))
+    spec = parse_spec(task)
+    splits = make_splits(list(task.dataset.rows), spec.splits)
+    folder = tmp_path / "opt"
+    folder.mkdir()
+    engine = Engine(folder, task, model_spec(task_server), None, spec, splits, 500, NO_CACHE, Journal(folder))
+    base = engine.baseline()
+    first, second = base.with_component("a", RULE_CONCISE), base.with_component("b", RULE_DIGITS)
+    pool = Pool()
+    for cand, parents in ((base, []), (first, [base]), (second, [base])):
+        pool.add(cand, await engine.evaluate(cand, "val"), parents)
+    front = pareto_front({c: e.scores for c, e in pool.val.items()})
+    assert set(front) == {first.id}  # digits alone fix no sample (sums are still sentences): dominated
+    assert await _try_merge(engine, pool, {first.id: 1, second.id: 1}, random.Random(0), set())
+    merged = Candidate({"a": RULE_CONCISE, "b": RULE_DIGITS})
+    assert merged.id in pool.candidates and pool.parents[merged.id] == [first.id, second.id]
+    assert pool.val[merged.id].mean == 1.0 > max(pool.val[first.id].mean, pool.val[second.id].mean)
+    lineage = engine.journal.get("candidate", merged.id)
+    assert lineage is not None and lineage["origin"] == "merge" and lineage["parents"] == [first.id, second.id]

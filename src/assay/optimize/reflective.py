@@ -13,6 +13,7 @@ from assay.optimize.candidate import Candidate
 from assay.optimize.engine import BudgetExhausted, Engine, Evaluation
 
 MAX_SKIPS = 12  # consecutive steps that change nothing (perfect minibatches, repeated proposals) before stopping
+PERFECT = 1.0  # a candidate scoring this on every validation sample cannot be beaten: stop there
 OPEN, CLOSE = "<<<", ">>>"
 
 REFLECTION_PROMPT = """I gave an assistant the following instructions to perform a task:
@@ -153,6 +154,8 @@ async def run_reflective(engine: Engine) -> Pool:
     train = engine.splits["train"]
     try:
         while skips < MAX_SKIPS:
+            if all((v or 0.0) >= PERFECT for v in pool.val[pool.best()].scores.values()):
+                break
             engine.iteration += 1
             front = pareto_front({c: e.scores for c, e in pool.val.items()})
             due = spec.merge_every and proposals and proposals % spec.merge_every == 0 and len(front) > 1
