@@ -105,3 +105,21 @@ async def test_cost_objective_needs_prices(tmp_path: Path, server: OpenAITestSer
     with pytest.raises(ConfigError, match="prices"):
         await aoptimize(str(task), spec(server), budget=100, output_dir=tmp_path / "out", run_settings=NO_CACHE)
     assert server.requests_total == 0
+
+
+async def test_cost_and_latency_objectives_come_from_the_runs(tmp_path: Path, server: OpenAITestServer) -> None:
+    space = {"model": {"type": "choice", "choices": [spec(server, "big"), spec(server, "small")]}}
+    objectives = ["score", "cost", "latency_p95"]
+    task = task_config(tmp_path, template=GOOD, strategy="search", space=space, objectives=objectives, sampler="grid")
+    prices = {"big": {"input": 1.0, "output": 2.0}, "small": {"input": 1.0, "output": 2.0}}
+    settings = {**NO_CACHE, "prices": prices}
+    result = await aoptimize(str(task), spec(server), budget=1000, output_dir=tmp_path / "out", run_settings=settings)
+    trials = [e for e in journal(result.folder) if e["kind"] == "trial" and e["origin"] == "search:grid"]
+    by_model = {t["params"]["model"]["model"]: t["objectives"] for t in trials}
+    # 27 validation requests of 10 prompt tokens and 40 (big) or 2 (small) completion tokens, at $1 / $2 per 1M
+    assert by_model["big"]["cost"] == pytest.approx((27 * 10 * 1.0 + 27 * 40 * 2.0) / 1e6)
+    assert by_model["small"]["cost"] == pytest.approx((27 * 10 * 1.0 + 27 * 2 * 2.0) / 1e6)
+    assert all(0 < o["latency_p95"] < 5 for o in by_model.values())
+    assert {p["cid"] for p in result.pareto} >= {t["cid"] for t in trials if t["params"]["model"]["model"] == "small"}
+    summary = json.loads((result.folder / "summary.json").read_text())
+    assert summary["cost_by_role"]["task_model"]["cost_usd"] > 0
