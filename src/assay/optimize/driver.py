@@ -25,7 +25,6 @@ from assay.optimize.spec import OptimizeSpec, parse_spec
 from assay.optimize.splits import make_splits
 
 MANIFEST = "optimization.json"
-CANDIDATE_BOOTSTRAP_ITERS = 1000  # candidate runs: intervals are for the trial table; the final test runs use 10 000
 
 
 @dataclass
@@ -106,7 +105,7 @@ async def aoptimize(
     from assay.runner.lock import run_lock
     from assay.tasks import Task
 
-    settings = {"bootstrap_iters": CANDIDATE_BOOTSTRAP_ITERS, **(run_settings or {})}
+    settings = dict(run_settings or {})
     if resume is not None:
         folder = Path(resume)
         if not (folder / MANIFEST).is_file():
