@@ -143,3 +143,13 @@ def test_wilson_bound_is_sound_at_the_edges() -> None:
     assert 0.25 < wilson_upper(0.0, 9) < 0.35
     assert wilson_upper(1.0, 9) == pytest.approx(1.0)
     assert wilson_upper(0.5, 0) == 1.0
+
+
+def test_a_model_spec_with_a_secret_is_never_written_to_the_folder() -> None:
+    from assay.optimize.driver import _spec_of
+
+    spec = {"provider": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk-abc123"}
+    recorded = _spec_of(spec)
+    assert "sk-abc123" not in str(recorded) and "object" in recorded
+    plain = {"provider": "openai", "model": "m", "api_key_env": "MY_KEY"}
+    assert _spec_of(plain) == plain

@@ -7,6 +7,7 @@ winning task as ``best_task.yaml`` beside ``best_task.diff``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
@@ -52,9 +53,17 @@ class OptimizationResult:
 
 
 def _spec_of(model: Any) -> Any:
+    """What ``optimization.json`` records of a model: its spec, or (for an object, or a spec holding a secret such
+    as ``api_key`` or headers) what it describes, so the model must be given again on resume."""
     from assay.models.base import Model
+    from assay.models.registry import load_model
+    from assay.secrets import looks_secret
 
-    if model is None or isinstance(model, str | dict):
+    if model is None or isinstance(model, str):
+        return model
+    if isinstance(model, dict):
+        if any(looks_secret(k) and k != "api_key_env" for k in model):
+            return {"object": load_model(model).describe()}
         return model
     if isinstance(model, Model):
         return {"object": model.describe()}
@@ -164,6 +173,13 @@ async def aoptimize(
             engine = Engine(folder, task_obj, model, optimizer, spec, splits, budget, settings, journal)
             engine.log = log
             result = await _optimise(engine, folder, manifest)
+        except (KeyboardInterrupt, asyncio.CancelledError, OptimizeError) as err:
+            manifest["status"] = "failed" if isinstance(err, OptimizeError) else "interrupted"
+            _write_json(folder / MANIFEST, manifest)
+            if log is not None:
+                log(f"optimisation {manifest['status']}; finished steps are kept. Resume with: "
+                    f"assay optimize --resume {folder}")  # fmt: skip
+            raise
         finally:
             journal.close()
             if optimizer is not None:
