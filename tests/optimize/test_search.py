@@ -123,3 +123,20 @@ async def test_cost_and_latency_objectives_come_from_the_runs(tmp_path: Path, se
     assert {p["cid"] for p in result.pareto} >= {t["cid"] for t in trials if t["params"]["model"]["model"] == "small"}
     summary = json.loads((result.folder / "summary.json").read_text())
     assert summary["cost_by_role"]["task_model"]["cost_usd"] > 0
+
+
+async def test_budget_in_dollars_stops_before_the_step_that_follows_the_limit(
+    tmp_path: Path, server: OpenAITestServer
+) -> None:
+    space = {"temperature": {"type": "float", "low": 0.0, "high": 0.4}}
+    task = task_config(tmp_path, template=GOOD, strategy="search", space=space, sampler="random", prune=False)
+    settings = {**NO_CACHE, "prices": {"big": {"input": 1.0, "output": 2.0}}}
+    per_val = (27 * 10 * 1.0 + 27 * 40 * 2.0) / 1e6  # one full validation of a trial (in three parts)
+    result = await aoptimize(
+        str(task), spec(server), budget=10_000, budget_usd=3.5 * per_val, output_dir=tmp_path / "out",
+        run_settings=settings,
+    )  # fmt: skip
+    spent = result.calls["spent_usd"]
+    assert 3.5 * per_val <= spent < 3.5 * per_val + per_val / 2  # stopped at the first part past the limit
+    assert spent == pytest.approx(result.cost_usd["task_model"])
+    assert server.requests_total == result.calls["task_model"] + result.calls["final_test"]

@@ -64,6 +64,7 @@ def _model(spec: str | None, base_url: str | None, api_key_env: str | None, opti
 @click.option("--optimizer-api-key-env", help="Environment variable holding --optimizer-model's API key.")
 @click.option("--strategy", "-s", type=click.Choice(["reflective", "fewshot", "search"]))
 @click.option("--budget", "-b", type=click.IntRange(min=1), help="Model calls the optimisation may make.")
+@click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), help="Also stop once this is spent.")
 @click.option("--component", "components", multiple=True, help="A text to optimise: 'system' or a marked block.")
 @click.option("--constraint", "constraints", multiple=True, help="A rule the optimiser must keep (repeatable).")
 @click.option("--objective", "objectives", multiple=True, help="score (first), then cost, latency_p95 or tokens.")
@@ -92,6 +93,7 @@ def optimize_command(
     optimizer_api_key_env: str | None,
     strategy: str | None,
     budget: int | None,
+    budget_usd: float | None,
     components: tuple[str, ...],
     constraints: tuple[str, ...],
     objectives: tuple[str, ...],
@@ -143,12 +145,13 @@ def optimize_command(
         optimizer = _model(optimizer_model, optimizer_base_url, optimizer_api_key_env, "--optimizer-model")
         log = None if quiet else (lambda line: console.print(line, markup=False, highlight=False))
         if resume is not None:
-            if any(v not in (None, []) for v in overrides.values()) or budget is not None:
+            if any(v not in (None, []) for v in overrides.values()) or budget is not None or budget_usd is not None:
                 raise click.UsageError("a resumed optimisation keeps its settings: give only --resume (and models)")
             coro = aoptimize(None, task_model, optimizer_model=optimizer, resume=resume, log=log,
                              run_settings=run_settings)  # fmt: skip
         else:
-            coro = aoptimize(str(task), task_model, optimizer_model=optimizer, budget=budget, output_dir=output_dir,
+            coro = aoptimize(str(task), task_model, optimizer_model=optimizer, budget=budget, budget_usd=budget_usd,
+                             output_dir=output_dir,
                              log=log, run_settings=run_settings, **overrides)  # fmt: skip
         result = asyncio.run(coro)
     except KeyboardInterrupt:

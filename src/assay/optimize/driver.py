@@ -97,6 +97,7 @@ async def aoptimize(
     *,
     optimizer_model: Any = None,
     budget: int | None = None,
+    budget_usd: float | None = None,
     output_dir: str | Path = "runs",
     resume: str | Path | None = None,
     log: Callable[[str], None] | None = None,
@@ -105,9 +106,10 @@ async def aoptimize(
 ) -> OptimizationResult:
     """Optimise a task (YAML path, config or Task) for ``model`` within ``budget`` model calls, or resume a folder.
 
-    ``overrides`` are keys of the task's ``optimize:`` section (strategy, components, constraints, splits, seed,
-    objectives, space, sampler, trials, minibatch, fewshot, metric, alpha). ``run_settings`` go to every candidate
-    run (concurrency, cache, timeout_s, prices, …).
+    ``budget_usd`` (with prices in ``run_settings``) also stops the optimisation before a step once that much has
+    been spent (a step may pass it by its own cost). ``overrides`` are keys of the task's ``optimize:`` section
+    (strategy, components, constraints, splits, seed, objectives, space, sampler, trials, minibatch, fewshot,
+    metric, alpha). ``run_settings`` go to every candidate run (concurrency, cache, timeout_s, prices, …).
     """
     from assay.api import load_tasks, resolve_model
     from assay.models.registry import load_model
@@ -119,7 +121,7 @@ async def aoptimize(
         folder = Path(resume)
         if not (folder / MANIFEST).is_file():
             raise ConfigError(f"{folder} is not an optimisation folder (no {MANIFEST})")
-        if task is not None or overrides or budget is not None:
+        if task is not None or overrides or budget is not None or budget_usd is not None:
             raise ConfigError("a resumed optimisation keeps its task, settings and budget; pass only resume=FOLDER")
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
         task_obj = Task.from_config(manifest["task"], source=f"{folder}/{MANIFEST}: task")
@@ -127,6 +129,7 @@ async def aoptimize(
         model = _model_arg(model, manifest["model"], "model", folder)
         optimizer_model = _model_arg(optimizer_model, manifest["optimizer_model"], "optimiser model", folder)
         budget = int(manifest["budget"])
+        budget_usd = manifest.get("budget_usd")
         settings = {**manifest["run_settings"], **{k: v for k, v in (run_settings or {}).items() if k != "prices"}}
         splits = {k: list(v) for k, v in manifest["splits"].items()}
     else:
@@ -153,6 +156,7 @@ async def aoptimize(
             "model": _spec_of(model),
             "optimizer_model": _spec_of(optimizer_model),
             "budget": budget,
+            "budget_usd": budget_usd,
             "spec": spec.model_dump(mode="json"),
             "splits": splits,
             "run_settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in settings.items()},
@@ -167,11 +171,14 @@ async def aoptimize(
         optimizer.check()
     if "cost" in spec.objectives and not settings.get("prices"):
         raise ConfigError("the 'cost' objective needs prices (--prices FILE)")
+    if budget_usd is not None and not settings.get("prices"):
+        raise ConfigError("a budget in US dollars needs prices (--prices FILE)")
     with run_lock(folder, action="optimise"):
         journal = Journal(folder)
         try:
             engine = Engine(folder, task_obj, model, optimizer, spec, splits, budget, settings, journal)
             engine.log = log
+            engine.budget_usd = budget_usd
             result = await _optimise(engine, folder, manifest)
         except (KeyboardInterrupt, asyncio.CancelledError, OptimizeError) as err:
             manifest["status"] = "failed" if isinstance(err, OptimizeError) else "interrupted"

@@ -108,6 +108,8 @@ class Engine:
         self.metric = task.metric(spec.metric or task.metrics[0].name)
         self.filter = spec.filter or (self.metric.filters or task.filters)[0]
         self.used = 0
+        self.budget_usd: float | None = None  # optional: stop before a step once this much has been spent
+        self.spent_usd = 0.0
         self.optimizer_calls = 0
         self.iteration = 0
         self._seen: Counter[str] = Counter()
@@ -139,6 +141,20 @@ class Engine:
     def _charge(self, calls: int) -> None:
         if self.used + calls > self.budget:
             raise BudgetExhausted(f"{self.used} of {self.budget} model calls used; the next step needs {calls}")
+        if self.budget_usd is not None and self.spent_usd >= self.budget_usd:
+            raise BudgetExhausted(f"${self.spent_usd:.4f} of ${self.budget_usd:.4f} spent")
+
+    def _spend_eval(self, ev: Evaluation) -> None:
+        self.used += ev.calls
+        self.spent_usd += float(ev.ops.get("model_cost_usd") or 0.0) + float(ev.ops.get("judge_cost_usd") or 0.0)
+
+    def _spend_propose(self, input_tokens: int, output_tokens: int) -> None:
+        self.used += 1
+        self.optimizer_calls += 1
+        prices = (self.run_settings.get("prices") or {}).get(self.optimizer.name if self.optimizer else "")
+        if prices:
+            cost = input_tokens * prices.get("input", 0.0) + output_tokens * prices.get("output", 0.0)
+            self.spent_usd += cost / 1e6
 
     async def evaluate(
         self, cand: Candidate, split: str, indices: list[int] | None = None, *, label: str = "", charge: bool = True
@@ -155,7 +171,7 @@ class Engine:
         if hit is not None:
             ev = _from_entry(hit)
             if charge:
-                self.used += ev.calls
+                self._spend_eval(ev)
             return ev
         if charge:
             self._charge(len(rows) * self.task.repeats)
@@ -175,7 +191,7 @@ class Engine:
         }
         self.journal.append(entry)
         if charge:
-            self.used += ev.calls
+            self._spend_eval(ev)
         return ev
 
     async def _run(self, cand: Candidate, split: str, rows: list[int], key: str, label: str) -> Evaluation:
@@ -214,8 +230,7 @@ class Engine:
         key = f"{digest}#{self._seen[digest]}"
         hit = self.journal.get("propose", key)
         if hit is not None:
-            self.used += 1
-            self.optimizer_calls += 1
+            self._spend_propose(int(hit.get("input_tokens") or 0), int(hit.get("output_tokens") or 0))
             return str(hit["text"])
         self._charge(1)
         request = Request(sample_id=f"optimizer-{purpose}", messages=[{"role": "user", "content": prompt}])
@@ -236,8 +251,7 @@ class Engine:
                 "attempts": attempts,
             }
         )
-        self.used += 1
-        self.optimizer_calls += 1
+        self._spend_propose(response.usage.input_tokens, response.usage.output_tokens)
         return text
 
     # ---- bookkeeping ---------------------------------------------------------------------------------------

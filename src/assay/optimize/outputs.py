@@ -200,6 +200,8 @@ def write_outputs(
         "optimizer": costs["optimizer"]["calls"],
         "judge": costs["judge"]["calls"],
         "final_test": costs["final_test"]["calls"],
+        "budget_usd": engine.budget_usd,
+        "spent_usd": engine.spent_usd if engine.run_settings.get("prices") else None,
     }
     mb, lb, hb = interval(ev_base.values)
     mw, lw, hw = interval(ev_best.values)
