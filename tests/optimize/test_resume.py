@@ -82,3 +82,22 @@ def test_resume_after_sigkill_reaches_the_same_result(tmp_path: Path) -> None:
     assert task_srv.requests_total <= ref_requests + 2
     assert opt_srv.requests_total == summary["calls"]["optimizer"]
     assert killed_task > 0 and killed_opt >= 1
+
+
+async def test_resume_refuses_a_changed_dataset(tmp_path: Path) -> None:
+    import pytest
+
+    from assay.errors import ConfigError
+    from assay.optimize import aoptimize
+    from tests.optimize.optimize_support import NO_CACHE
+
+    task = task_config(tmp_path)
+    result = await aoptimize(
+        str(task), {"provider": "python", "target": "assay.optimize.demo:answer"},
+        optimizer_model="python:assay.optimize.demo:reflect", budget=100, output_dir=tmp_path / "out",
+        run_settings=NO_CACHE,
+    )  # fmt: skip
+    data = tmp_path / "questions.jsonl"
+    data.write_text(data.read_text().replace('"answer": "yes"', '"answer": "no"', 1))
+    with pytest.raises(ConfigError, match="changed since the optimisation started"):
+        await aoptimize(resume=result.folder)

@@ -74,7 +74,7 @@ def _model(spec: str | None, base_url: str | None, api_key_env: str | None, opti
 @click.option("--fewshot-method", type=click.Choice(["random", "bootstrap", "greedy"]))
 @click.option("--demos", type=click.IntRange(1, 64), help="Few-shot: at most this many demos.")
 @click.option("--minibatch", type=click.IntRange(min=1), help="Reflective: training samples per reflection.")
-@click.option("--seed", type=int, help="Seed of the splits' strategy draws (default 0).")
+@click.option("--seed", type=int, help="Seed of the strategy's draws (the splits: optimize.splits.seed).")
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), help="Significance level.")
 @click.option("--output", "-o", "output_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"))
 @click.option("--resume", type=click.Path(exists=True, file_okay=False, path_type=Path), help="Resume a folder.")

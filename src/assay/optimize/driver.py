@@ -125,6 +125,11 @@ async def aoptimize(
             raise ConfigError("a resumed optimisation keeps its task, settings and budget; pass only resume=FOLDER")
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
         task_obj = Task.from_config(manifest["task"], source=f"{folder}/{MANIFEST}: task")
+        if task_obj.hash != manifest.get("task_hash"):
+            raise ConfigError(
+                f"{folder}: the task's dataset or config changed since the optimisation started (task hash "
+                f"{task_obj.hash[:12]} vs {str(manifest.get('task_hash'))[:12]}); its splits and runs no longer fit"
+            )
         spec = OptimizeSpec.model_validate(manifest["spec"])
         model = _model_arg(model, manifest["model"], "model", folder)
         optimizer_model = _model_arg(optimizer_model, manifest["optimizer_model"], "optimiser model", folder)
