@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # Broad, for redaction: an option or kwarg named like this is never echoed or recorded (``api_key_env``, the
 # *name* of a variable, is the caller's to allow). Headers are included because they often carry tokens.
@@ -23,3 +24,62 @@ def looks_secret(name: object) -> bool:
 def is_secret_config_key(name: object) -> bool:
     """True for a config key that names a credential (api_key, auth_token, password, …) but not ``cluster_key``."""
     return bool(_SECRET_CONFIG_KEY.search(str(name)))
+
+
+REDACTED = "***"
+
+# Query parameters that carry credentials in URLs (``?api_key=``, ``?key=``, ``&sig=``, ``access_token``, …).
+_SECRET_QUERY = re.compile(
+    r"^(key|sig|signature|code|auth|x-api-key)$|key|token|secret|passw|credential|authorization", re.IGNORECASE
+)
+
+
+def redact_url(url: str) -> str:
+    """``url`` without credentials: the userinfo's password (or a lone token) and secret-looking query values
+    become ``***``; everything else (scheme, host, port, path, ordinary parameters) is kept as written."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user, sep, _password = userinfo.partition(":")
+        netloc = f"{user}:{REDACTED}@{host}" if sep else f"{REDACTED}@{host}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(_SECRET_QUERY.search(k) for k, _ in pairs):
+            query = urlencode([(k, REDACTED if _SECRET_QUERY.search(k) else v) for k, v in pairs], safe="*")
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def has_redactions(url: str) -> bool:
+    """True when ``redact_url`` would change ``url`` (it carries credentials)."""
+    return redact_url(url) != url
+
+
+def redact_params(params: dict[str, Any]) -> dict[str, Any]:
+    """Generation or client parameters with the values of credential-named keys (``api_key``, …) replaced."""
+    return {k: REDACTED if is_secret_config_key(k) else v for k, v in params.items()}
+
+
+def redact_spec(value: Any) -> Any:
+    """A model spec or config as it may be recorded: credential-named keys (and headers) hidden, URLs redacted."""
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if is_secret_config_key(k) or str(k).lower() == "headers":
+                out[k] = REDACTED
+            else:
+                out[k] = redact_spec(v)
+        return out
+    if isinstance(value, list):
+        return [redact_spec(v) for v in value]
+    if isinstance(value, str) and "://" in value:
+        return redact_url(value)
+    return value

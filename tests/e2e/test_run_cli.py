@@ -74,7 +74,10 @@ def test_sample_that_keeps_failing_is_an_error_sample_and_the_run_goes_on(tmp_pa
 
     with OpenAITestServer(reply) as srv:
         task = write_task(tmp_path, 6)
-        proc = run_cli("run", str(task), *model_args(srv), "-o", "runs", "-q", "--max-attempts", "2", cwd=tmp_path)
+        proc = run_cli(
+            "run", str(task), *model_args(srv), "-o", "runs", "-q", "--max-attempts", "2", "--max-error-rate", "0.2",
+            cwd=tmp_path,
+        )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     lines = {line["sample_id"]: line for line in sample_lines(only_run_dir(tmp_path / "runs"))}
     assert len(lines) == 6
@@ -82,7 +85,7 @@ def test_sample_that_keeps_failing_is_an_error_sample_and_the_run_goes_on(tmp_pa
     assert bad["responses"] == [None] and "500" in bad["response_errors"][0]
     verdict = bad["filters"]["none"]["verdicts"]["exact_match"][0]
     assert verdict["error"] and verdict["score"] is None  # an error, never a zero
-    assert "1 errors" in proc.stderr
+    assert "1 model error," in proc.stderr
     # the user is told why: the first failed sample and its error, in the run's output and in the results
     first = next(line for line in proc.stderr.splitlines() if line.startswith("first error:"))
     assert first.startswith("first error: add/q3: ") and "500" in first
@@ -92,14 +95,16 @@ def test_sample_that_keeps_failing_is_an_error_sample_and_the_run_goes_on(tmp_pa
 
 def test_cache_second_run_makes_no_requests(tmp_path: Path, server: OpenAITestServer) -> None:
     task = write_task(tmp_path, 12)
-    first = run_cli("run", str(task), *model_args(server), "-o", "runs1", "-q", cwd=tmp_path)
+    first = run_cli("run", str(task), *model_args(server), "-o", "runs1", "-q", "--cache", cwd=tmp_path)
     assert first.returncode == 0, first.stderr
     assert server.requests_total == 12
-    second = run_cli("run", str(task), *model_args(server), "-o", "runs2", "-q", cwd=tmp_path)
+    second = run_cli("run", str(task), *model_args(server), "-o", "runs2", "-q", "--cache", cwd=tmp_path)
     assert second.returncode == 0, second.stderr
     assert server.requests_total == 12
     lines = sample_lines(only_run_dir(tmp_path / "runs2"))
     assert all(line["cache_hits"] == 1 and line["responses"][0]["cached"] for line in lines)
+    assert all(line["responses"][0]["cached_at"] <= time.time() for line in lines)  # when each answer was written
+    assert "12 answers from the cache (written 20" in second.stderr
     third = run_cli("run", str(task), *model_args(server), "-o", "runs3", "-q", "--no-cache", cwd=tmp_path)
     assert third.returncode == 0 and server.requests_total == 24
 

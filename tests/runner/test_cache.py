@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +56,8 @@ def test_round_trip_marks_cached(cache: ResponseCache) -> None:
     cache.put(key, RESPONSE)
     hit = cache.get(key)
     assert hit is not None and hit.cached is True
-    assert hit.model_dump(exclude={"cached"}) == RESPONSE.model_dump(exclude={"cached"})
+    assert hit.model_dump(exclude={"cached", "cached_at"}) == RESPONSE.model_dump(exclude={"cached", "cached_at"})
+    assert hit.cached_at is not None and abs(hit.cached_at - time.time()) < 60  # when the entry was written
     assert RESPONSE.cached is False
 
 

@@ -120,7 +120,9 @@ def test_a_run_too_small_to_stop_early_still_fails_past_the_error_rate(tmp_path:
 
     scheduler, error = run_scheduler(tmp_path, make_task(6), agent, max_error_rate=0.1)
     assert isinstance(error, ErrorRateExceeded)
-    assert str(error).startswith("failed: 6 of 6 samples failed, above the allowed error rate 10%")
+    assert str(error).startswith(
+        "failed: 6 of 6 samples failed (6 model errors, 0 evaluator errors), above the allowed error rate 10%"
+    )
     assert "(first error: loop/s" in str(error) and "RuntimeError: down" in str(error)
     assert scheduler.stats.written == 6  # every sample was run and written
     (tmp_path / "ok").mkdir()

@@ -14,6 +14,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from assay.errors import AssayError
+from assay.runner.exits import (
+    DEFAULT_MAX_ERROR_RATE,
+    DEFAULT_MAX_RESPONSE_CHARS,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    exit_code,
+    summary_line,
+)
 
 
 def _params(values: tuple[str, ...]) -> dict[str, Any]:
@@ -80,8 +88,9 @@ _RESUME_RUNTIME = {
     "timeout_s": "timeout_s",
     "max_attempts": "max_attempts",
     "max_error_rate": "max_error_rate",
-    "no_cache": "cache",
+    "cache": "cache",
     "cache_dir": "cache_path",
+    "max_response_chars": "max_response_chars",
 }
 _RESUME_FIXED = (
     "limit", "output_dir", "error_policy", "bootstrap_iters", "seed", "cluster_key", "repeat_reduction",
@@ -102,7 +111,7 @@ def _resume_settings(settings: dict[str, Any]) -> dict[str, Any]:
         flags = ", ".join("--" + name.removesuffix("_file").removesuffix("_dir").replace("_", "-") for name in fixed)
         raise click.UsageError(
             f"{flags}: a resumed run keeps the settings it started with; only how it runs "
-            "(--concurrency, --timeout, --max-attempts, --max-error-rate, cache) can change"
+            "(--concurrency, --timeout, --max-attempts, --max-error-rate, --max-response-chars, cache) can change"
         )
     out = {"progress": settings["progress"]}
     for option, key in _RESUME_RUNTIME.items():
@@ -137,10 +146,36 @@ def _print_results(run_dir: Path, fmt: str, console: Console) -> None:
     help="Seconds one request may take (each retry has its own). Default: the model's timeout_s, else 60.",
 )
 @click.option("--max-attempts", type=click.IntRange(min=1), default=6, show_default=True)
-@click.option("--max-error-rate", type=click.FloatRange(0, 1), help="Stop the run past this share of failed samples.")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the response cache.")
+@click.option(
+    "--max-error-rate",
+    type=click.FloatRange(0, 1),
+    default=DEFAULT_MAX_ERROR_RATE,
+    show_default=True,
+    help="Fail the run (exit 1) past this share of failed samples, model or evaluator errors (1: never).",
+)
+@click.option(
+    "--cache/--no-cache",
+    default=None,
+    help="Answer repeated requests from the SQLite response cache (off unless given or a task says cache: true).",
+)
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path), envvar="ASSAY_CACHE_DIR")
-@click.option("--output", "-o", "output_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"))
+@click.option(
+    "--max-response-chars",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_RESPONSE_CHARS,
+    show_default=True,
+    help="Characters of each answer kept in samples.jsonl (scoring sees it whole; the full length is recorded).",
+)
+@click.option(
+    "--output-dir",
+    "--output",
+    "-o",
+    "output_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("runs"),
+    show_default=True,
+    help="Where run folders are created (output_dir= in Python).",
+)
 @click.option(
     "--resume",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
@@ -187,8 +222,9 @@ def run_command(
     timeout_s: float | None,
     max_attempts: int,
     max_error_rate: float | None,
-    no_cache: bool,
+    cache: bool | None,
     cache_dir: Path | None,
+    max_response_chars: int,
     output_dir: Path,
     resume: Path | None,
     retry_errors: bool,
@@ -217,8 +253,9 @@ def run_command(
         "timeout_s": timeout_s,
         "max_attempts": max_attempts,
         "max_error_rate": max_error_rate,
-        "cache": not no_cache,
+        "cache": cache,
         "cache_path": (cache_dir / "responses.sqlite") if cache_dir else None,
+        "max_response_chars": max_response_chars,
         "progress": False if quiet else None,
     }
     if resume is None:
@@ -242,21 +279,20 @@ def run_command(
         )
     except KeyboardInterrupt:
         console.print("[yellow]Interrupted.[/]")  # the run has said where its folder is and how to resume it
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except AssayError as err:
         console.print(f"[red]error:[/] {escape(str(err))}")
-        sys.exit(2)
-    if outcome.status != "finished":
-        sys.exit(1)  # the run has said why it stopped, where its folder is and how to resume it
-    if not quiet:
+        sys.exit(EXIT_USAGE)
+    if outcome.status == "finished" and not quiet:
         _print_results(outcome.run_dir, fmt, console)
-    console.print(
-        f"{outcome.written} samples evaluated ({outcome.skipped} already done, {outcome.errors} errors, "
-        f"{outcome.cache_hits} cache hits, {outcome.retries} retries) in {outcome.seconds:.2f}s"
-    )
+    console.print(escape(summary_line(outcome)))
     if outcome.first_error:
         console.print(f"[yellow]first error:[/] {escape(outcome.first_error)}")
-    console.print(f"Run folder: [bold]{escape(str(outcome.run_dir))}[/]")
+    if outcome.first_evaluator_error:
+        console.print(f"[yellow]first evaluator error:[/] {escape(outcome.first_evaluator_error)}")
+    if outcome.stopped_by is None:
+        console.print(f"Run folder: [bold]{escape(str(outcome.run_dir))}[/]")
+    sys.exit(exit_code(outcome))
 
 
 @click.command("score")

@@ -51,6 +51,8 @@ class Response(BaseModel):
     finish_reason: str | None = None
     model: str | None = None
     cached: bool = False
+    cached_at: float | None = None  # when a cached answer was first written (epoch seconds); None if fresh
+    truncated_from: int | None = None  # the full length in characters when the stored text was cut
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -60,12 +62,27 @@ def display_name(described: dict[str, Any]) -> str:
 
 
 class ModelError(Exception):
-    """A request failed. ``retryable`` for 429/5xx/connection errors/timeouts; ``retry_after`` in seconds."""
+    """A request failed. ``retryable`` for 429/5xx/connection errors/timeouts; ``retry_after`` in seconds.
 
-    def __init__(self, message: str, *, retryable: bool = False, retry_after: float | None = None) -> None:
+    ``fatal`` marks an error every later request would repeat (a rejected key, a model that does not exist): the
+    runner stops the run at the first one instead of sending the rest, and the unsent samples stay pending.
+    ``status`` is the HTTP status, when there was one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        fatal: bool = False,
+        status: int | None = None,
+    ) -> None:
         super().__init__(message)
-        self.retryable = retryable
+        self.retryable = retryable and not fatal
         self.retry_after = retry_after
+        self.fatal = fatal
+        self.status = status
 
 
 class Model(ABC):
@@ -87,6 +104,10 @@ class Model(ABC):
     def describe(self) -> dict[str, Any]:
         """What to record about the model in results (never secrets)."""
         return self.identity()
+
+    def check_params(self, params: dict[str, Any], where: str) -> None:
+        """Raise ConfigError when generation ``params`` (from ``where``, e.g. a task) cannot be sent to this model;
+        called by the runner before a run starts. Unknown parameters pass (servers differ)."""
 
     def check(self) -> None:
         """Raise ConfigError when this model cannot answer at all (e.g. a hosted API and no key); called by the

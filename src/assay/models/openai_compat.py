@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from assay.errors import ConfigError
 from assay.models.base import Model, ModelError, Request, Response, ToolCall, Usage
+from assay.secrets import has_redactions, redact_params, redact_url
 
 if TYPE_CHECKING:
     import aiohttp
@@ -27,6 +28,55 @@ if TYPE_CHECKING:
 RETRYABLE_STATUS = frozenset({408, 409, 429})  # and every 5xx
 _encode = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps builds a new encoder per call when given kwargs
 _decode = json.loads
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+_NUMBER = ("a number", lambda v: isinstance(v, int | float) and not isinstance(v, bool))
+_INT = ("an integer", lambda v: isinstance(v, int) and not isinstance(v, bool))
+_BOOL = ("true or false", lambda v: isinstance(v, bool))
+_STR = ("a string", lambda v: isinstance(v, str))
+_OBJECT = ("an object", lambda v: isinstance(v, dict))
+# the standard chat-completions parameters and the JSON type each takes; others pass through unchecked
+STANDARD_PARAMS: dict[str, tuple[str, Any]] = {
+    "temperature": _NUMBER,
+    "top_p": _NUMBER,
+    "frequency_penalty": _NUMBER,
+    "presence_penalty": _NUMBER,
+    "max_tokens": _INT,
+    "max_completion_tokens": _INT,
+    "n": _INT,
+    "seed": _INT,
+    "top_logprobs": _INT,
+    "logprobs": _BOOL,
+    "parallel_tool_calls": _BOOL,
+    "store": _BOOL,
+    "stream": ("false (streaming is not supported)", lambda v: v is False),
+    "stop": (
+        "a string or a list of strings",
+        lambda v: isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)),
+    ),
+    "logit_bias": _OBJECT,
+    "response_format": _OBJECT,
+    "metadata": _OBJECT,
+    "user": _STR,
+    "reasoning_effort": _STR,
+    "tool_choice": ("a string or an object", lambda v: isinstance(v, str | dict)),
+}
+
+
+def check_params(params: Mapping[str, Any], where: str) -> None:
+    """Raise ConfigError naming the first standard parameter whose value has the wrong JSON type
+    (``--param temperature=hot``); None means "not set"; unknown parameters pass, as servers differ."""
+    for name, value in params.items():
+        rule = STANDARD_PARAMS.get(name)
+        if rule is None or value is None:
+            continue
+        expected, ok = rule
+        if not ok(value):
+            raise ConfigError(f"{where}: parameter {name!r} must be {expected}, got {value!r}")
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -85,6 +135,7 @@ class OpenAIModel(Model):
         self.base_url = base_url.rstrip("/")
         self.api_key_env = api_key_env
         self.params = {k: v for k, v in (params or {}).items() if v is not None}
+        check_params(self.params, "openai: params")
         self.timeout_s = float(timeout_s)
         self.max_connections = int(max_connections)
         self._api_key = api_key if api_key is not None else os.environ.get(api_key_env) or None
@@ -93,25 +144,41 @@ class OpenAIModel(Model):
             self._headers["Authorization"] = f"Bearer {self._api_key}"
         self._headers.update(headers or {})
         self._url = f"{self.base_url}/chat/completions"
+        self._shown_url = redact_url(self._url)  # what messages show: no credentials in the URL
         self._session: aiohttp.ClientSession | None = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
-        return f"OpenAIModel(model={self.model!r}, base_url={self.base_url!r})"
+        return f"OpenAIModel(model={self.model!r}, base_url={redact_url(self.base_url)!r})"
 
     def identity(self) -> dict[str, Any]:
-        """Provider, endpoint, model and default params: what changes answers (never the key or headers)."""
-        return {"provider": self.provider, "base_url": self.base_url, "model": self.model, "params": dict(self.params)}
+        """Provider, endpoint, model and default params: what changes answers (never the key or headers, and no
+        credentials from the URL or from secret-looking params: this is recorded in run.json and results.json)."""
+        return {
+            "provider": self.provider,
+            "base_url": redact_url(self.base_url),
+            "model": self.model,
+            "params": redact_params(self.params),
+        }
+
+    def check_params(self, params: dict[str, Any], where: str) -> None:
+        """The standard parameters' JSON types (a task's ``generation``): a wrong type fails before the run."""
+        check_params(params, where)
 
     def check(self) -> None:
         """A server other than this machine needs an API key: without one, say which variable to set."""
-        if self._api_key or any(k.lower() not in ("content-type", "accept") for k in self._headers):
+        if (
+            self._api_key
+            or has_redactions(self.base_url)
+            or any(k.lower() not in ("content-type", "accept") for k in self._headers)
+        ):
             return  # a key, or headers of the caller's own (e.g. another auth scheme)
         host = (urlsplit(self.base_url).hostname or "").lower()
         if host in ("localhost", "::1", "0.0.0.0") or host.startswith("127.") or host.endswith(".localhost"):
             return  # local servers (vLLM, Ollama, llama.cpp, the test server) usually need no key
         raise ConfigError(
-            f"openai: no API key for {self.base_url}: the environment variable {self.api_key_env} is not set; "
+            f"openai: no API key for {redact_url(self.base_url)}: the environment variable {self.api_key_env} is not "
+            "set; "
             f"set it, or name the variable that holds the key with --api-key-env / api_key_env "
             f"(a server that needs no key accepts any value, e.g. {self.api_key_env}=EMPTY)"
         )
@@ -181,13 +248,13 @@ class OpenAIModel(Model):
                 headers = resp.headers
         except aiohttp.ServerDisconnectedError as err:
             raise ModelError(
-                f"{self.base_url}: the server closed the connection without a response", retryable=True
+                f"{self._shown_url}: the server closed the connection without a response", retryable=True
             ) from err
         except TimeoutError as err:
-            raise ModelError(f"{self.base_url}: no response within {self.timeout_s:g}s", retryable=True) from err
+            raise ModelError(f"{self._shown_url}: no response within {self.timeout_s:g}s", retryable=True) from err
         except aiohttp.ClientError as err:  # refused/reset connections, truncated bodies, …
             permanent = isinstance(err, aiohttp.InvalidURL | aiohttp.ClientSSLError)  # retrying cannot fix these
-            msg = self._redact(f"{self.base_url}: {type(err).__name__}: {err}")
+            msg = self._redact(f"{self._shown_url}: {type(err).__name__}: {err}")
             raise ModelError(msg, retryable=not permanent) from err
         latency = time.perf_counter() - start
         if not 200 <= status < 300:
@@ -196,11 +263,23 @@ class OpenAIModel(Model):
 
     def _http_error(self, status: int, headers: Mapping[str, str], raw: bytes) -> ModelError:
         retryable = status in RETRYABLE_STATUS or status >= 500
-        msg = f"HTTP {status} from {self._url}: {self._excerpt(raw)}"
+        excerpt = self._excerpt(raw)
+        msg = f"HTTP {status} from {self._shown_url}: {excerpt}"
+        fatal = status in (401, 403, 404)  # every later request would get the same answer
         if status == 401 and not self._api_key:
             msg += f" (no API key was sent: set ${self.api_key_env} or pass api_key)"
+        elif status in (401, 403):
+            what = "rejected the API key" if status == 401 else "refused access with the API key"
+            msg += (
+                f" (the server {what} in ${self.api_key_env}: fix the key, or name another variable with --api-key-env)"
+            )
+        elif fatal:
+            msg += (
+                f" (model {self.model!r} or its endpoint was not found at {redact_url(self.base_url)}: check the model "
+                "name given to --model and the --base-url)"
+            )
         retry_after = parse_retry_after(headers) if retryable else None
-        return ModelError(self._redact(msg), retryable=retryable, retry_after=retry_after)
+        return ModelError(self._redact(msg), retryable=retryable, retry_after=retry_after, fatal=fatal, status=status)
 
     def _excerpt(self, raw: bytes, limit: int = 300) -> str:
         """The error message of an OpenAI-style error body, else the start of the body."""
@@ -261,9 +340,9 @@ class OpenAIModel(Model):
         if error:  # some gateways answer 200 with an error object
             code = error.get("code") if isinstance(error, dict) else None
             retryable = code in RETRYABLE_STATUS or (isinstance(code, int) and code >= 500)
-            return ModelError(self._redact(f"{self._url}: {self._excerpt(raw)}"), retryable=retryable)
+            return ModelError(self._redact(f"{self._shown_url}: {self._excerpt(raw)}"), retryable=retryable)
         what = "not JSON" if obj is None else f"not a chat completion ({type(err).__name__}: {err})"
-        return ModelError(self._redact(f"{self._url}: the response is {what}: {self._excerpt(raw)}"))
+        return ModelError(self._redact(f"{self._shown_url}: the response is {what}: {self._excerpt(raw)}"))
 
     @staticmethod
     def _tool_call(call: dict[str, Any], metadata: dict[str, Any]) -> ToolCall:

@@ -34,7 +34,7 @@ CREATE TABLE IF NOT EXISTS responses (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS responses_model ON responses(model);
 """
-_GET = "SELECT response FROM responses WHERE key = ?"
+_GET = "SELECT response, created FROM responses WHERE key = ?"
 _PUT = "INSERT OR REPLACE INTO responses (key, provider, model, created, response) VALUES (?, ?, ?, ?, ?)"
 _canonical = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode
 
@@ -143,7 +143,8 @@ class ResponseCache:
         return key
 
     def get(self, key: str) -> Response | None:
-        """The cached response for ``key`` (with ``cached=True``), or None (also for an entry that no longer parses)."""
+        """The cached response for ``key`` (with ``cached=True`` and ``cached_at``, when the entry was written), or
+        None (also for an entry that no longer parses)."""
         row = self._connection().execute(_GET, (key,)).fetchone()
         if row is None:
             return None
@@ -153,6 +154,7 @@ class ResponseCache:
             return None
         self._labels.pop(key, None)
         response.cached = True
+        response.cached_at = float(row[1])
         return response
 
     def put(self, key: str, response: Response, *, model: Model | None = None) -> None:
@@ -162,7 +164,7 @@ class ResponseCache:
             label = (model.provider, str(getattr(model, "name", model.provider)))
         else:
             label = pending or ("unknown", response.model or "unknown")
-        data = response.model_dump_json(exclude={"cached"})
+        data = response.model_dump_json(exclude={"cached", "cached_at", "truncated_from"})
         self._connection().execute(_PUT, (key, label[0], label[1], time.time(), data))
 
     def info(self) -> dict[str, Any]:

@@ -41,6 +41,29 @@ class RetryPolicy(BaseModel):
         return delay
 
 
+async def attempt_once(fn: Callable[[], Awaitable[T]], policy: RetryPolicy) -> T:
+    """Await ``fn()`` once within ``policy.timeout_s``; running out of time is a retryable ModelError."""
+    if policy.timeout_s is None:
+        return await fn()
+    try:
+        async with asyncio.timeout(policy.timeout_s) as deadline:
+            return await fn()
+    except TimeoutError as err:
+        if not deadline.expired():
+            raise  # a TimeoutError raised by fn itself: not ours to interpret
+        raise ModelError(f"no response within {policy.timeout_s:g}s", retryable=True) from err
+
+
+def gave_up(error: ModelError, attempts: int) -> ModelError:
+    """The error a request ends with after its last attempt, saying how many attempts were made."""
+    plural = "s" if attempts > 1 else ""
+    final = ModelError(
+        f"{error} (gave up after {attempts} attempt{plural})", retryable=True, retry_after=error.retry_after
+    )
+    final.__cause__ = error
+    return final
+
+
 async def call_with_retries(
     fn: Callable[[], Awaitable[T]],
     policy: RetryPolicy,
@@ -58,27 +81,13 @@ async def call_with_retries(
     while True:
         attempt += 1
         try:
-            if policy.timeout_s is None:
-                return await fn(), attempt
-            async with asyncio.timeout(policy.timeout_s) as deadline:
-                return await fn(), attempt
+            return await attempt_once(fn, policy), attempt
         except ModelError as err:
             error = err
-        except TimeoutError as err:
-            if policy.timeout_s is None or not deadline.expired():
-                raise  # a TimeoutError raised by fn itself: not ours to interpret
-            error = ModelError(f"no response within {policy.timeout_s:g}s", retryable=True)
-            error.__cause__ = err
         if not error.retryable:
             raise error
         if attempt >= policy.max_attempts:
-            plural = "s" if attempt > 1 else ""
-            final = ModelError(
-                f"{error} (gave up after {attempt} attempt{plural})",
-                retryable=True,
-                retry_after=error.retry_after,
-            )
-            raise final from error
+            raise gave_up(error, attempt)
         if on_retry is not None:
             on_retry(attempt, error)
         await asyncio.sleep(policy.backoff(attempt, error.retry_after))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -172,6 +173,32 @@ def errored_keys(run_dir: Path) -> set[tuple[str, str]]:
     }
 
 
+def _verdict_errored(obj: dict[str, Any]) -> bool:
+    for filtered in (obj.get("filters") or {}).values():
+        for verdicts in (filtered.get("verdicts") or {}).values():
+            if any(isinstance(v, dict) and v.get("error") for v in verdicts):
+                return True
+    return False
+
+
+def error_counts(run_dir: Path, *, exclude: set[tuple[str, str]] | None = None) -> tuple[int, int, int]:
+    """(finished samples, samples whose model request failed, other samples with an error verdict) of a run
+    folder, leaving out ``exclude`` (samples about to be asked again): a resumed run's error rate covers them all."""
+    path = run_dir / SAMPLES
+    done = model = evaluator = 0
+    if not path.exists():
+        return 0, 0, 0
+    for _, obj in iter_sample_lines(path):
+        if exclude and (str(obj.get("task")), str(obj.get("sample_id"))) in exclude:
+            continue
+        done += 1
+        if any(obj.get("response_errors") or []):
+            model += 1
+        elif _verdict_errored(obj):
+            evaluator += 1
+    return done, model, evaluator
+
+
 def drop_samples(run_dir: Path, keys: set[tuple[str, str]]) -> int:
     """Rewrite samples.jsonl (atomically) without the samples ``keys``; returns how many lines were dropped."""
     path = run_dir / SAMPLES
@@ -192,11 +219,15 @@ def drop_samples(run_dir: Path, keys: set[tuple[str, str]]) -> int:
 
 
 class SampleWriter:
-    """Appends one JSON line per finished sample: flushed at once, fsynced at checkpoints and on close."""
+    """Appends one JSON line per finished sample: written whole at once, fsynced at checkpoints and on close.
+
+    Each line goes to the file with unbuffered writes; a write that fails part-way (a full disk) is cut back, so the
+    file never holds half a line and the error reaches the caller at once, with every earlier sample intact.
+    """
 
     def __init__(self, path: Path, *, fsync_every: int = 200, fsync_interval_s: float = 2.0) -> None:
         self.path = path
-        self._fh: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _FILE_MODE)
         self._fsync_every = fsync_every
         self._fsync_interval_s = fsync_interval_s
         self._since_sync = 0
@@ -204,8 +235,22 @@ class SampleWriter:
         self.written = 0
 
     def write(self, record: SampleRecord) -> None:
-        self._fh.write(record.model_dump_json() + "\n")
-        self._fh.flush()
+        self.write_line((record.model_dump_json() + "\n").encode())
+
+    def write_line(self, data: bytes) -> None:
+        """Append one encoded line (ending in a newline) whole, or not at all."""
+        fd = self._fd
+        if fd is None:
+            raise ValueError(f"{self.path} is closed")
+        start = os.lseek(fd, 0, os.SEEK_END)
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+            raise
         self.written += 1
         self._since_sync += 1
         if self._since_sync >= self._fsync_every or time.monotonic() - self._last_sync >= self._fsync_interval_s:
@@ -213,15 +258,18 @@ class SampleWriter:
 
     def checkpoint(self) -> None:
         """Make everything written so far durable (survives a power cut, not just a process kill)."""
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        if self._fd is not None:
+            os.fsync(self._fd)
         self._since_sync = 0
         self._last_sync = time.monotonic()
 
     def close(self) -> None:
-        if not self._fh.closed:
-            self.checkpoint()
-            self._fh.close()
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def __enter__(self) -> SampleWriter:
         return self

@@ -1,10 +1,10 @@
-"""The request loop: bounded concurrency, cache, retries; each finished sample is scored and appended at once."""
+"""The request loop: bounded attempts in flight, cache, retries that wait outside the cap; each finished sample is
+scored and appended at once."""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,8 +12,10 @@ from assay.errors import AssayError
 from assay.models.base import Model, ModelError, Request, Response
 from assay.record import SampleRecord
 from assay.runner.cache import ResponseCache
+from assay.runner.exits import DEFAULT_MAX_RESPONSE_CHARS
+from assay.runner.limiter import AttemptLimiter
 from assay.runner.progress import RunProgress
-from assay.runner.retry import RetryPolicy, call_with_retries
+from assay.runner.retry import RetryPolicy, attempt_once, gave_up
 from assay.runner.rundir import SampleWriter
 from assay.runner.scoring import score_sample
 
@@ -21,8 +23,16 @@ if TYPE_CHECKING:
     from assay.tasks import Sample, Task
 
 
-class ErrorRateExceeded(AssayError):
+class StopRun(AssayError):
+    """The run must stop before its end; samples not yet answered stay pending for ``--resume``."""
+
+
+class ErrorRateExceeded(StopRun):
     """The run stopped because too many samples failed (``max_error_rate``)."""
+
+
+class ModelAccessError(StopRun):
+    """The model refused every request (401, 403, 404 model not found): sending the rest would be wasted."""
 
 
 @dataclass
@@ -35,6 +45,8 @@ class SchedulerConfig:
     feedback_model: Model | None = None  # rewrites failing verdicts' feedback
     min_samples_for_error_rate: int = 20
     fsync_every: int = 200
+    max_response_chars: int | None = DEFAULT_MAX_RESPONSE_CHARS  # what samples.jsonl keeps of each answer
+    prior: tuple[int, int, int] = (0, 0, 0)  # a resumed run's samples already written: (done, model, evaluator errors)
 
 
 @dataclass
@@ -59,12 +71,39 @@ class RunStats:
     """What one execution of the loop did."""
 
     written: int = 0
-    errors: int = 0
+    errors: int = 0  # samples whose model request failed
+    evaluator_errors: int = 0  # samples answered, but with an error verdict (e.g. the judge server is down)
     cache_hits: int = 0
+    cache_oldest: float | None = None  # when the oldest / newest cached answer used was written
+    cache_newest: float | None = None
+    truncated: int = 0  # responses stored shortened (max_response_chars)
     requests: int = 0
     retries: int = 0
     seconds: float = 0.0
     first_error: str | None = None  # the first failed sample's model error, to show the user why samples fail
+    first_evaluator_error: str | None = None
+
+
+def _verdict_error(record: SampleRecord) -> str | None:
+    """The first error verdict of a record (a metric's evaluator could not judge the answer)."""
+    for filtered in record.filters.values():
+        for metric, verdicts in filtered.verdicts.items():
+            for verdict in verdicts:
+                if verdict.get("error"):
+                    return f"{metric}: {verdict['error']}"
+    return None
+
+
+def _cap(value: Any, limit: int | None) -> Any:
+    return value[:limit] if limit is not None and isinstance(value, str) and len(value) > limit else value
+
+
+def stored_response(response: Response | None, limit: int | None) -> Response | None:
+    """The response as samples.jsonl keeps it: text beyond ``limit`` characters cut, with the full length kept in
+    ``truncated_from`` (scoring has already seen the whole text)."""
+    if response is None or limit is None or response.text is None or len(response.text) <= limit:
+        return response
+    return response.model_copy(update={"text": response.text[:limit], "truncated_from": len(response.text)})
 
 
 class Scheduler:
@@ -86,100 +125,118 @@ class Scheduler:
         self.progress = progress
         self.stats = RunStats()
         self.cache_failures: list[str] = []
-        self._slots = asyncio.Semaphore(config.concurrency)
+        self.limiter = AttemptLimiter(config.concurrency)
 
     async def run(self, work: list[tuple[Task, Sample]]) -> RunStats:
         """Process every (task, sample) pair; a failure of one sample is recorded, never fatal.
 
-        Workers only fetch: once a sample's responses are in, its scoring and writing go to a separate task
-        and the worker sends its next request at once, so evaluation never delays the request pipeline.
-        At most ``concurrency`` fetched samples wait to be scored.
+        Each sample is its own asyncio task: it fetches its answers (each attempt holds a place of the
+        :class:`AttemptLimiter`, given back while it backs off before a retry), then is scored and written, while
+        other samples' requests go on, so neither evaluation nor backoff delays the request pipeline. At most
+        ``2 × concurrency`` samples are in progress at once.
 
-        When the run must stop (the error rate is exceeded, or writing failed), requests in flight are abandoned at
-        once (those samples are not finished; a resume redoes them). After an error-rate stop, every sample whose
-        answers are already in is still scored and written, so no paid-for answer is lost.
-        Cancellation (Ctrl-C) cancels everything; every sample written so far is complete.
+        When the run must stop (:class:`StopRun`: the error rate is exceeded or the model refuses access; or
+        writing failed), requests in flight are abandoned at once (those samples are not finished; a resume redoes
+        them). After a StopRun, every sample whose answers are already in is still scored and written, so no
+        paid-for answer is lost. Cancellation (Ctrl-C) cancels everything; every sample written so far is complete.
         """
         started = time.perf_counter()
-        pending: Iterator[tuple[Task, Sample]] = iter(work)
-        self._finishing: set[asyncio.Task[None]] = set()
-        self._finish_slots = asyncio.Semaphore(self.config.concurrency)
         self._failure: BaseException | None = None
-        self._fetching: set[asyncio.Task[Any]] = set()  # workers waiting for a model's answer
-        n_workers = min(self.config.concurrency, len(work))
-        self._workers: list[asyncio.Task[None]] = [asyncio.create_task(self._worker(pending)) for _ in range(n_workers)]
+        self._fetching: set[asyncio.Task[None]] = set()  # samples waiting for a model's answer
+        self._live: set[asyncio.Task[None]] = set()
+        room = asyncio.Semaphore(max(2 * self.config.concurrency, 1))
         try:
-            await asyncio.gather(*self._workers, return_exceptions=True)  # each worker reports its own failure
-            if self._failure is None or isinstance(self._failure, ErrorRateExceeded):
-                while self._finishing:  # fetched samples: score and write them
-                    await asyncio.wait(set(self._finishing))
+            for task, sample in work:
+                await room.acquire()
+                if self._failure is not None:
+                    break
+                job = asyncio.create_task(self._sample(task, sample))
+                self._live.add(job)
+                job.add_done_callback(self._ended)
+                job.add_done_callback(lambda _: room.release())
+            while self._live:
+                await asyncio.wait(set(self._live))
             if self._failure is not None:
                 raise self._failure
             self._check_error_rate(final=True)
         finally:
-            leftover = [t for t in [*self._workers, *self._finishing] if not t.done()]
+            leftover = [t for t in self._live if not t.done()]
             for t in leftover:
                 t.cancel()
             await asyncio.gather(*leftover, return_exceptions=True)
             self.stats.seconds = time.perf_counter() - started
         return self.stats
 
-    def _fail(self, error: BaseException) -> None:
-        """Remember the first failure and stop fetching: requests in flight are abandoned, fetched samples kept."""
-        if self._failure is None:
-            self._failure = error
-        for worker in self._fetching:
-            worker.cancel()
-
-    async def _worker(self, pending: Iterator[tuple[Task, Sample]]) -> None:
-        me = asyncio.current_task()
-        assert me is not None
-        try:
-            for task, sample in pending:  # safe: no await between the iterator's steps
-                if self._failure is not None:
-                    return
-                self._fetching.add(me)
-                try:
-                    fetched = await self._fetch(task, sample)
-                finally:
-                    self._fetching.discard(me)
-                await self._finish_slots.acquire()
-                finishing = asyncio.create_task(self._finish(task, sample, fetched))
-                self._finishing.add(finishing)
-                finishing.add_done_callback(self._finished)
-        except Exception as err:  # a bug outside the per-request guard: stop the run, do not hang it
-            self._fail(err)
-
-    def _finished(self, finishing: asyncio.Task[None]) -> None:
-        self._finishing.discard(finishing)
-        self._finish_slots.release()
-        error = None if finishing.cancelled() else finishing.exception()
+    def _ended(self, job: asyncio.Task[None]) -> None:
+        self._live.discard(job)
+        error = None if job.cancelled() else job.exception()
         if error is not None:
             self._fail(error)
+
+    def _fail(self, error: BaseException) -> None:
+        """Remember the first failure and stop: requests in flight are abandoned; after a StopRun, fetched samples
+        are still scored and written, after anything else (a write failed) nothing more is written."""
+        if self._failure is None:
+            self._failure = error
+        doomed = self._fetching if isinstance(self._failure, StopRun) else self._live
+        for job in list(doomed):
+            job.cancel()
+
+    async def _sample(self, task: Task, sample: Sample) -> None:
+        me = asyncio.current_task()
+        assert me is not None
+        self._fetching.add(me)
+        try:
+            fetched = await self._fetch(task, sample)
+        finally:
+            self._fetching.discard(me)
+        await self._finish(task, sample, fetched)
 
     async def _finish(self, task: Task, sample: Sample, fetched: Fetched) -> None:
         record = await self._record(task, sample, fetched)
         self.writer.write(record)
-        self.stats.written += 1
-        failed = record.error is not None
-        self.stats.errors += int(failed)
-        if failed and self.stats.first_error is None:
-            self.stats.first_error = f"{task.name}/{sample.id}: {record.error}"
-        self.stats.cache_hits += record.cache_hits
-        self.progress.advance(error=failed, cache_hits=record.cache_hits)
+        stats = self.stats
+        stats.written += 1
+        model_error = record.error
+        evaluator_error = None if model_error is not None else _verdict_error(record)
+        if model_error is not None:
+            stats.errors += 1
+            if stats.first_error is None:
+                stats.first_error = f"{task.name}/{sample.id}: {model_error}"
+        elif evaluator_error is not None:
+            stats.evaluator_errors += 1
+            if stats.first_evaluator_error is None:
+                stats.first_evaluator_error = f"{task.name}/{sample.id}: {evaluator_error}"
+        stats.cache_hits += record.cache_hits
+        if record.cache_hits:
+            for response in record.responses:
+                when = response.cached_at if response is not None else None
+                if when is not None:
+                    stats.cache_oldest = when if stats.cache_oldest is None else min(stats.cache_oldest, when)
+                    stats.cache_newest = when if stats.cache_newest is None else max(stats.cache_newest, when)
+        self.progress.advance(
+            error=model_error is not None or evaluator_error is not None, cache_hits=record.cache_hits
+        )
         self._check_error_rate()
 
     def _check_error_rate(self, *, final: bool = False) -> None:
         """Past ``max_error_rate`` the run fails: while running once enough samples are in (a few early failures
-        must not stop it), and at the end whatever the count, so a small run never passes the limit silently."""
+        must not stop it), and at the end whatever the count, so a small run never passes the limit silently.
+        Model errors and evaluator errors both count (a sample counts once)."""
         limit = self.config.max_error_rate
-        done = self.stats.written
-        if limit is None or not done or (not final and done < self.config.min_samples_for_error_rate):
+        stats = self.stats
+        prior_done, prior_model, prior_evaluator = self.config.prior
+        done = stats.written + prior_done
+        if limit is None or not done or (not final and stats.written < self.config.min_samples_for_error_rate):
             return
-        if self.stats.errors / done > limit:
+        model_errors, evaluator_errors = stats.errors + prior_model, stats.evaluator_errors + prior_evaluator
+        failed = model_errors + evaluator_errors
+        if failed / done > limit:
+            first = stats.first_error or stats.first_evaluator_error
             raise ErrorRateExceeded(
-                f"{'failed' if final else 'stopped'}: {self.stats.errors} of {done} samples failed, above the "
-                f"allowed error rate {limit:.0%} (first error: {self.stats.first_error})"
+                f"{'failed' if final else 'stopped'}: {failed} of {done} samples failed ({model_errors} model "
+                f"errors, {evaluator_errors} evaluator errors), above the allowed error rate {limit:.0%} of "
+                "--max-error-rate" + (f" (first error: {first})" if first else "")
             )
 
     async def _fetch(self, task: Task, sample: Sample) -> Fetched:
@@ -189,7 +246,13 @@ class Scheduler:
         if len(requests) == 1:
             outcomes = [await self._request(requests[0])]
         else:
-            outcomes = list(await asyncio.gather(*(self._request(req) for req in requests)))
+            jobs = [asyncio.ensure_future(self._request(req)) for req in requests]
+            try:
+                outcomes = list(await asyncio.gather(*jobs))
+            except BaseException:
+                for job in jobs:
+                    job.cancel()
+                raise
         return Fetched(requests, outcomes, started_at, time.perf_counter() - t0)
 
     async def _record(self, task: Task, sample: Sample, fetched: Fetched) -> SampleRecord:
@@ -200,6 +263,12 @@ class Scheduler:
         filters, eval_seconds = await score_sample(
             task, sample, responses, errors, prompt, feedback_model=self.config.feedback_model
         )
+        limit = self.config.max_response_chars
+        stored = [stored_response(r, limit) for r in responses]
+        self.stats.truncated += sum(r is not s for r, s in zip(responses, stored, strict=True))
+        if limit is not None:
+            for record in filters.values():
+                record.filtered = [_cap(v, limit) for v in record.filtered]
         return SampleRecord(
             task=task.name,
             task_hash=task.hash,
@@ -211,7 +280,7 @@ class Scheduler:
             gen_kwargs=first.params,
             target=sample.target,
             metadata=sample.metadata,
-            responses=responses,
+            responses=stored,
             response_errors=errors,
             cache_hits=sum(o.cached for o in fetched.outcomes),
             filters=filters,
@@ -220,26 +289,42 @@ class Scheduler:
             eval_seconds=eval_seconds,
         )
 
-    def _retried(self, attempt: int, error: ModelError) -> None:
-        self.stats.retries += 1  # counted as they happen: a request that finally fails has retried too
-
     async def _request(self, request: Request) -> RequestOutcome:
+        """One request with its retries: each attempt holds a place of the limiter; backoff waits hold none."""
         key = None
         if self.cache is not None:
             key = self.cache.key(self.model, request)
             hit = self.cache.get(key)
             if hit is not None:
                 return RequestOutcome(hit, None, True)
-        async with self._slots:
-            self.stats.requests += 1
+        self.stats.requests += 1
+        policy = self.config.retry
+        limiter = self.limiter
+        attempt = 0
+        while True:
+            attempt += 1
+            await limiter.acquire()
             try:
-                response, _ = await call_with_retries(
-                    lambda: self.model.generate(request), self.config.retry, on_retry=self._retried
-                )
+                response = await attempt_once(lambda: self.model.generate(request), policy)
             except ModelError as err:
-                return RequestOutcome(None, str(err), False)
+                error = err
             except Exception as err:  # a bug in an agent or provider fails this sample, not the run
                 return RequestOutcome(None, f"{type(err).__name__}: {err}", False)
+            else:
+                limiter.succeeded()
+                break
+            finally:
+                limiter.release()
+            if error.fatal:
+                raise ModelAccessError(f"the model refused the request, so the run stopped: {error}") from None
+            if error.status == 429:
+                limiter.rate_limited(error.retry_after)
+            if not error.retryable:
+                return RequestOutcome(None, str(error), False)
+            if attempt >= policy.max_attempts:
+                return RequestOutcome(None, str(gave_up(error, attempt)), False)
+            self.stats.retries += 1  # counted as they happen: a request that finally fails has retried too
+            await asyncio.sleep(policy.backoff(attempt, error.retry_after))
         if key is not None and self.cache is not None:
             try:
                 self.cache.put(key, response, model=self.model)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import errno
 import re
 import secrets
 import subprocess
@@ -17,28 +19,48 @@ from assay.errors import ConfigError
 from assay.models.base import Model
 from assay.record import RunManifest
 from assay.runner.cache import ResponseCache
+from assay.runner.exits import DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_RESPONSE_CHARS
+from assay.runner.lock import run_lock
 from assay.runner.progress import RunProgress
 from assay.runner.retry import RetryPolicy
 from assay.runner.rundir import (
     SAMPLES,
     SampleWriter,
     drop_samples,
+    error_counts,
     errored_keys,
     finished_keys,
     read_manifest,
     repair_torn_tail,
     write_manifest,
 )
-from assay.runner.scheduler import ErrorRateExceeded, RunStats, Scheduler, SchedulerConfig
+from assay.runner.scheduler import (
+    ErrorRateExceeded,
+    ModelAccessError,
+    RunStats,
+    Scheduler,
+    SchedulerConfig,
+)
+from assay.secrets import redact_spec
 
 if TYPE_CHECKING:
     from assay.tasks import Sample, Task
 
 
 DEFAULT_TIMEOUT_S = 60.0
+DISK_FULL = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
 # the settings a resumed run may change: how it executes, never what it evaluates or how results are computed
 RUNTIME_SETTINGS = frozenset(
-    {"concurrency", "timeout_s", "max_attempts", "max_error_rate", "cache", "cache_path", "progress"}
+    {
+        "concurrency",
+        "timeout_s",
+        "max_attempts",
+        "max_error_rate",
+        "cache",
+        "cache_path",
+        "progress",
+        "max_response_chars",
+    }
 )
 RESULTS_OPTIONS = {
     "error_policy",
@@ -60,11 +82,12 @@ class RunSettings(BaseModel):
     output_dir: Path = Path("runs")
     limit: int | None = Field(default=None, ge=1)
     concurrency: int = Field(default=32, ge=1, le=4096)
-    cache: bool = True
+    cache: bool | None = None  # None: on when a task says ``cache: true``; the response cache is opt-in
     cache_path: Path | None = None
     timeout_s: float | None = Field(default=None, gt=0)  # None: the model's own timeout_s, else 60 s
     max_attempts: int = Field(default=6, ge=1)
-    max_error_rate: float | None = Field(default=None, ge=0, le=1)
+    max_error_rate: float | None = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0, le=1)  # None: no limit
+    max_response_chars: int | None = Field(default=DEFAULT_MAX_RESPONSE_CHARS, ge=1)  # None: keep answers whole
     error_policy: Literal["exclude", "as_zero", "fail"] = "exclude"
     bootstrap_iters: int = Field(default=10_000, ge=0)
     seed: int = 1234
@@ -81,8 +104,16 @@ class RunSettings(BaseModel):
         return self.model_dump(include=RESULTS_OPTIONS)
 
     def recorded(self) -> dict[str, Any]:
-        """The settings as stored in the manifest (paths as strings)."""
-        return self.model_dump(mode="json", exclude={"progress"})
+        """The settings as stored in the manifest (paths as strings, no credentials in a feedback model's spec)."""
+        out = self.model_dump(mode="json", exclude={"progress"})
+        out["feedback_model"] = redact_spec(out["feedback_model"])
+        return out
+
+    def use_cache(self, tasks: list[Task]) -> bool:
+        """Whether the run reads and writes the response cache: as set, else when a task asks for it."""
+        if self.cache is not None:
+            return self.cache
+        return any(task.config.cache for task in tasks)
 
 
 class RunOutcome(BaseModel):
@@ -91,16 +122,25 @@ class RunOutcome(BaseModel):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     run_dir: Path
-    status: str
+    status: str  # finished | failed | interrupted
     written: int
     skipped: int
-    errors: int
+    errors: int  # samples whose model request failed (this session)
     cache_hits: int
     requests: int
     retries: int
     seconds: float
+    evaluator_errors: int = 0  # samples with an error verdict (this session)
+    cache_oldest: float | None = None  # when the oldest / newest answer served from the cache was written
+    cache_newest: float | None = None
+    truncated: int = 0  # responses stored shortened in samples.jsonl (scored whole)
     message: str | None = None
     first_error: str | None = None  # "task/sample_id: error" of the first sample whose model request failed
+    first_evaluator_error: str | None = None
+    # why the run did not succeed: "error_rate" (finished or stopped with too many errors), "model_access"
+    # (401/403/404), "disk_full", "error" (an unexpected error); None when it succeeded or was interrupted
+    stopped_by: str | None = None
+    resume_command: str | None = None
 
 
 def _slug(text: str) -> str:
@@ -187,11 +227,20 @@ def attempt_timeout(model: Model, settings: RunSettings) -> float:
     return float(own) if isinstance(own, int | float) and own > 0 else DEFAULT_TIMEOUT_S
 
 
-def check_requests(work: list[tuple[Task, Sample]]) -> None:
+def check_requests(work: list[tuple[Task, Sample]], model: Model | None = None) -> None:
     """Render every pending sample's prompt now: a row the template cannot render fails the run before it starts
-    (naming the file and line), instead of stopping it half-way with a half-written run folder."""
+    (naming the file and line), instead of stopping it half-way with a half-written run folder. The model checks
+    each task's generation parameters (``temperature: hot`` is an error before anything is sent)."""
+    checked: set[str] = set()
     for task, sample in work:
-        task.build_request(sample, 0)
+        request = task.build_request(sample, 0)
+        if model is not None and task.name not in checked:
+            checked.add(task.name)
+            model.check_params(dict(request.params), f"task {task.name!r}: generation")
+
+
+def _disk_full(err: BaseException) -> bool:
+    return isinstance(err, OSError) and err.errno in DISK_FULL
 
 
 async def execute(
@@ -208,25 +257,46 @@ async def execute(
     With ``retry_errors`` (resume only), samples whose model requests failed are asked again and replace their
     error records; successful answers are never asked again.
 
-    Every check (task files, datasets, each pending sample's prompt) runs before the run folder is created or
-    touched. The manifest records how the run ended: finished, interrupted (Ctrl-C), or failed (the error-rate
-    stop, or an unexpected error, which is raised again).
+    Every check (task files, datasets, each pending sample's prompt and parameters) runs before the run folder is
+    created or touched; the folder's lock is held from then until results are written, so a second process resuming
+    the same run gets a clear error instead of writing samples twice. The manifest records how the run ended:
+    finished, interrupted (Ctrl-C), or failed (too many errors, a model that refuses access, a full disk: said in
+    one message with the command that resumes the run; an unexpected error is raised again).
     """
     _check_unique_names(tasks)
     for task in tasks:
         task.validate()  # read the data and render a prompt now: a bad task must fail before anything is written
     console = console or Console(stderr=True, soft_wrap=True)
+    with contextlib.ExitStack() as held:
+        if run_dir is not None:
+            read_manifest(run_dir)  # a clear error for a folder that is not a run, before taking its lock
+            held.enter_context(run_lock(run_dir, action="resume"))
+        return await _execute(tasks, model, settings, run_dir, retry_errors, console, held)
+    raise AssertionError("unreachable")  # pragma: no cover - mypy: ExitStack may swallow exceptions
+
+
+async def _execute(
+    tasks: list[Task],
+    model: Model,
+    settings: RunSettings,
+    run_dir: Path | None,
+    retry_errors: bool,
+    console: Console,
+    held: contextlib.ExitStack,
+) -> RunOutcome:
     done: set[tuple[str, str]] = set()
     retry: set[tuple[str, str]] = set()
+    prior = (0, 0, 0)
     if run_dir is not None:
         manifest = read_manifest(run_dir)
         repair_torn_tail(run_dir / SAMPLES)
         done = finished_keys(run_dir)
         retry = errored_keys(run_dir) if retry_errors else set()
+        prior = error_counts(run_dir, exclude=retry)
     elif retry_errors:
         raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
     work, skipped = _pending(tasks, settings.limit, done - retry)
-    check_requests(work)
+    check_requests(work, model)
     if work:
         model.check()  # e.g. a hosted API without its key: fail now, not with a folder of failed samples
     feedback_model = None
@@ -237,9 +307,12 @@ async def execute(
         feedback_model.check()
     if retry and run_dir is not None:
         drop_samples(run_dir, retry)  # after every check: the error records are replaced by the new answers
+    if settings.cache is None:
+        settings = settings.model_copy(update={"cache": settings.use_cache(tasks)})  # recorded, kept on resume
     cache = ResponseCache(settings.cache_path) if settings.cache else None
     if run_dir is None:
         run_dir = new_run_dir(settings.output_dir, tasks)
+        held.enter_context(run_lock(run_dir, action="write"))
         manifest = start_manifest(tasks, model, settings, run_dir)
         write_manifest(run_dir, manifest)
     show = settings.progress if settings.progress is not None else console.is_terminal
@@ -249,8 +322,11 @@ async def execute(
         retry=RetryPolicy(max_attempts=settings.max_attempts, timeout_s=attempt_timeout(model, settings)),
         max_error_rate=settings.max_error_rate,
         feedback_model=feedback_model,
+        max_response_chars=settings.max_response_chars,
+        prior=prior,
     )
     status: str = "failed"
+    stopped_by: str | None = "error"
     message: str | None = "the run stopped on an unexpected error"
     session_start = time.perf_counter()
     stats = RunStats()
@@ -262,21 +338,37 @@ async def execute(
             progress.start(already_done=skipped)
             try:
                 stats = await scheduler.run(work)
-                status, message = "finished", None
+                status, stopped_by, message = "finished", None, None
             except ErrorRateExceeded as err:
-                status, message = "failed", str(err)
                 stats = scheduler.stats
-                resume += " --retry-errors"  # the failed samples are what must be asked again
+                complete = stats.written == len(work)  # the end-of-run check: every sample is in
+                status, stopped_by, message = ("finished" if complete else "failed"), "error_rate", str(err)
+                if stats.errors:
+                    resume += " --retry-errors"  # the failed samples are what must be asked again
+            except ModelAccessError as err:
+                status, stopped_by, message = "failed", "model_access", f"{err}; after fixing it, resume the run"
+                stats = scheduler.stats
             except (asyncio.CancelledError, KeyboardInterrupt):
-                status, message = "interrupted", f"interrupted; finished samples are saved in {run_dir}"
+                status, stopped_by = "interrupted", None
+                message = f"interrupted; finished samples are saved in {run_dir}"
                 stats = scheduler.stats
                 raise
+            except OSError as err:
+                stats = scheduler.stats
+                if not _disk_full(err):
+                    message = f"{message}: {type(err).__name__}: {err}"
+                    raise
+                stopped_by, message = "disk_full", _disk_full_message(err, run_dir)
             except BaseException as err:
                 message = f"{message}: {type(err).__name__}: {err}"
                 stats = scheduler.stats
                 raise
             finally:
                 progress.stop()
+    except OSError as err:  # closing the samples file on a full disk
+        if not _disk_full(err):
+            raise
+        status, stopped_by, message = "failed", "disk_full", _disk_full_message(err, run_dir)
     finally:
         await model.aclose()
         await close_evaluators(tasks)
@@ -288,8 +380,13 @@ async def execute(
         manifest.total_seconds = (manifest.total_seconds or 0.0) + (time.perf_counter() - session_start)
         if status == "finished":
             manifest.finished_at = time.time()
-        write_manifest(run_dir, manifest)
-        if status != "finished":
+        try:
+            write_manifest(run_dir, manifest)
+        except OSError as err:
+            if not _disk_full(err):
+                raise
+            status, stopped_by, message = "failed", "disk_full", _disk_full_message(err, run_dir)
+        if stopped_by is not None or status == "interrupted":
             console.print(message, style="yellow", markup=False, highlight=False)
             console.print(f"Run folder: {run_dir}  (resume with: {resume})", markup=False)
     if scheduler is not None and scheduler.cache_failures:
@@ -302,17 +399,38 @@ async def execute(
     if status == "finished":
         from assay.results import write_results
 
-        write_results(run_dir, **settings.results_options())
+        try:
+            write_results(run_dir, **settings.results_options())
+        except OSError as err:
+            if not _disk_full(err):
+                raise
+            status, stopped_by, message = "failed", "disk_full", _disk_full_message(err, run_dir)
+            console.print(message, style="yellow", markup=False, highlight=False)
     return RunOutcome(
         run_dir=run_dir,
         status=status,
         written=stats.written,
         skipped=skipped,
         errors=stats.errors,
+        evaluator_errors=stats.evaluator_errors,
         cache_hits=stats.cache_hits,
+        cache_oldest=stats.cache_oldest,
+        cache_newest=stats.cache_newest,
+        truncated=stats.truncated,
         requests=stats.requests,
         retries=stats.retries,
         seconds=stats.seconds,
         message=message,
         first_error=stats.first_error,
+        first_evaluator_error=stats.first_evaluator_error,
+        stopped_by=stopped_by,
+        resume_command=resume if stopped_by is not None or status == "interrupted" else None,
+    )
+
+
+def _disk_full_message(err: OSError, run_dir: Path) -> str:
+    what = "the disk is full" if err.errno != errno.EFBIG else "a file size limit was reached"
+    return (
+        f"{what} ({err.strerror}) while writing {run_dir}; every sample finished before it is saved. "
+        f"Free some space, then resume with: assay run --resume {run_dir}"
     )

@@ -120,6 +120,7 @@ class TaskConfig(_Strict):
     evaluators: list[Any] = Field(default_factory=list)  # checked by assay.tasks.metrics
     model: dict[str, Any] | None = None
     optimize: dict[str, Any] | None = None  # what `assay optimize` may change; checked by assay.optimize.spec
+    cache: bool | None = None  # answer repeated requests from the response cache (opt-in; not part of the hash)
 
     @field_validator("messages")
     @classmethod
