@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "SampleRecord": "assay.record",
     "run": "assay.api",
     "arun": "assay.api",
+    "RunFailed": "assay.api",
     "Task": "assay.tasks.task",
     "Sample": "assay.tasks.sample",
     "load_task": "assay.tasks.loader",
@@ -48,7 +49,7 @@ __all__ = ["__version__", "evaluators", *_EXPORTS]
 
 if TYPE_CHECKING:
     from assay import evaluators
-    from assay.api import arun, run
+    from assay.api import RunFailed, arun, run
     from assay.errors import AssayError, ConfigError, DataError
     from assay.evaluators.base import BatchResult, Evaluator, Options
     from assay.evaluators.registry import register

@@ -4,20 +4,52 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 from collections.abc import Coroutine, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from assay.errors import ConfigError
+from assay.errors import AssayError, ConfigError
 from assay.models.base import Model
 from assay.runner.rundir import read_manifest
 from assay.runner.session import RUNTIME_SETTINGS, RunOutcome, RunSettings, execute
+from assay.secrets import REDACTED
 
 if TYPE_CHECKING:
     from assay.results import Run
     from assay.tasks import Task
 
 T = TypeVar("T")
+
+# keywords people reach for, with the setting they mean (the CLI's --output is output_dir here)
+_SYNONYMS = {"output": "output_dir", "out": "output_dir", "timeout": "timeout_s", "cache_dir": "cache_path"}
+
+
+class RunFailed(AssayError):
+    """A run did not succeed: too many failed samples, a model that refused access, a full disk.
+
+    ``outcome`` says how it ended (``outcome.run_dir`` holds what was done; ``outcome.resume_command`` continues it).
+    """
+
+    def __init__(self, outcome: RunOutcome) -> None:
+        super().__init__(f"{outcome.message} (run folder: {outcome.run_dir})")
+        self.outcome = outcome
+
+
+def check_settings(settings: dict[str, Any], *, call: str = "assay.run") -> None:
+    """Unknown keyword arguments are a ConfigError naming them, suggesting the intended one, listing the valid ones."""
+    from assay.tasks.loader import did_you_mean
+
+    known = sorted(RunSettings.model_fields)
+    unknown = [name for name in settings if name not in RunSettings.model_fields]
+    if not unknown:
+        return
+    name = unknown[0]
+    hint = f" (did you mean {_SYNONYMS[name]!r}?)" if name in _SYNONYMS else did_you_mean(name, known)
+    raise ConfigError(
+        f"{call}() got an unknown keyword argument {name!r}{hint}; valid settings: resume, retry_errors, "
+        + ", ".join(known)
+    )
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -79,6 +111,11 @@ def _resume_model(model: Any, recorded: dict[str, Any], run_dir: Path, timeout_s
     from assay.models.base import display_name
 
     if model is None:
+        if REDACTED in json.dumps(recorded, default=str):
+            raise ConfigError(
+                f"{run_dir}/run.json records the model without its credentials (a key in the URL or in a parameter "
+                "is never written); give the model again to resume: --model, --base-url and --param as at the start"
+            )
         return resolve_model(recorded, [], timeout_s=timeout_s)
     model_obj = resolve_model(model, [], timeout_s=timeout_s)
     given = model_obj.describe()
@@ -103,8 +140,10 @@ async def arun_outcome(
 
     On resume, the recorded settings apply; ``settings`` given here override how the run executes (concurrency,
     timeout, cache, …). ``model`` may be omitted (the recorded model is rebuilt) or given again (e.g. an object
-    that run.json cannot rebuild), but it must be the model the run started with.
+    that run.json cannot rebuild), but it must be the model the run started with. An unknown keyword is a
+    ConfigError listing the valid ones.
     """
+    check_settings(settings)
     if resume is not None:
         run_dir = Path(resume)
         manifest = read_manifest(run_dir)
@@ -135,10 +174,16 @@ async def arun_outcome(
 
 
 async def arun(tasks: Any = None, model: Any = None, *, resume: str | Path | None = None, **settings: Any) -> Run:
-    """Run tasks against a model (or resume a run folder) and return the loaded results."""
+    """Run tasks against a model (or resume a run folder) and return the loaded results.
+
+    Raises :class:`RunFailed` when the run did not succeed: more failed samples than ``max_error_rate`` (10 % by
+    default; ``max_error_rate=None`` never fails), a model that refused access, a full disk.
+    """
     from assay.results import load_run
 
     outcome = await arun_outcome(tasks, model, resume=resume, **settings)
+    if outcome.stopped_by is not None:
+        raise RunFailed(outcome)
     return load_run(outcome.run_dir)
 
 

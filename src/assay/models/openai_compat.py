@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
@@ -77,6 +77,12 @@ def check_params(params: Mapping[str, Any], where: str) -> None:
         expected, ok = rule
         if not ok(value):
             raise ConfigError(f"{where}: parameter {name!r} must be {expected}, got {value!r}")
+
+
+def _endpoint(base_url: str, path: str) -> str:
+    """``base_url`` + ``/path``, keeping a query string (``…/v1?api-version=…``) at the end where it belongs."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path))
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
@@ -143,7 +149,7 @@ class OpenAIModel(Model):
         if self._api_key:
             self._headers["Authorization"] = f"Bearer {self._api_key}"
         self._headers.update(headers or {})
-        self._url = f"{self.base_url}/chat/completions"
+        self._url = _endpoint(self.base_url, "chat/completions")
         self._shown_url = redact_url(self._url)  # what messages show: no credentials in the URL
         self._session: aiohttp.ClientSession | None = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
@@ -297,6 +303,7 @@ class OpenAIModel(Model):
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
     def _redact(self, text: str) -> str:
+        text = text.replace(self._url, self._shown_url).replace(self.base_url, redact_url(self.base_url))
         return text.replace(self._api_key, "***") if self._api_key else text
 
     def _parse(self, raw: bytes, latency: float) -> Response:

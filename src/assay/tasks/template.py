@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
+import re
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -11,6 +15,107 @@ from assay.errors import ConfigError
 
 if TYPE_CHECKING:
     import jinja2
+
+# What one render of a template may build: a task file is input, and ``{{ 'a' * 10**10 }}`` must fail, not hang.
+MAX_BUILD = 1_000_000  # characters of a string, or items of a list, one expression may build
+MAX_OUTPUT = 4_000_000  # characters of a rendered prompt (about a million tokens, past any context window)
+MAX_LOOP_ITEMS = 1_000_000  # loop iterations of one render, nested loops counted together
+MAX_INT_BITS = 100_000  # bits of an integer ``**`` may produce
+_LOOP = "__assay_bounded_loop__"
+_budget: ContextVar[list[int] | None] = ContextVar("assay_template_budget", default=None)
+_WIDTH = re.compile(r"%[-+ #0]*(\d*)(?:\.(\d+))?|\{[^{}]*:[^{}]*?(\d+)(?:\.(\d+))?[^{}]*\}")
+
+
+class TemplateLimitError(Exception):
+    """A template tried to build more than the limits above allow."""
+
+
+def _limit(what: str, size: int, limit: int) -> None:
+    if size > limit:
+        raise TemplateLimitError(f"the template builds {what} of {size:,} (the limit is {limit:,})")
+
+
+def _check_widths(fmt: str) -> None:
+    """A printf or str.format pattern whose field width or precision alone is past the limit."""
+    for match in _WIDTH.finditer(fmt):
+        for group in match.groups():
+            if group:
+                _limit("a formatted field with a width", int(group), MAX_BUILD)
+
+
+def _size(value: Any) -> int | None:
+    return len(value) if isinstance(value, str | list | tuple) else None
+
+
+def _check_binop(operator: str, left: Any, right: Any) -> None:
+    if operator == "*":
+        for seq, n in ((left, right), (right, left)):
+            size = _size(seq)
+            if size is not None and isinstance(n, int) and not isinstance(n, bool):
+                _limit("a repetition with a length", size * max(n, 0), MAX_BUILD)
+    elif operator == "+":
+        a, b = _size(left), _size(right)
+        if a is not None and b is not None:
+            _limit("a concatenation with a length", a + b, MAX_BUILD)
+    elif operator == "**":
+        if isinstance(left, int) and isinstance(right, int) and right > 0 and abs(left) > 1:
+            _limit("a power with a number of bits", int(right * math.log2(abs(left))), MAX_INT_BITS)
+    elif operator == "%" and isinstance(left, str):
+        _check_widths(left)
+
+
+def _check_call(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """String methods that build large strings from small arguments (``'a'.ljust(10**10)``)."""
+    obj = getattr(obj, "__wrapped__", obj)  # the sandbox wraps str.format
+    owner = getattr(obj, "__self__", None)
+    if not isinstance(owner, str):
+        return
+    name = getattr(obj, "__name__", "")
+    if name in ("ljust", "rjust", "center", "zfill") and args and isinstance(args[0], int):
+        _limit("a padded string with a length", args[0], MAX_BUILD)
+    elif name == "expandtabs":
+        tab = args[0] if args else kwargs.get("tabsize", 8)
+        if isinstance(tab, int):
+            _limit("an expanded string with a length", len(owner) + owner.count("\t") * tab, MAX_BUILD)
+    elif name == "replace" and len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str):
+        count = owner.count(args[0]) if args[0] else len(owner) + 1
+        _limit("a replaced string with a length", len(owner) + count * max(0, len(args[1]) - len(args[0])), MAX_BUILD)
+    elif name == "join" and args and isinstance(args[0], list | tuple):
+        total = sum(len(x) for x in args[0] if isinstance(x, str)) + len(owner) * max(0, len(args[0]) - 1)
+        _limit("a joined string with a length", total, MAX_BUILD)
+    elif name in ("format", "format_map"):
+        _check_widths(owner)
+
+
+def _bounded_loop(iterable: Iterable[Any]) -> Iterator[Any]:
+    """Every ``{% for %}`` iterates through here: the render's iterations are counted against MAX_LOOP_ITEMS."""
+    budget = _budget.get()
+    if budget is None:
+        yield from iterable
+        return
+    for item in iterable:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise TemplateLimitError(f"the template's loops run more than {MAX_LOOP_ITEMS:,} times in one prompt")
+        yield item
+
+
+def _bounded_filter(name: str, original: Any) -> Any:
+    def bounded(value: Any, *args: Any, **kwargs: Any) -> Any:
+        if name in ("center", "indent") and args and isinstance(args[0], int):
+            _limit(f"a {name} filter with a width", args[0], MAX_BUILD)
+        elif name == "format" and isinstance(value, str):
+            _check_widths(value)
+        elif name == "tojson":
+            indent = args[0] if args else kwargs.get("indent")
+            if isinstance(indent, int):
+                _limit("a tojson filter with an indent", indent, 64)
+        elif name == "replace" and len(args) >= 2 and isinstance(value, str):
+            _check_call(value.replace, tuple(map(str, args[:2])), {})
+        return original(value, *args, **kwargs)
+
+    bounded.__name__ = getattr(original, "__name__", name)
+    return bounded
 
 
 def _tojson(value: Any, indent: int | None = None) -> str:
@@ -25,8 +130,24 @@ def environment() -> jinja2.Environment:
     import jinja2
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    env = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+    class BoundedSandbox(ImmutableSandboxedEnvironment):
+        """The sandbox, also bounding what an expression may build (see MAX_BUILD and friends)."""
+
+        intercepted_binops = frozenset({"*", "+", "**", "%"})
+
+        def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+            _check_binop(operator, left, right)
+            return super().call_binop(context, operator, left, right)
+
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+            _check_call(__obj, args, kwargs)
+            return super().call(__context, __obj, *args, **kwargs)
+
+    env = BoundedSandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
     env.filters["tojson"] = _tojson
+    for name in ("center", "indent", "format", "tojson", "replace"):
+        env.filters[name] = _bounded_filter(name, env.filters[name])
+    env.globals[_LOOP] = _bounded_loop
     return env
 
 
@@ -50,7 +171,18 @@ class Template:
 
         compiled = self.compiled
         ctx = Context(compiled.environment, {**self.globals, **context}, compiled.name, compiled.blocks)
-        return compiled.environment.concat(compiled.root_render_func(ctx))
+        token = _budget.set([MAX_LOOP_ITEMS])
+        try:
+            pieces: list[str] = []
+            size = 0
+            for piece in compiled.root_render_func(ctx):
+                size += len(piece)
+                if size > MAX_OUTPUT:
+                    raise TemplateLimitError(f"the rendered prompt is longer than {MAX_OUTPUT:,} characters")
+                pieces.append(piece)
+            return "".join(pieces)
+        finally:
+            _budget.reset(token)
 
 
 def compile_template(source: str, label: str) -> Template:
@@ -58,13 +190,30 @@ def compile_template(source: str, label: str) -> Template:
     import jinja2
     from jinja2 import meta
 
+    from jinja2 import nodes
+
     env = environment()
     try:
         ast = env.parse(source)
+        variables = frozenset(meta.find_undeclared_variables(ast))
+        for loop in ast.find_all(nodes.For):  # count every loop's iterations (MAX_LOOP_ITEMS)
+            bound = nodes.Name(_LOOP, "load", lineno=loop.lineno)
+            loop.iter = nodes.Call(bound, [loop.iter], [], None, None, lineno=loop.lineno)
         compiled = env.from_string(ast)
     except jinja2.TemplateSyntaxError as err:
         raise ConfigError(f"{label}: template syntax error on template line {err.lineno}: {err.message}") from None
-    return Template(label, source, compiled, frozenset(meta.find_undeclared_variables(ast)), dict(compiled.globals))
+    return Template(label, source, compiled, variables, dict(compiled.globals))
+
+
+def template_line(err: BaseException, template: Template) -> int | None:
+    """The line of ``template`` that was rendering when ``err`` was raised, from its traceback."""
+    line = None
+    tb = err.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == "<template>":
+            line = template.compiled.get_corresponding_lineno(tb.tb_lineno)
+        tb = tb.tb_next
+    return line
 
 
 def describe_render_error(err: Exception, template: Template, context: dict[str, Any]) -> str:
@@ -83,6 +232,10 @@ def describe_render_error(err: Exception, template: Template, context: dict[str,
                 f"(the row's fields, doc, input, target, metadata, fewshot)"
             )
         return f"{err.message or err}; available variables: {', '.join(names)}"
+    if isinstance(err, TemplateLimitError | OverflowError | MemoryError):
+        line = template_line(err, template)
+        where = f" on template line {line}" if line is not None else ""
+        return f"template limit exceeded{where}: {err}"
     if isinstance(err, jinja2.TemplateError):
         return f"template error: {err.message or err}"
     return f"template raised {type(err).__name__}: {err}"
