@@ -59,3 +59,28 @@ async def test_feedback_model_rewrites_failing_feedback_only(tmp_path: Path, ser
     passed = lines["q1"]["filters"]["none"]["verdicts"]["exact_match"][0]
     assert passed["feedback"] is None
     assert "What is 7 + 8?" in sent  # the feedback model saw the input
+
+
+def test_unknown_keywords_are_a_clear_error_listing_the_valid_ones(tmp_path: Path, server: OpenAITestServer) -> None:
+    import pytest
+
+    task = write_task(tmp_path, 2)
+    model = {"provider": "openai", "model": "assay-test", "base_url": server.base_url}
+    with pytest.raises(assay.ConfigError) as info:
+        assay.run(task, model, output=tmp_path / "runs")  # the README used to say output=
+    message = str(info.value)
+    assert "unknown keyword argument 'output' (did you mean 'output_dir'?)" in message
+    assert "valid settings:" in message and "max_error_rate" in message and "concurrency" in message
+    assert server.requests_total == 0
+
+
+def test_a_run_whose_samples_all_fail_raises_run_failed(tmp_path: Path) -> None:
+    import pytest
+
+    with OpenAITestServer(lambda request: {"status": 500, "error": "down"}) as srv:
+        task = write_task(tmp_path, 3)
+        model = {"provider": "openai", "model": "assay-test", "base_url": srv.base_url}
+        with pytest.raises(assay.RunFailed) as info:
+            assay.run(task, model, output_dir=tmp_path / "runs", progress=False, max_attempts=1)
+    assert "3 of 3 samples failed" in str(info.value)
+    assert info.value.outcome.stopped_by == "error_rate" and info.value.outcome.errors == 3

@@ -139,7 +139,7 @@ def environment() -> jinja2.Environment:
             _check_binop(operator, left, right)
             return super().call_binop(context, operator, left, right)
 
-        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805
+        def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
             _check_call(__obj, args, kwargs)
             return super().call(__context, __obj, *args, **kwargs)
 
@@ -188,9 +188,7 @@ class Template:
 def compile_template(source: str, label: str) -> Template:
     """Compile ``source``; a syntax error raises ConfigError ``<label>: syntax error on template line N: ...``."""
     import jinja2
-    from jinja2 import meta
-
-    from jinja2 import nodes
+    from jinja2 import meta, nodes
 
     env = environment()
     try:
