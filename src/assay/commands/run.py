@@ -6,12 +6,10 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from click.core import ParameterSource
-from rich.console import Console
-from rich.markup import escape
 
 from assay.errors import AssayError
 from assay.runner.exits import (
@@ -22,6 +20,38 @@ from assay.runner.exits import (
     exit_code,
     summary_line,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console as RichConsole
+
+
+def Console(*args: Any, **kwargs: Any) -> RichConsole:
+    from rich.console import Console as RichConsole
+
+    return RichConsole(*args, **kwargs)
+
+
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+class _Messages:
+    """The run's messages on stderr: with rich's colours on a terminal, as plain lines otherwise, so a CI or quiet
+    run never imports rich (start-up time). ``markup`` is rich markup; plain output drops the tags."""
+
+    def __init__(self) -> None:
+        self._console: RichConsole | None = None
+        self.terminal = sys.stderr.isatty()
+
+    def print(self, markup: str, plain: str) -> None:
+        if self.terminal:
+            if self._console is None:
+                self._console = Console(stderr=True, soft_wrap=True)
+            self._console.print(markup)
+        else:
+            click.echo(plain, err=True)
 
 
 def _params(values: tuple[str, ...]) -> dict[str, Any]:
@@ -120,7 +150,7 @@ def _resume_settings(settings: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _print_results(run_dir: Path, fmt: str, console: Console) -> None:
+def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) -> None:
     from assay.report.table import render_table
     from assay.results import load_run
 
@@ -241,7 +271,7 @@ def run_command(
     """Run TASKS (YAML files) against a model and write a run folder; or --resume one."""
     from assay.api import arun_outcome
 
-    console = Console(stderr=True, soft_wrap=True)  # messages stay one line each in CI logs
+    say = _Messages()  # messages stay one line each in CI logs
     if not tasks and resume is None:
         raise click.UsageError("give at least one task file, or --resume RUN_DIR")
     if tasks and resume is not None:
@@ -278,20 +308,23 @@ def run_command(
             arun_outcome(list(tasks) or None, spec, resume=resume, retry_errors=retry_errors, **settings)
         )
     except KeyboardInterrupt:
-        console.print("[yellow]Interrupted.[/]")  # the run has said where its folder is and how to resume it
+        say.print("[yellow]Interrupted.[/]", "Interrupted.")  # the run has said where its folder is, how to resume
         sys.exit(EXIT_INTERRUPTED)
     except AssayError as err:
-        console.print(f"[red]error:[/] {escape(str(err))}")
+        say.print(f"[red]error:[/] {escape(str(err))}", f"error: {err}")
         sys.exit(EXIT_USAGE)
     if outcome.status == "finished" and not quiet:
-        _print_results(outcome.run_dir, fmt, console)
-    console.print(escape(summary_line(outcome)))
+        _print_results(outcome.run_dir, fmt, say)
+    line = summary_line(outcome)
+    say.print(escape(line), line)
     if outcome.first_error:
-        console.print(f"[yellow]first error:[/] {escape(outcome.first_error)}")
+        say.print(f"[yellow]first error:[/] {escape(outcome.first_error)}", f"first error: {outcome.first_error}")
     if outcome.first_evaluator_error:
-        console.print(f"[yellow]first evaluator error:[/] {escape(outcome.first_evaluator_error)}")
+        text = outcome.first_evaluator_error
+        say.print(f"[yellow]first evaluator error:[/] {escape(text)}", f"first evaluator error: {text}")
     if outcome.stopped_by is None:
-        console.print(f"Run folder: [bold]{escape(str(outcome.run_dir))}[/]")
+        folder = str(outcome.run_dir)
+        say.print(f"Run folder: [bold]{escape(folder)}[/]", f"Run folder: {folder}")
     sys.exit(exit_code(outcome))
 
 

@@ -1,27 +1,48 @@
-"""The progress display: done/total, rate, ETA, errors and cache hits (rich), or nothing in quiet mode."""
+"""The progress display: done/total, rate, ETA, errors and cache hits (rich), or nothing in quiet mode.
+
+rich is imported only when the bar is shown, so a quiet or CI run does not pay for it before its first request.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
 
 
-class _RateColumn(ProgressColumn):
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text(f"{speed:,.1f}/s" if speed else "–/s", style="progress.data.speed")
+def _progress(console: Console | None) -> Progress:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        Task,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text(f"{speed:,.1f}/s" if speed else "–/s", style="progress.data.speed")
+
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TextColumn("errors {task.fields[errors]}  cache hits {task.fields[cache_hits]}"),
+        console=console,
+        transient=False,
+        refresh_per_second=8,
+    )
 
 
 class RunProgress:
@@ -34,19 +55,7 @@ class RunProgress:
         self.cache_hits = 0
         self._progress: Progress | None = None
         if enabled:
-            self._progress = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                _RateColumn(),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-                TextColumn("errors {task.fields[errors]}  cache hits {task.fields[cache_hits]}"),
-                console=console,
-                transient=False,
-                refresh_per_second=8,
-            )
+            self._progress = _progress(console)
             self._task = self._progress.add_task(description, total=total, errors=0, cache_hits=0)
 
     def start(self, already_done: int = 0) -> None:

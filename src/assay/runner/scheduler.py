@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import AssayError
 from assay.models.base import Model, ModelError, Request, Response
 from assay.record import SampleRecord
-from assay.runner.cache import ResponseCache
 from assay.runner.exits import DEFAULT_MAX_RESPONSE_CHARS
 from assay.runner.limiter import AttemptLimiter
 from assay.runner.progress import RunProgress
@@ -20,6 +19,7 @@ from assay.runner.rundir import SampleWriter
 from assay.runner.scoring import score_sample
 
 if TYPE_CHECKING:
+    from assay.runner.cache import ResponseCache
     from assay.tasks import Sample, Task
 
 

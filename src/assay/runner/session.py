@@ -8,17 +8,16 @@ import errno
 import re
 import secrets
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from rich.console import Console
 
 from assay.errors import ConfigError
 from assay.models.base import Model
 from assay.record import RunManifest
-from assay.runner.cache import ResponseCache
 from assay.runner.exits import DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_RESPONSE_CHARS
 from assay.runner.lock import run_lock
 from assay.runner.progress import RunProgress
@@ -44,6 +43,8 @@ from assay.runner.scheduler import (
 from assay.secrets import redact_spec
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from assay.tasks import Sample, Task
 
 
@@ -239,6 +240,23 @@ def check_requests(work: list[tuple[Task, Sample]], model: Model | None = None) 
             model.check_params(dict(request.params), f"task {task.name!r}: generation")
 
 
+def _is_terminal(console: Console | None) -> bool:
+    return console.is_terminal if console is not None else sys.stderr.isatty()
+
+
+def say(console: Console | None, text: str, style: str | None = None) -> None:
+    """One message line on stderr: through ``console`` when given, with rich on a terminal, else as plain text
+    (a CI log or ``-q`` run never imports rich)."""
+    if console is None and sys.stderr.isatty():
+        from rich.console import Console
+
+        console = Console(stderr=True, soft_wrap=True)
+    if console is not None:
+        console.print(text, style=style, markup=False, highlight=False)
+    else:
+        print(text, file=sys.stderr, flush=True)
+
+
 def _disk_full(err: BaseException) -> bool:
     return isinstance(err, OSError) and err.errno in DISK_FULL
 
@@ -266,7 +284,6 @@ async def execute(
     _check_unique_names(tasks)
     for task in tasks:
         task.validate()  # read the data and render a prompt now: a bad task must fail before anything is written
-    console = console or Console(stderr=True, soft_wrap=True)
     with contextlib.ExitStack() as held:
         if run_dir is not None:
             read_manifest(run_dir)  # a clear error for a folder that is not a run, before taking its lock
@@ -281,7 +298,7 @@ async def _execute(
     settings: RunSettings,
     run_dir: Path | None,
     retry_errors: bool,
-    console: Console,
+    console: Console | None,
     held: contextlib.ExitStack,
 ) -> RunOutcome:
     done: set[tuple[str, str]] = set()
@@ -309,13 +326,17 @@ async def _execute(
         drop_samples(run_dir, retry)  # after every check: the error records are replaced by the new answers
     if settings.cache is None:
         settings = settings.model_copy(update={"cache": settings.use_cache(tasks)})  # recorded, kept on resume
-    cache = ResponseCache(settings.cache_path) if settings.cache else None
+    cache = None
+    if settings.cache:
+        from assay.runner.cache import ResponseCache
+
+        cache = ResponseCache(settings.cache_path)
     if run_dir is None:
         run_dir = new_run_dir(settings.output_dir, tasks)
         held.enter_context(run_lock(run_dir, action="write"))
         manifest = start_manifest(tasks, model, settings, run_dir)
         write_manifest(run_dir, manifest)
-    show = settings.progress if settings.progress is not None else console.is_terminal
+    show = settings.progress if settings.progress is not None else _is_terminal(console)
     progress = RunProgress(len(work) + skipped, enabled=show, console=console)
     config = SchedulerConfig(
         concurrency=settings.concurrency,
@@ -387,15 +408,11 @@ async def _execute(
                 raise
             status, stopped_by, message = "failed", "disk_full", _disk_full_message(err, run_dir)
         if stopped_by is not None or status == "interrupted":
-            console.print(message, style="yellow", markup=False, highlight=False)
-            console.print(f"Run folder: {run_dir}  (resume with: {resume})", markup=False)
+            say(console, message or "", style="yellow")
+            say(console, f"Run folder: {run_dir}  (resume with: {resume})")
     if scheduler is not None and scheduler.cache_failures:
         failures = scheduler.cache_failures
-        console.print(
-            f"warning: {len(failures)} response(s) could not be cached (first: {failures[0]})",
-            style="yellow",
-            markup=False,
-        )
+        say(console, f"warning: {len(failures)} response(s) could not be cached (first: {failures[0]})", "yellow")
     if status == "finished":
         from assay.results import write_results
 
@@ -405,7 +422,7 @@ async def _execute(
             if not _disk_full(err):
                 raise
             status, stopped_by, message = "failed", "disk_full", _disk_full_message(err, run_dir)
-            console.print(message, style="yellow", markup=False, highlight=False)
+            say(console, message, style="yellow")
     return RunOutcome(
         run_dir=run_dir,
         status=status,
