@@ -157,15 +157,38 @@ def new_run_dir(output_dir: Path, tasks: list[Task]) -> Path:
     return path
 
 
+class GitHash:
+    """The current git commit of the working directory, asked for at once and read when needed, so ``git`` runs
+    while the tasks load instead of before the first request."""
+
+    def __init__(self) -> None:
+        try:
+            self._proc: subprocess.Popen[str] | None = subprocess.Popen(
+                ["git", "rev-parse", "--short", "HEAD"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+        except OSError:
+            self._proc = None
+        self._value: str | None = None
+
+    def result(self) -> str | None:
+        """The short commit hash, or None outside a repository (waits for git once; later calls are free)."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            try:
+                out, _ = proc.communicate(timeout=5)
+                self._value = (out.strip() or None) if proc.returncode == 0 else None
+            except subprocess.SubprocessError:
+                proc.kill()
+                proc.wait()
+        return self._value
+
+
 def git_hash() -> str | None:
     """The current git commit of the working directory, when there is one."""
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
+    return GitHash().result()
 
 
 def _check_unique_names(tasks: list[Task]) -> None:
@@ -205,7 +228,9 @@ async def close_evaluators(tasks: list[Task]) -> None:
             await metric.evaluator.aclose()
 
 
-def start_manifest(tasks: list[Task], model: Model, settings: RunSettings, run_dir: Path) -> RunManifest:
+def start_manifest(
+    tasks: list[Task], model: Model, settings: RunSettings, run_dir: Path, git: GitHash | None = None
+) -> RunManifest:
     from assay import __version__
 
     return RunManifest(
@@ -216,7 +241,7 @@ def start_manifest(tasks: list[Task], model: Model, settings: RunSettings, run_d
         judges=[judge for task in tasks for judge in task_judges(task)],
         tasks=[task.info(len(task.samples(settings.limit))) for task in tasks],
         config=settings.recorded(),
-        git_hash=git_hash(),
+        git_hash=git.result() if git is not None else git_hash(),
     )
 
 
@@ -281,14 +306,19 @@ async def execute(
     finished, interrupted (Ctrl-C), or failed (too many errors, a model that refuses access, a full disk: said in
     one message with the command that resumes the run; an unexpected error is raised again).
     """
-    _check_unique_names(tasks)
-    for task in tasks:
-        task.validate()  # read the data and render a prompt now: a bad task must fail before anything is written
-    with contextlib.ExitStack() as held:
-        if run_dir is not None:
-            read_manifest(run_dir)  # a clear error for a folder that is not a run, before taking its lock
-            held.enter_context(run_lock(run_dir, action="resume"))
-        return await _execute(tasks, model, settings, run_dir, retry_errors, console, held)
+    git = GitHash() if run_dir is None else None  # runs while the tasks load
+    try:
+        _check_unique_names(tasks)
+        for task in tasks:
+            task.validate()  # read the data and render a prompt now: a bad task must fail before anything is written
+        with contextlib.ExitStack() as held:
+            if run_dir is not None:
+                read_manifest(run_dir)  # a clear error for a folder that is not a run, before taking its lock
+                held.enter_context(run_lock(run_dir, action="resume"))
+            return await _execute(tasks, model, settings, run_dir, retry_errors, console, held, git)
+    finally:
+        if git is not None:
+            git.result()  # reap the child whatever happened
     raise AssertionError("unreachable")  # pragma: no cover - mypy: ExitStack may swallow exceptions
 
 
@@ -300,6 +330,7 @@ async def _execute(
     retry_errors: bool,
     console: Console | None,
     held: contextlib.ExitStack,
+    git: GitHash | None = None,
 ) -> RunOutcome:
     done: set[tuple[str, str]] = set()
     retry: set[tuple[str, str]] = set()
@@ -334,7 +365,7 @@ async def _execute(
     if run_dir is None:
         run_dir = new_run_dir(settings.output_dir, tasks)
         held.enter_context(run_lock(run_dir, action="write"))
-        manifest = start_manifest(tasks, model, settings, run_dir)
+        manifest = start_manifest(tasks, model, settings, run_dir, git)
         write_manifest(run_dir, manifest)
     show = settings.progress if settings.progress is not None else _is_terminal(console)
     progress = RunProgress(len(work) + skipped, enabled=show, console=console)
