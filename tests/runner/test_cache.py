@@ -134,6 +134,7 @@ def test_info_and_clear_by_model(cache: ResponseCache) -> None:
     assert info["path"] == str(cache.path)
     assert info["entries"] == 4 and info["size_bytes"] > 0
     assert info["models"] == {"openai:m1": 3, "python:agent": 1}
+    assert info["oldest"] <= info["newest"] <= time.time()  # when the entries were written
     assert cache.clear("nobody") == 0
     assert cache.clear("m1") == 3
     assert cache.info()["models"] == {"python:agent": 1}

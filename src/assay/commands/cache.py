@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import click
@@ -47,13 +48,16 @@ def info_command(cache_dir: Path | None, as_json: bool) -> None:
         with ResponseCache(path) as cache:
             info = cache.info()
     else:
-        info = {"path": str(path), "entries": 0, "size_bytes": 0, "models": {}}
+        info = {"path": str(path), "entries": 0, "size_bytes": 0, "models": {}, "oldest": None, "newest": None}
     if as_json:
         click.echo(json.dumps(info, indent=2))
         return
     click.echo(f"cache:   {info['path']}" + ("" if path.exists() else " (not created yet)"))
     click.echo(f"entries: {info['entries']}")
     click.echo(f"size:    {_size(info['size_bytes'])}")
+    if info["oldest"] is not None:
+        oldest, newest = (time.strftime("%Y-%m-%d %H:%M", time.localtime(info[k])) for k in ("oldest", "newest"))
+        click.echo(f"written: {oldest} – {newest}")
     if info["models"]:
         width = max(len(name) for name in info["models"])
         for name, count in sorted(info["models"].items(), key=lambda kv: (-kv[1], kv[0])):

@@ -168,12 +168,21 @@ class ResponseCache:
         self._connection().execute(_PUT, (key, label[0], label[1], time.time(), data))
 
     def info(self) -> dict[str, Any]:
-        """Path, number of entries, size on disk (with the WAL) and entries per model ("provider:name")."""
+        """Path, number of entries, size on disk (with the WAL), entries per model ("provider:name") and when the
+        oldest and newest entries were written (epoch seconds, None when empty)."""
         conn = self._connection()
         rows = conn.execute("SELECT provider, model, COUNT(*) FROM responses GROUP BY provider, model").fetchall()
         models = {f"{provider}:{name}": count for provider, name, count in sorted(rows)}
+        oldest, newest = conn.execute("SELECT MIN(created), MAX(created) FROM responses").fetchone()
         size = sum(p.stat().st_size for p in self._files() if p.exists())
-        return {"path": str(self.path), "entries": sum(models.values()), "size_bytes": size, "models": models}
+        return {
+            "path": str(self.path),
+            "entries": sum(models.values()),
+            "size_bytes": size,
+            "models": models,
+            "oldest": oldest,
+            "newest": newest,
+        }
 
     def clear(self, model: str | None = None) -> int:
         """Delete every entry, or those of one model (its name, or "provider:name"); return how many."""

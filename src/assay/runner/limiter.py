@@ -1,9 +1,11 @@
 """How many request attempts may be in flight: a cap that 429s shrink and successes grow back (AIMD).
 
 A retrying request gives its place back while it backs off, so the cap counts attempts on the wire, never waits.
-A 429 lowers the cap by ``decrease`` (down to 1) and each success raises it by one (up to ``concurrency``), so a
-server that is really rate limiting the client (most answers are 429) slows the whole client down, while an
-occasional 429 costs little. At the floor, a 429's Retry-After pauses every new attempt until it has passed.
+A 429 lowers the cap by ``decrease`` (down to 1) and each success raises it by one (up to ``concurrency``). As in
+TCP, only a 429 to an attempt sent after the last decrease lowers the cap again, so one burst of 429s (all sent under
+the old cap) counts once: a server that keeps rate limiting the client (most answers are 429) slows the whole client
+down round trip after round trip, while occasional 429s cost little. At the floor, a 429's Retry-After pauses every
+new attempt until it has passed.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections import deque
 class AttemptLimiter:
     """A fair (first come, first served) semaphore whose size adapts to 429s; see the module docstring."""
 
-    def __init__(self, concurrency: int, *, decrease: float = 0.9) -> None:
+    def __init__(self, concurrency: int, *, decrease: float = 0.75) -> None:
         self.concurrency = concurrency
         self.limit = float(concurrency)
         self.decrease = decrease
@@ -24,6 +26,7 @@ class AttemptLimiter:
         self.throttled = 0  # 429s seen
         self.pauses = 0  # times the client paused for a Retry-After
         self._pause_until = 0.0
+        self._last_decrease = float("-inf")
         self._waiters: deque[asyncio.Future[None]] = deque()
 
     @property
@@ -72,11 +75,18 @@ class AttemptLimiter:
             self.limit = min(float(self.concurrency), self.limit + 1.0)
             self._grant()
 
-    def rate_limited(self, retry_after: float | None) -> None:
-        """An attempt got a 429: fewer places; at the floor, pause new attempts for the server's Retry-After."""
+    def now(self) -> float:
+        """The clock ``rate_limited`` expects for ``sent_at``."""
+        return self._now()
+
+    def rate_limited(self, retry_after: float | None, sent_at: float | None = None) -> None:
+        """An attempt (sent at ``sent_at``, by :meth:`now`) got a 429: fewer places, once per round trip; at the
+        floor, pause new attempts for the server's Retry-After."""
         self.throttled += 1
         at_floor = self.limit <= 1.0
-        self.limit = max(1.0, self.limit * self.decrease)
+        if sent_at is None or sent_at >= self._last_decrease:
+            self.limit = max(1.0, self.limit * self.decrease)
+            self._last_decrease = self._now()
         if at_floor and retry_after:
             until = self._now() + retry_after
             if until > self._pause_until:

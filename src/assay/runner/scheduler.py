@@ -304,6 +304,7 @@ class Scheduler:
         while True:
             attempt += 1
             await limiter.acquire()
+            sent_at = limiter.now()
             try:
                 response = await attempt_once(lambda: self.model.generate(request), policy)
             except ModelError as err:
@@ -318,7 +319,7 @@ class Scheduler:
             if error.fatal:
                 raise ModelAccessError(f"the model refused the request, so the run stopped: {error}") from None
             if error.status == 429:
-                limiter.rate_limited(error.retry_after)
+                limiter.rate_limited(error.retry_after, sent_at)
             if not error.retryable:
                 return RequestOutcome(None, str(error), False)
             if attempt >= policy.max_attempts:
