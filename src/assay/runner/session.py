@@ -11,14 +11,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
 from assay.models.base import Model
 from assay.record import RunManifest
-from assay.runner.exits import DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_RESPONSE_CHARS
 from assay.runner.lock import run_lock
 from assay.runner.progress import RunProgress
 from assay.runner.retry import RetryPolicy
@@ -40,7 +37,9 @@ from assay.runner.scheduler import (
     Scheduler,
     SchedulerConfig,
 )
-from assay.secrets import redact_spec
+from assay.runner.settings import RESULTS_OPTIONS as RESULTS_OPTIONS  # re-exported: settings used to live here
+from assay.runner.settings import RUNTIME_SETTINGS as RUNTIME_SETTINGS
+from assay.runner.settings import RunOutcome, RunSettings
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -50,98 +49,6 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT_S = 60.0
 DISK_FULL = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
-# the settings a resumed run may change: how it executes, never what it evaluates or how results are computed
-RUNTIME_SETTINGS = frozenset(
-    {
-        "concurrency",
-        "timeout_s",
-        "max_attempts",
-        "max_error_rate",
-        "cache",
-        "cache_path",
-        "progress",
-        "max_response_chars",
-    }
-)
-RESULTS_OPTIONS = {
-    "error_policy",
-    "bootstrap_iters",
-    "seed",
-    "cluster_key",
-    "repeat_reduction",
-    "group_weighting",
-    "confidence",
-    "prices",
-}
-
-
-class RunSettings(BaseModel):
-    """Everything about how a run executes (not what it evaluates); recorded in run.json."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    output_dir: Path = Path("runs")
-    limit: int | None = Field(default=None, ge=1)
-    concurrency: int = Field(default=32, ge=1, le=4096)
-    cache: bool | None = None  # None: on when a task says ``cache: true``; the response cache is opt-in
-    cache_path: Path | None = None
-    timeout_s: float | None = Field(default=None, gt=0)  # None: the model's own timeout_s, else 60 s
-    max_attempts: int = Field(default=6, ge=1)
-    max_error_rate: float | None = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0, le=1)  # None: no limit
-    max_response_chars: int | None = Field(default=DEFAULT_MAX_RESPONSE_CHARS, ge=1)  # None: keep answers whole
-    error_policy: Literal["exclude", "as_zero", "fail"] = "exclude"
-    bootstrap_iters: int = Field(default=10_000, ge=0)
-    seed: int = 1234
-    cluster_key: str | None = None  # metadata key whose samples share a cluster (clustered stderr)
-    repeat_reduction: Literal["mean", "max", "min", "majority"] = "mean"
-    group_weighting: Literal["size", "equal"] = "size"
-    confidence: float = Field(default=0.95, gt=0, lt=1)
-    prices: dict[str, dict[str, float]] | None = None  # model -> {"input": usd per 1M tokens, "output": …}
-    feedback_model: str | dict[str, Any] | None = None  # a model spec that rewrites failing verdicts' feedback
-    progress: bool | None = None  # None: show it when writing to a terminal
-
-    def results_options(self) -> dict[str, Any]:
-        """The settings that shape results.json (passed to write_results)."""
-        return self.model_dump(include=RESULTS_OPTIONS)
-
-    def recorded(self) -> dict[str, Any]:
-        """The settings as stored in the manifest (paths as strings, no credentials in a feedback model's spec)."""
-        out = self.model_dump(mode="json", exclude={"progress"})
-        out["feedback_model"] = redact_spec(out["feedback_model"])
-        return out
-
-    def use_cache(self, tasks: list[Task]) -> bool:
-        """Whether the run reads and writes the response cache: as set, else when a task asks for it."""
-        if self.cache is not None:
-            return self.cache
-        return any(task.config.cache for task in tasks)
-
-
-class RunOutcome(BaseModel):
-    """Where the run is and how it ended."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    run_dir: Path
-    status: str  # finished | failed | interrupted
-    written: int
-    skipped: int
-    errors: int  # samples whose model request failed (this session)
-    cache_hits: int
-    requests: int
-    retries: int
-    seconds: float
-    evaluator_errors: int = 0  # samples with an error verdict (this session)
-    cache_oldest: float | None = None  # when the oldest / newest answer served from the cache was written
-    cache_newest: float | None = None
-    truncated: int = 0  # responses stored shortened in samples.jsonl (scored whole)
-    message: str | None = None
-    first_error: str | None = None  # "task/sample_id: error" of the first sample whose model request failed
-    first_evaluator_error: str | None = None
-    # why the run did not succeed: "error_rate" (finished or stopped with too many errors), "model_access"
-    # (401/403/404), "disk_full", "error" (an unexpected error); None when it succeeded or was interrupted
-    stopped_by: str | None = None
-    resume_command: str | None = None
 
 
 def _slug(text: str) -> str:
