@@ -40,6 +40,7 @@ from assay.runner.scheduler import (
 from assay.runner.settings import RESULTS_OPTIONS as RESULTS_OPTIONS  # re-exported: settings used to live here
 from assay.runner.settings import RUNTIME_SETTINGS as RUNTIME_SETTINGS
 from assay.runner.settings import RunOutcome, RunSettings
+from assay.secrets import redact_spec
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -145,7 +146,7 @@ def start_manifest(
         assay_version=__version__,
         created_at=time.time(),
         model=model.describe(),
-        judges=[judge for task in tasks for judge in task_judges(task)],
+        judges=[redact_spec(judge) for task in tasks for judge in task_judges(task)],  # no credentials in run.json
         tasks=[task.info(len(task.samples(settings.limit))) for task in tasks],
         config=settings.recorded(),
         git_hash=git.result() if git is not None else git_hash(),
