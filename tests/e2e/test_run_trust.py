@@ -63,6 +63,7 @@ def test_evaluator_errors_are_counted_shown_and_fail_the_run(tmp_path: Path, ser
     assert proc.returncode == 1, proc.stderr
     assert "0 model errors, 4 evaluator errors" in proc.stderr
     assert "first evaluator error: add/q" in proc.stderr and "llm_judge" in proc.stderr
+    assert "once the evaluator works, `assay score runs/" in proc.stderr  # how to fix evaluator errors
     ok = run_cli(
         "run", str(task), *model_args(server), "-o", "runs2", "-q", "--max-attempts", "1", "--max-error-rate", "1",
         cwd=tmp_path,

@@ -305,6 +305,8 @@ async def _execute(
                 status, stopped_by, message = ("finished" if complete else "failed"), "error_rate", str(err)
                 if stats.errors:
                     resume += " --retry-errors"  # the failed samples are what must be asked again
+                if stats.evaluator_errors:
+                    message += f"; once the evaluator works, `assay score {run_dir}` scores the answers again"
             except ModelAccessError as err:
                 status, stopped_by, message = "failed", "model_access", f"{err}; after fixing it, resume the run"
                 stats = scheduler.stats
