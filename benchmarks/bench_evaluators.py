@@ -42,6 +42,22 @@ _WORDS = [
 ]
 _LEADS = ["The answer is", "It is", "I think it's", "Answer:", "Probably", "That would be", "Final answer:"]
 
+# Real answer sets: names and places in accented Latin, Greek, Cyrillic, CJK, Arabic and Hebrew (right to left),
+# emoji, and the punctuation of those scripts («», ¿, 。, ،), beside plain ASCII words.
+_MIXED_WORDS = _WORDS[::3] + [
+    word
+    for line in (
+        "São Paulo Zürich Málaga Kraków Reykjavík Curaçao Dvořák Gödel Poincaré Ærøskøbing Île-de-France",
+        "Αθήνα Ελλάδα Σωκράτης Москва Санкт-Петербург Чайковский",
+        "東京 北京 大阪 京都大学 孔子 서울 부산 세종대왕 こんにちは 富士山",
+        "القاهرة بغداد دمشق ابن_سينا ירושלים תל_אביב חיפה",
+        "🚀 🎉 👍🏽 🇯🇵 ❤️ 🌍",
+    )
+    for word in line.split()
+]
+_MIXED_LEADS = [*_LEADS[:3], "La respuesta es", "Die Antwort ist", "答えは", "Ответ:", "الجواب هو", "התשובה היא"]
+_MIXED_ENDS = [".", "!", "?", "。", "»", "؟", " 🙂", "…"]
+
 
 def _answer(rng: random.Random) -> str:
     kind = rng.random()
@@ -73,11 +89,36 @@ def _prediction(rng: random.Random, gold: str) -> str:
     return _answer(rng)  # wrong
 
 
-def make_pairs(n: int, seed: int = SEED) -> tuple[list[str], list[str]]:
-    """``n`` (prediction, gold answer) pairs, QA-like, reproducible."""
+def _mixed_answer(rng: random.Random) -> str:
+    if rng.random() < 0.15:
+        return str(rng.randint(1, 3000))
+    return " ".join(w.capitalize() for w in rng.sample(_MIXED_WORDS, rng.randint(1, 3)))
+
+
+def _mixed_prediction(rng: random.Random, gold: str) -> str:
+    r = rng.random()
+    if r < 0.25:
+        return gold
+    if r < 0.40:
+        return gold.lower() if rng.random() < 0.5 else gold.upper()
+    if r < 0.55:
+        return gold + rng.choice(_MIXED_ENDS)
+    if r < 0.70:
+        return f"{rng.choice(_MIXED_LEADS)} «{gold}»{rng.choice(_MIXED_ENDS)}"
+    if r < 0.80 and len(gold) > 3:
+        i = rng.randrange(len(gold))
+        return gold[:i] + rng.choice("aeéøßж東") + gold[i + 1 :]  # a typo
+    if r < 0.90:
+        return " ".join(rng.sample(gold.split(), len(gold.split())))
+    return _mixed_answer(rng)  # wrong
+
+
+def make_pairs(n: int, seed: int = SEED, mixed: bool = False) -> tuple[list[str], list[str]]:
+    """``n`` (prediction, gold answer) pairs, QA-like, reproducible; ASCII, or ``mixed`` scripts."""
     rng = random.Random(seed)
-    golds = [_answer(rng) for _ in range(n)]
-    preds = [_prediction(rng, g) for g in golds]
+    answer, prediction = (_mixed_answer, _mixed_prediction) if mixed else (_answer, _prediction)
+    golds = [answer(rng) for _ in range(n)]
+    preds = [prediction(rng, g) for g in golds]
     return preds, golds
 
 

@@ -82,17 +82,40 @@ def test_each_normalisation_option(option, actual, expected):
     assert fm().evaluate(actual, expected).score < 1.0
 
 
-def test_failure_reason_and_edit_feedback():
+def test_failure_reason_and_feedback_in_words():
     v = fm().evaluate("The city of Paris", "Paris")
     assert not v.passed and math.isclose(v.score, 10 / 22)
     assert "ratio similarity 0.455" in v.reason and "'Paris'" in v.reason and "threshold 0.8" in v.reason
-    assert v.feedback == "Answer with 'Paris'; to get there: delete 'The city of '."
+    assert v.feedback == "Answer with 'Paris': the output adds 'The city of'."
     typo = fm(threshold=0.95).evaluate("Pariss", "Paris")
-    assert "delete 's'" in typo.feedback
-    swap = fm(threshold=0.95, ignore_case=True).evaluate("Lundon", "London")
-    assert "replace 'u' with 'o'" in swap.feedback and "normalised" in swap.feedback
+    assert typo.feedback == "Answer with 'Paris': the output says 'Pariss' instead."
+    swap = fm(threshold=0.95, ignore_case=True).evaluate("The Lundon Eye", "the London Eye")
+    assert swap.feedback == (
+        "Answer with 'the London Eye': the output (compared after normalisation) says 'lundon' where the answer "
+        "has 'london'."
+    )
+    short = fm(threshold=1.0).evaluate("Eiffel", "Eiffel Tower")
+    assert short.feedback == "Answer with 'Eiffel Tower': the output leaves out 'Tower'."
     empty = fm().evaluate("", "Paris")
     assert empty.feedback == "The output is empty; answer with 'Paris'."
+    spacing = fm(threshold=1.0).evaluate("New  York", "New York")
+    assert "same words but differs in spacing" in spacing.feedback
+
+
+def test_feedback_is_words_not_a_character_edit_script():
+    # issue 10: the old feedback read "replace 'I' with 'L'; delete ' could not f'"
+    v = fm().evaluate("I could not find it", "London")
+    assert v.feedback == "Answer with 'London': the output says 'I could not find it' instead."
+    assert "replace" not in v.feedback and "delete" not in v.feedback
+    several = fm(threshold=1.0).evaluate("Paris is in Germany, near Berlin", "Paris is in France")
+    assert (
+        several.feedback
+        == "Answer with 'Paris is in France': the output says 'Germany, near Berlin' where the answer has 'France'."
+    )
+    mixed = fm().evaluate("答えは 東京 です", "東京")
+    assert mixed.feedback == "Answer with '東京': the output adds '答えは' and 'です'."
+    many = fm(threshold=1.0).evaluate("a1 b c2 d e3 f g4 h i5", "a b c d e f g h i")
+    assert many.feedback.endswith("differs in 2 more place(s).") and many.feedback.count("where the answer has") == 3
 
 
 def test_multiple_answers_take_the_best():

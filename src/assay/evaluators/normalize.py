@@ -12,17 +12,22 @@ import re
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, Field, field_validator
 
 _PUNCTUATION_TABLE = str.maketrans("", "", string.punctuation)
 _DIGIT_TABLE = str.maketrans("", "", string.digits)
+_PUNCTUATION_BYTES = string.punctuation.encode("ascii")
+_DIGIT_BYTES = string.digits.encode("ascii")
 _ARTICLES = re.compile(r"\b(a|an|the)\b", re.IGNORECASE)
 # an article with the whitespace after it, or else with the whitespace before it: one separator stays between words
 _ARTICLES_SPACED = re.compile(r"\b(?:a|an|the)\b\s+|\s*\b(?:a|an|the)\b", re.IGNORECASE)
 _WHITESPACE = re.compile(r"\s+")
 _SEP = "\x00"  # joins many strings for one C-level pass; survives every transformation below
 STREAM_SEPARATOR = _SEP  # ends each text's tokens in squad_token_stream
+_SEP_BYTES = _SEP.encode("ascii")
 _ARTICLE_WORDS = frozenset({"a", "an", "the"})
 _NOT_WORD_OR_SPACE = re.compile(r"[^\w\s\x00]")
 # the ASCII characters _NOT_WORD_OR_SPACE does not match, to look for the others in ASCII text with bytes.translate
@@ -110,40 +115,149 @@ class Normalizer:
             text = _WHITESPACE.sub(" ", text).strip(" ")
         return text
 
+    @property
+    def _deleted_bytes(self) -> bytes:
+        """The ASCII bytes that ignore_punctuation / ignore_numbers delete."""
+        return (_PUNCTUATION_BYTES if self.ignore_punctuation else b"") + (_DIGIT_BYTES if self.ignore_numbers else b"")
+
+    @property
+    def _per_string_only(self) -> bool:
+        """Only case, strip and regexes apply: mapping each string's own methods beats join + split."""
+        return not (self.ignore_punctuation or self.ignore_numbers or self.ignore_whitespace or self.ignore_articles)
+
     def many(self, texts: Sequence[str]) -> list[str]:
-        """Normalise many strings: one pass of each C-level string operation over their join, or, when only
-        case, strip and regexes apply, each string's own methods mapped over the list (cheaper there).
+        """Normalise many strings, exactly as one at a time; a TypeError when one is not a str."""
+        out = self.batch(texts)
+        if out is None:
+            raise TypeError("Normalizer.many expects a sequence of str")
+        return out
+
+    def batch(self, texts: Sequence[Any]) -> list[str] | None:
+        """The normalised texts, or None when one of them is not a ``str`` (the caller's general path).
+
+        One pass of each C-level operation over all texts joined, fast on any script: punctuation and digits
+        are deleted on the UTF-8 bytes (no multi-byte character holds an ASCII byte), and texts are lower-cased
+        together (see :func:`lower_joined`).
         """
-        if self.is_identity:
-            return list(texts)
-        if not (self.ignore_punctuation or self.ignore_numbers or self.ignore_whitespace or self.ignore_articles):
-            # only per-string methods: mapping them is cheaper than join + split
-            out = list(map(self._apply_regexes, texts)) if self.regexes else list(texts)
-            if self.ignore_case:
-                out = list(map(str.lower, out))
-            return list(map(str.strip, out)) if self.strip else out
-        if self.regexes:
-            texts = [self._apply_regexes(t) for t in texts]
-        joined = _SEP.join(texts)
-        if joined.count(_SEP) != max(len(texts) - 1, 0):
-            return [self(t) for t in texts]  # a NUL inside some text: fall back to one at a time
+        prepared = self._prepared(texts)
+        if prepared is None:
+            return None
+        texts, joined = prepared
+        if joined is None:
+            return self._per_string(texts)
         if not texts:
             return []
-        if self.ignore_whitespace:
-            joined = self._joinable(joined)
-            # whitespace runs never cross the separator, but the per-item trim must be redone
-            out = joined.split(_SEP)
-            out = [t.strip(" ") for t in out]
+        if self.ignore_whitespace or self.ignore_articles:
+            out = self._regex_steps(self._char_steps(texts, joined).decode(_UTF8, _SURROGATES)).split(_SEP)
+        elif joined.isascii():  # stays a str: the ASCII fast paths of lower() and translate() need no decoding
+            out = self._ascii_char_steps(joined).split(_SEP)
         else:
-            out = self._joinable(joined).split(_SEP)
-        if self.strip:
-            out = [t.strip() for t in out]
-        return out
+            out = self._char_steps(texts, joined).decode(_UTF8, _SURROGATES).split(_SEP)
+        return list(map(str.strip, out)) if self.strip and not self.ignore_whitespace else out
+
+    def batch_keys(self, texts: Sequence[Any]) -> list[bytes] | list[str] | None:
+        """Keys equal exactly when the normalised texts are equal (their UTF-8, which is cheaper to build), or
+        None when one text is not a ``str``."""
+        if self._per_string_only or (self.strip and not self.ignore_whitespace):
+            return self.batch(texts)  # str keys; str.strip's whitespace is Unicode's, so it stays on str
+        prepared = self._prepared(texts)
+        if prepared is None:
+            return None
+        texts, joined = prepared
+        if joined is None:  # a text holds NUL: one at a time, as the same kind of key
+            return [t.encode(_UTF8, _SURROGATES) for t in self._per_string(texts)]
+        if not texts:
+            return []
+        if self.ignore_whitespace or self.ignore_articles:
+            text = self._regex_steps(self._char_steps(texts, joined).decode(_UTF8, _SURROGATES))
+            return text.encode(_UTF8, _SURROGATES).split(_SEP_BYTES)
+        return self._char_steps(texts, joined).split(_SEP_BYTES)
+
+    def _prepared(self, texts: Sequence[Any]) -> tuple[Sequence[str], str | None] | None:
+        """(texts after regexes_to_ignore, their NUL join or None when it is not worth it), None for non-str.
+
+        A text holding NUL itself is normalised on its own: the result is then built one text at a time.
+        """
+        try:
+            if self.regexes:
+                texts = [self._apply_regexes(t) for t in texts]
+            joined = _SEP.join(texts)  # raises TypeError for anything but str: the check costs nothing extra
+        except TypeError:
+            return None
+        if joined.count(_SEP) != max(len(texts) - 1, 0):
+            return texts, None
+        return texts, None if self._per_string_only else joined
+
+    def _per_string(self, texts: Sequence[str]) -> list[str]:
+        """Each text's own methods (or the whole normaliser) mapped over the list."""
+        if not self._per_string_only:
+            return [self._after_regexes(t) for t in texts]
+        out = list(map(str.lower, texts)) if self.ignore_case else list(texts)
+        return list(map(str.strip, out)) if self.strip else out
+
+    def _ascii_char_steps(self, joined: str) -> str:
+        if self.ignore_case:
+            joined = joined.lower()
+        return joined.translate(_ASCII_DELETE[(self.ignore_punctuation, self.ignore_numbers)])
+
+    def _char_steps(self, texts: Sequence[str], joined: str) -> bytes:
+        """The UTF-8 of the joined texts after ignore_case, ignore_punctuation and ignore_numbers."""
+        data = lower_joined(texts, joined) if self.ignore_case else joined.encode(_UTF8, _SURROGATES)
+        deleted = self._deleted_bytes
+        return data.translate(None, deleted) if deleted else data
+
+    def _regex_steps(self, text: str) -> str:
+        """ignore_articles and ignore_whitespace over joined texts; whitespace runs never cross a NUL."""
+        if self.ignore_articles:
+            text = _ARTICLES.sub(" ", text) if self.ignore_whitespace else _ARTICLES_SPACED.sub("", text)
+        if self.ignore_whitespace:
+            # runs are now one space; the one at either end of each text goes, as .strip(" ") would do
+            text = _WHITESPACE.sub(" ", text).replace(" " + _SEP, _SEP).replace(_SEP + " ", _SEP).strip(" ")
+        return text
+
+    def _after_regexes(self, text: str) -> str:
+        text = self._joinable(text)
+        return text.strip() if self.strip else text
 
     def _apply_regexes(self, text: str) -> str:
         for pattern in self.regexes:
             text = pattern.sub("", text)
         return text
+
+
+_ASCII_DELETE = {
+    (False, False): {},
+    (True, False): _PUNCTUATION_TABLE,
+    (False, True): _DIGIT_TABLE,
+    (True, True): str.maketrans("", "", string.punctuation + string.digits),
+}
+
+
+def lower_joined(texts: Sequence[str], joined: str) -> bytes:
+    """The UTF-8 of ``joined.lower()``, where ``joined`` is ``texts`` joined by NUL.
+
+    ``str.lower`` has a fast path only for an all-ASCII string, and one emoji makes the whole join a 4-byte
+    string. So when few texts hold a non-ASCII character, the join is lower-cased as bytes (ASCII letters only)
+    and just those texts are lower-cased again as str. NUL is neither cased nor case-ignorable, so each text
+    lower-cases as it would alone (Greek final sigma included).
+    """
+    if joined.isascii():
+        return joined.encode("ascii").lower()
+    data = joined.encode(_UTF8, _SURROGATES)
+    if (len(data) - len(joined)) * _FEW_NON_ASCII > len(texts):
+        return joined.lower().encode(_UTF8, _SURROGATES)  # many texts hold non-ASCII: one str pass is cheapest
+    raw = np.frombuffer(data, dtype=np.uint8)
+    separators = np.flatnonzero(raw == 0)
+    wide = np.unique(np.searchsorted(separators, np.flatnonzero(raw >= 0x80))).tolist()
+    parts = data.lower().split(_SEP_BYTES)
+    for i in wide:
+        parts[i] = texts[i].lower().encode(_UTF8, _SURROGATES)
+    return _SEP_BYTES.join(parts)
+
+
+_FEW_NON_ASCII = 8  # below one non-ASCII byte per this many texts, lower_joined redoes only those texts
+_UTF8 = "utf-8"
+_SURROGATES = "surrogatepass"  # lone surrogates (legal in a str) round-trip through the bytes unchanged
 
 
 def squad_normalize(text: str) -> str:
@@ -161,6 +275,11 @@ def squad_normalize_many(texts: Sequence[str]) -> list[str]:
 def squad_prepare_many(texts: Sequence[str]) -> list[str]:
     """The first two steps of :func:`squad_normalize` (lower case, drop punctuation) over many texts at once."""
     return _SQUAD_PREPARE.many(texts)
+
+
+def squad_prepare_batch(texts: Sequence[Any]) -> list[str] | None:
+    """:func:`squad_prepare_many`, or None when one of the texts is not a ``str``."""
+    return _SQUAD_PREPARE.batch(texts)
 
 
 def squad_tokens_prepared(prepared: str) -> list[str]:

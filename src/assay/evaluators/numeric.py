@@ -15,7 +15,7 @@ from pydantic import Field
 from assay.errors import EvaluationInputError
 from assay.evaluators.base import Evaluator, Options, as_text, expected_list
 from assay.evaluators.registry import register
-from assay.evaluators.text import clip, cut
+from assay.evaluators.text.common import clip, cut
 from assay.verdict import Verdict
 
 _THIN_SPACES = "\u00a0\u202f\u2009"  # no-break space, narrow no-break space, thin space: typographic group separators

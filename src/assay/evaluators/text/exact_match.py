@@ -1,0 +1,78 @@
+"""exact_match: the output equals an acceptable answer after lm-eval / HF `evaluate` normalisation."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from assay.evaluators.base import BatchResult, Evaluator, Options, _expecteds, as_text
+from assay.evaluators.normalize import NormalizeOptions, Normalizer
+from assay.evaluators.registry import register
+from assay.evaluators.text.common import clip, cut, references
+from assay.verdict import Verdict
+
+
+class ExactMatchOptions(Options, NormalizeOptions):
+    """Options of exact_match: normalisation only."""
+
+
+@register("exact_match")
+class ExactMatch(Evaluator):
+    """Output equals an acceptable answer after normalisation (lm-eval / HF `evaluate` semantics)."""
+
+    Options = ExactMatchOptions
+    options: ExactMatchOptions
+
+    def setup(self) -> None:
+        self.normalize = Normalizer.from_options(self.options)
+
+    def check(self, actual: Any, expected: Any) -> Verdict:
+        text = as_text(actual, self.name)
+        answers = references(expected, self.name)
+        norm = self.normalize(text)
+        norm_answers = [self.normalize(a) for a in answers]
+        if norm in norm_answers:
+            return Verdict.pass_(details={"matched": cut(answers[norm_answers.index(norm)])})
+        return self._failure(text, norm, answers, norm_answers)
+
+    def _failure(self, text: str, norm: str, answers: list[str], norm_answers: list[str]) -> Verdict:
+        details = {"normalized_output": cut(norm), "normalized_expected": [cut(a) for a in norm_answers]}
+        inside = [a for a, n in zip(answers, norm_answers, strict=True) if n and n in norm]
+        if inside:
+            # a distinct reason, so that "right answer, wrong form" is its own theme in `assay feedback`
+            reason = f"output {clip(text)} contains the expected answer {clip(inside[0])} but also other text"
+            if norm != text:
+                reason += f" (after normalisation: {clip(norm)})"
+        elif len(answers) == 1:
+            reason = f"output {clip(text)} does not equal expected {clip(answers[0])}"
+            if norm != text or norm_answers[0] != answers[0]:
+                reason += f" (after normalisation: {clip(norm)} vs {clip(norm_answers[0])})"
+        else:
+            shown = ", ".join(clip(a, 40) for a in answers[:5])
+            reason = f"output {clip(text)} equals none of {len(answers)} acceptable answers ({shown})"
+        if inside:
+            feedback = (
+                f"The answer {clip(inside[0])} is in the output but surrounded by other text; "
+                f"answer with {clip(inside[0])} only, nothing else."
+            )
+        elif not text.strip():
+            feedback = f"The output is empty; answer with {clip(answers[0])}."
+        else:
+            feedback = f"Answer with exactly {clip(answers[0])}; the output was {clip(text)}."
+        return Verdict.fail(reason, feedback=feedback, details=details)
+
+    def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
+        """Vectorised: one C-level pass of each normalisation step over all texts, then equality of the keys.
+
+        Lists of answers and non-text outputs take the general (per-pair) path.
+        """
+        exp = _expecteds(actuals, expecteds)
+        keys_a = self.normalize.batch_keys(actuals)
+        keys_e = None if keys_a is None else self.normalize.batch_keys(exp)
+        if keys_a is None or keys_e is None:
+            return super().evaluate_batch(actuals, exp)
+        passed = np.fromiter(map(operator.eq, keys_a, keys_e), dtype=np.bool_, count=len(keys_a))
+        return BatchResult.lazy(self, passed.astype(np.float64), passed, actuals, exp)

@@ -1,0 +1,185 @@
+"""token_f1: SQuAD token F1 of the output against the best acceptable answer, vectorised over a batch."""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from collections.abc import Sequence
+from itertools import compress
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import Field
+
+from assay.evaluators.base import BatchResult, Evaluator, Options, _expecteds, as_text
+from assay.evaluators.normalize import (
+    STREAM_SEPARATOR,
+    is_article,
+    squad_normalize,
+    squad_prepare_batch,
+    squad_token_stream,
+    squad_tokens_prepared,
+)
+from assay.evaluators.registry import register
+from assay.evaluators.text.common import clip, cut, listing, references
+from assay.reductions import FloatArray
+from assay.verdict import Verdict
+
+
+class TokenF1Options(Options):
+    """Options of token_f1: the F1 at or above which the output passes (default 0.5, i.e. at least half right)."""
+
+    threshold: float = Field(0.5, ge=0.0, le=1.0)
+
+
+def token_overlap(a: list[str], b: list[str]) -> int:
+    """Size of the multiset intersection of two token lists (set sizes when neither repeats a token)."""
+    sa = set(a)
+    sb = set(b)
+    common = sa & sb
+    if not common:
+        return 0
+    if len(sa) == len(a) and len(sb) == len(b):
+        return len(common)
+    ca, cb = Counter(a), Counter(b)
+    return sum(min(ca[t], cb[t]) for t in common)
+
+
+def f1_figures(same: int, n_pred: int, n_gold: int) -> tuple[float, float, float]:
+    """(f1, precision, recall) as the official SQuAD script computes them; two empty answers agree (SQuAD v2)."""
+    if n_pred == 0 or n_gold == 0:
+        agree = float(n_pred == n_gold)
+        return agree, agree, agree
+    if same == 0:
+        return 0.0, 0.0, 0.0
+    precision = same / n_pred
+    recall = same / n_gold
+    return 2 * precision * recall / (precision + recall), precision, recall
+
+
+@register("token_f1")
+class TokenF1(Evaluator):
+    """SQuAD token F1: overlap of the bag of words after SQuAD normalisation, best over acceptable answers.
+
+    Identical to the official SQuAD v1.1 script except that two empty answers score 1, as in SQuAD v2.
+    """
+
+    Options = TokenF1Options
+    options: TokenF1Options
+
+    def check(self, actual: Any, expected: Any) -> Verdict:
+        text = as_text(actual, self.name)
+        answers = references(expected, self.name)
+        pred = squad_normalize(text).split()
+        golds = [squad_normalize(a).split() for a in answers]
+        figures = [f1_figures(token_overlap(pred, g), len(pred), len(g)) for g in golds]
+        best = max(range(len(figures)), key=lambda i: figures[i][0])
+        f1, precision, recall = figures[best]
+        gold = golds[best]
+        threshold = self.options.threshold
+        details: dict[str, Any] = {
+            "f1": f1,
+            "precision": precision,
+            "recall": recall,
+            "threshold": threshold,
+            "matched": cut(answers[best]),
+            "output_tokens": len(pred),
+            "expected_tokens": len(gold),
+        }
+        if len(answers) > 1:
+            details["f1s"] = [f[0] for f in figures]
+        if f1 >= threshold:
+            return Verdict.partial(f1, None, threshold, details=details)
+        reason = (
+            f"token F1 {f1:.3f} (precision {precision:.3f}, recall {recall:.3f}) of output {clip(text, 80)} "
+            f"against {clip(answers[best], 80)} is below the threshold {threshold:g}"
+        )
+        return Verdict.partial(
+            f1, reason, threshold, feedback=self._feedback(pred, gold, answers[best]), details=details
+        )
+
+    @staticmethod
+    def _feedback(pred: list[str], gold: list[str], answer: str) -> str:
+        if not pred:
+            return f"The output has no words once punctuation and articles are dropped; answer with {clip(answer)}."
+        missing = list((Counter(gold) - Counter(pred)).elements())
+        extra = list((Counter(pred) - Counter(gold)).elements())
+        parts = []
+        if missing:
+            parts.append(f"include the missing word(s) {listing([repr(t) for t in missing], limit=8)}")
+        if extra:
+            parts.append(f"drop the extra word(s) {listing([repr(t) for t in extra], limit=8)}")
+        return f"Answer with {clip(answer)}: {' and '.join(parts)}."
+
+    def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
+        """Vectorised for one text answer per output: no Python loop per pair.
+
+        Pairs equal once lower-cased and stripped of punctuation score 1 at once; the rest are tokenised in one
+        stream per side and their overlaps counted in numpy.
+        """
+        exp = _expecteds(actuals, expecteds)
+        prep_a = squad_prepare_batch(actuals)
+        prep_e = None if prep_a is None else squad_prepare_batch(exp)
+        if prep_a is None or prep_e is None:
+            return super().evaluate_batch(actuals, exp)  # lists of answers or non-text: the general path
+        n = len(prep_a)
+        f1 = np.ones(n, dtype=np.float64)  # equal prepared texts have equal tokens: F1 is 1 (or both are empty)
+        differ = np.fromiter(map(operator.ne, prep_a, prep_e), dtype=np.bool_, count=n)
+        if differ.any():
+            f1[differ] = f1_array(*_token_counts(list(compress(prep_a, differ)), list(compress(prep_e, differ))))
+        return BatchResult.lazy(self, f1, f1 >= self.options.threshold, actuals, exp)
+
+
+def f1_array(same: FloatArray, n_pred: FloatArray, n_gold: FloatArray) -> FloatArray:
+    """:func:`f1_figures`' F1 over arrays of counts, with the same arithmetic (so the same floats)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = same / n_pred
+        recall = same / n_gold
+        f1 = 2 * precision * recall / (precision + recall)
+    f1[same == 0] = 0.0
+    empty = (n_pred == 0) | (n_gold == 0)
+    f1[empty] = (n_pred == n_gold)[empty]
+    return f1
+
+
+def _token_counts(prepared_a: list[str], prepared_e: list[str]) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """(common tokens, output tokens, expected tokens) per pair of prepared texts, as float arrays.
+
+    Tokens become integer ids; each (pair, token) key is counted with ``np.unique`` on each side, and the
+    multiset overlap is the sum over shared keys of the smaller count. No Python loop runs per pair, except
+    when a text contains NUL (then pair by pair).
+    """
+    n = len(prepared_a)
+    stream_a = squad_token_stream(prepared_a)
+    stream_e = squad_token_stream(prepared_e)
+    if stream_a is None or stream_e is None:
+        pred = [squad_tokens_prepared(p) for p in prepared_a]
+        gold = [squad_tokens_prepared(p) for p in prepared_e]
+        return (
+            np.fromiter(map(token_overlap, pred, gold), dtype=np.float64, count=n),
+            np.fromiter(map(len, pred), dtype=np.float64, count=n),
+            np.fromiter(map(len, gold), dtype=np.float64, count=n),
+        )
+    vocab = dict.fromkeys(stream_a)
+    vocab.update(dict.fromkeys(stream_e))
+    ids = {token: i for i, token in enumerate(vocab)}
+    size = len(ids)
+    dropped = np.array([i for token, i in ids.items() if token == STREAM_SEPARATOR or is_article(token)])
+    separator = ids[STREAM_SEPARATOR]
+
+    def side(stream: list[str]) -> tuple[FloatArray, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        tokens = np.array([ids[t] for t in stream], dtype=np.int64)
+        ends = tokens == separator
+        pair = np.cumsum(ends) - ends  # the pair each token belongs to (its separator closes that pair)
+        keep = ~np.isin(tokens, dropped)
+        pair, tokens = pair[keep], tokens[keep]
+        lengths = np.bincount(pair, minlength=n).astype(np.float64)
+        keys, counts = np.unique(pair * size + tokens, return_counts=True)
+        return lengths, keys, counts
+
+    n_pred, keys_a, counts_a = side(stream_a)
+    n_gold, keys_e, counts_e = side(stream_e)
+    shared, ia, ie = np.intersect1d(keys_a, keys_e, assume_unique=True, return_indices=True)
+    same = np.bincount(shared // size, weights=np.minimum(counts_a[ia], counts_e[ie]), minlength=n)
+    return same.astype(np.float64), n_pred, n_gold
