@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import string
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -139,6 +140,13 @@ class Normalizer:
         are deleted on the UTF-8 bytes (no multi-byte character holds an ASCII byte), and texts are lower-cased
         together (see :func:`lower_joined`).
         """
+        if self.is_identity:
+            return _str_list(texts)
+        if self._per_string_only and (self.ignore_case or self.strip):
+            try:  # str.lower / str.strip raise TypeError for anything but a str: the check costs nothing extra
+                return self._per_string(self._after_regexes_many(texts))
+            except TypeError:
+                return None
         prepared = self._prepared(texts)
         if prepared is None:
             return None
@@ -173,14 +181,16 @@ class Normalizer:
             return text.encode(_UTF8, _SURROGATES).split(_SEP_BYTES)
         return self._char_steps(texts, joined).split(_SEP_BYTES)
 
+    def _after_regexes_many(self, texts: Sequence[Any]) -> Sequence[Any]:
+        return [self._apply_regexes(t) for t in texts] if self.regexes else texts
+
     def _prepared(self, texts: Sequence[Any]) -> tuple[Sequence[str], str | None] | None:
         """(texts after regexes_to_ignore, their NUL join or None when it is not worth it), None for non-str.
 
         A text holding NUL itself is normalised on its own: the result is then built one text at a time.
         """
         try:
-            if self.regexes:
-                texts = [self._apply_regexes(t) for t in texts]
+            texts = self._after_regexes_many(texts)
             joined = _SEP.join(texts)  # raises TypeError for anything but str: the check costs nothing extra
         except TypeError:
             return None
@@ -223,6 +233,15 @@ class Normalizer:
         for pattern in self.regexes:
             text = pattern.sub("", text)
         return text
+
+
+def _str_list(texts: Sequence[Any]) -> list[str] | None:
+    """``texts`` as a list (itself when it is one), or None when one of them is not a ``str``."""
+    try:
+        deque(map(str.isascii, texts), maxlen=0)  # a TypeError for anything but a str, and no copy
+    except TypeError:
+        return None
+    return texts if isinstance(texts, list) else list(texts)
 
 
 _ASCII_DELETE = {

@@ -1,12 +1,15 @@
-"""What the text evaluators share: short quotes of texts for reasons, cut texts for details, the answers."""
+"""What the text evaluators share: quotes of texts for reasons, cut texts for details, answers, chunked batches."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from assay.errors import EvaluationInputError
-from assay.evaluators.base import expected_texts
+from assay.evaluators.base import BatchResult, Evaluator, _expecteds, expected_texts
+from assay.reductions import BoolArray, FloatArray
 
 DETAIL_CHARS = 500  # texts kept in details are cut to this length, so a 1 MB output cannot bloat the record
 
@@ -39,3 +42,34 @@ def listing(items: Sequence[str], conjunction: str = "and", limit: int = 5) -> s
     if len(shown) == 1:
         return shown[0]
     return f"{', '.join(shown[:-1])} {conjunction} {shown[-1]}"
+
+
+BATCH_CHUNK = 8_192  # pairs per vectorised step: the strings of a chunk stay in the CPU cache between steps
+
+VectorStep = Callable[[Sequence[Any], Sequence[Any]], "tuple[FloatArray, BoolArray] | None"]
+
+
+def chunked_batch(
+    evaluator: Evaluator, actuals: Sequence[Any], expecteds: Sequence[Any] | None, vector: VectorStep
+) -> BatchResult:
+    """Score a batch chunk by chunk with ``vector`` (scores and passed of a chunk, or None when the chunk holds
+    something it cannot vectorise: a list of answers, a non-text output), pair by pair for those chunks.
+
+    Verdicts are rebuilt on access (:meth:`BatchResult.lazy`), so memory stays two arrays whatever the size.
+    """
+    exp = _expecteds(actuals, expecteds)
+    n = len(actuals)
+    scores = np.empty(n, dtype=np.float64)
+    passed = np.empty(n, dtype=np.bool_)
+    for start in range(0, n, BATCH_CHUNK):
+        stop = min(n, start + BATCH_CHUNK)
+        chunk_a, chunk_e = actuals[start:stop], exp[start:stop]
+        got = vector(chunk_a, chunk_e)
+        if got is None:
+            verdicts = [evaluator.evaluate(a, e) for a, e in zip(chunk_a, chunk_e, strict=True)]
+            got = (
+                np.fromiter((v.score for v in verdicts), dtype=np.float64, count=stop - start),
+                np.fromiter((v.passed for v in verdicts), dtype=np.bool_, count=stop - start),
+            )
+        scores[start:stop], passed[start:stop] = got
+    return BatchResult.lazy(evaluator, scores, passed, actuals, exp)

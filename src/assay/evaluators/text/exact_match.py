@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from assay.evaluators.base import BatchResult, Evaluator, Options, _expecteds, as_text
+from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import NormalizeOptions, Normalizer
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import clip, cut, references
+from assay.evaluators.text.common import chunked_batch, clip, cut, references
+from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
 
 
@@ -65,14 +66,16 @@ class ExactMatch(Evaluator):
         return Verdict.fail(reason, feedback=feedback, details=details)
 
     def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
-        """Vectorised: one C-level pass of each normalisation step over all texts, then equality of the keys.
+        """Vectorised: one C-level pass of each normalisation step over a chunk of texts, then equal keys.
 
-        Lists of answers and non-text outputs take the general (per-pair) path.
+        Chunks holding lists of answers or non-text outputs are judged pair by pair.
         """
-        exp = _expecteds(actuals, expecteds)
+        return chunked_batch(self, actuals, expecteds, self._vector)
+
+    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
         keys_a = self.normalize.batch_keys(actuals)
-        keys_e = None if keys_a is None else self.normalize.batch_keys(exp)
+        keys_e = None if keys_a is None else self.normalize.batch_keys(expecteds)
         if keys_a is None or keys_e is None:
-            return super().evaluate_batch(actuals, exp)
+            return None
         passed = np.fromiter(map(operator.eq, keys_a, keys_e), dtype=np.bool_, count=len(keys_a))
-        return BatchResult.lazy(self, passed.astype(np.float64), passed, actuals, exp)
+        return passed.astype(np.float64), passed

@@ -7,13 +7,13 @@ from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from assay.evaluators.base import BatchResult, Evaluator, Options, _expecteds, as_text
+from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import NormalizeOptions, Normalizer
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import clip, cut, listing, references
-from assay.reductions import FloatArray
+from assay.evaluators.text.common import chunked_batch, clip, cut, listing, references
+from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
 
 FuzzyAlgorithm = Literal["ratio", "partial_ratio", "token_sort_ratio", "token_set_ratio", "levenshtein", "jaro_winkler"]
@@ -32,10 +32,19 @@ class FuzzyMatchOptions(Options, NormalizeOptions):
     ``algorithm``: rapidfuzz's ``ratio`` (Indel similarity, default), ``partial_ratio`` (best-matching
     substring), ``token_sort_ratio`` (word order ignored), ``token_set_ratio`` (word sets), ``levenshtein``
     (normalised Levenshtein similarity) or ``jaro_winkler``. ``threshold`` (default 0.8) is the similarity to pass.
+    ``workers``: threads rapidfuzz scores a batch with (``-1``: one per core; default 1); the scores are the same.
     """
 
     algorithm: FuzzyAlgorithm = "ratio"
     threshold: float = Field(0.8, ge=0.0, le=1.0)
+    workers: int = 1
+
+    @field_validator("workers")
+    @classmethod
+    def _valid_workers(cls, value: int) -> int:
+        if value == 0 or value < -1:
+            raise ValueError("give a number of threads (1 or more), or -1 for one per core")
+        return value
 
 
 def _fuzzy_scorer(algorithm: str) -> tuple[Callable[..., float], float]:
@@ -164,15 +173,17 @@ class FuzzyMatch(Evaluator):
         return f"Answer with {clip(answer)}: the output{normalised} {'; '.join(phrases)}."
 
     def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
-        """Vectorised for one text answer per output: normalise all at once, then ``rapidfuzz.process.cpdist``.
+        """Vectorised for one text answer per output: normalise a chunk at once, then ``rapidfuzz.process.cpdist``.
 
-        Lists of answers and non-text outputs take the general (per-pair) path.
+        Chunks holding lists of answers or non-text outputs are judged pair by pair.
         """
-        exp = _expecteds(actuals, expecteds)
+        return chunked_batch(self, actuals, expecteds, self._vector)
+
+    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
         norm_a = self.normalize.batch(actuals)
-        norm_e = None if norm_a is None else self.normalize.batch(exp)
+        norm_e = None if norm_a is None else self.normalize.batch(expecteds)
         if norm_a is None or norm_e is None:
-            return super().evaluate_batch(actuals, exp)
+            return None
         scores = self._raw_similarities(norm_a, norm_e)
         if self._scale != 1.0:
             scores /= self._scale
@@ -180,7 +191,7 @@ class FuzzyMatch(Evaluator):
         if self.options.algorithm in _IDENTICAL_BELOW_ONE:
             identical = np.fromiter(map(operator.eq, norm_a, norm_e), dtype=np.bool_, count=len(norm_a))
             scores[identical] = 1.0
-        return BatchResult.lazy(self, scores, scores >= self.options.threshold, actuals, exp)
+        return scores, scores >= self.options.threshold
 
     def _raw_similarities(self, norm_a: list[str], norm_e: list[str]) -> FloatArray:
         n = len(norm_a)
@@ -191,4 +202,7 @@ class FuzzyMatch(Evaluator):
             return np.fromiter(map(self._scorer, norm_a, norm_e), dtype=np.float64, count=n)
         from rapidfuzz.process import cpdist
 
-        return np.asarray(cpdist(norm_a, norm_e, scorer=self._scorer, dtype=np.float64), dtype=np.float64)
+        return np.asarray(
+            cpdist(norm_a, norm_e, scorer=self._scorer, dtype=np.float64, workers=self.options.workers),
+            dtype=np.float64,
+        )

@@ -12,7 +12,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import Field
 
-from assay.evaluators.base import BatchResult, Evaluator, Options, _expecteds, as_text
+from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import (
     STREAM_SEPARATOR,
     is_article,
@@ -22,8 +22,8 @@ from assay.evaluators.normalize import (
     squad_tokens_prepared,
 )
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import clip, cut, listing, references
-from assay.reductions import FloatArray
+from assay.evaluators.text.common import chunked_batch, clip, cut, listing, references
+from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
 
 
@@ -116,19 +116,22 @@ class TokenF1(Evaluator):
         """Vectorised for one text answer per output: no Python loop per pair.
 
         Pairs equal once lower-cased and stripped of punctuation score 1 at once; the rest are tokenised in one
-        stream per side and their overlaps counted in numpy.
+        stream per side and their overlaps counted in numpy. Chunks holding lists of answers or non-text outputs
+        are judged pair by pair.
         """
-        exp = _expecteds(actuals, expecteds)
+        return chunked_batch(self, actuals, expecteds, self._vector)
+
+    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
         prep_a = squad_prepare_batch(actuals)
-        prep_e = None if prep_a is None else squad_prepare_batch(exp)
+        prep_e = None if prep_a is None else squad_prepare_batch(expecteds)
         if prep_a is None or prep_e is None:
-            return super().evaluate_batch(actuals, exp)  # lists of answers or non-text: the general path
+            return None
         n = len(prep_a)
         f1 = np.ones(n, dtype=np.float64)  # equal prepared texts have equal tokens: F1 is 1 (or both are empty)
         differ = np.fromiter(map(operator.ne, prep_a, prep_e), dtype=np.bool_, count=n)
         if differ.any():
             f1[differ] = f1_array(*_token_counts(list(compress(prep_a, differ)), list(compress(prep_e, differ))))
-        return BatchResult.lazy(self, f1, f1 >= self.options.threshold, actuals, exp)
+        return f1, f1 >= self.options.threshold
 
 
 def f1_array(same: FloatArray, n_pred: FloatArray, n_gold: FloatArray) -> FloatArray:
