@@ -161,6 +161,8 @@ class Normalizer:
             out = self._ascii_char_steps(joined).split(_SEP)
         else:
             out = self._char_steps(texts, joined).decode(_UTF8, _SURROGATES).split(_SEP)
+        if len(out) != len(texts):  # a text holds NUL itself (NUL survives every step): one at a time
+            return self._per_string(texts)
         return list(map(str.strip, out)) if self.strip and not self.ignore_whitespace else out
 
     def batch_keys(self, texts: Sequence[Any]) -> list[bytes] | list[str] | None:
@@ -172,30 +174,28 @@ class Normalizer:
         if prepared is None:
             return None
         texts, joined = prepared
-        if joined is None:  # a text holds NUL: one at a time, as the same kind of key
-            return [t.encode(_UTF8, _SURROGATES) for t in self._per_string(texts)]
+        assert joined is not None  # only a per-string normaliser skips the join, and it returned above
         if not texts:
             return []
         if self.ignore_whitespace or self.ignore_articles:
             text = self._regex_steps(self._char_steps(texts, joined).decode(_UTF8, _SURROGATES))
-            return text.encode(_UTF8, _SURROGATES).split(_SEP_BYTES)
-        return self._char_steps(texts, joined).split(_SEP_BYTES)
+            keys = text.encode(_UTF8, _SURROGATES).split(_SEP_BYTES)
+        else:
+            keys = self._char_steps(texts, joined).split(_SEP_BYTES)
+        if len(keys) != len(texts):  # a text holds NUL itself: one at a time, as the same kind of key
+            return [t.encode(_UTF8, _SURROGATES) for t in self._per_string(texts)]
+        return keys
 
     def _after_regexes_many(self, texts: Sequence[Any]) -> Sequence[Any]:
         return [self._apply_regexes(t) for t in texts] if self.regexes else texts
 
     def _prepared(self, texts: Sequence[Any]) -> tuple[Sequence[str], str | None] | None:
-        """(texts after regexes_to_ignore, their NUL join or None when it is not worth it), None for non-str.
-
-        A text holding NUL itself is normalised on its own: the result is then built one text at a time.
-        """
+        """(texts after regexes_to_ignore, their NUL join or None when it is not worth it), None for non-str."""
         try:
             texts = self._after_regexes_many(texts)
             joined = _SEP.join(texts)  # raises TypeError for anything but str: the check costs nothing extra
         except TypeError:
             return None
-        if joined.count(_SEP) != max(len(texts) - 1, 0):
-            return texts, None
         return texts, None if self._per_string_only else joined
 
     def _per_string(self, texts: Sequence[str]) -> list[str]:
@@ -267,6 +267,8 @@ def lower_joined(texts: Sequence[str], joined: str) -> bytes:
         return joined.lower().encode(_UTF8, _SURROGATES)  # many texts hold non-ASCII: one str pass is cheapest
     raw = np.frombuffer(data, dtype=np.uint8)
     separators = np.flatnonzero(raw == 0)
+    if len(separators) != len(texts) - 1:  # a text holds NUL: the segments are not the texts
+        return joined.lower().encode(_UTF8, _SURROGATES)
     wide = np.unique(np.searchsorted(separators, np.flatnonzero(raw >= 0x80))).tolist()
     parts = data.lower().split(_SEP_BYTES)
     for i in wide:
@@ -307,21 +309,35 @@ def squad_tokens_prepared(prepared: str) -> list[str]:
 
 
 def squad_token_stream(prepared: Sequence[str]) -> list[str] | None:
-    """The SQuAD tokens of many prepared texts in one flat list, each text's tokens then STREAM_SEPARATOR.
+    """The whitespace tokens of many prepared texts in one flat list, each text's tokens then STREAM_SEPARATOR.
 
-    None when a text contains the separator (NUL). ``prepared`` comes from :func:`squad_prepare_many`. One
-    C-level pass per step over all the texts. Words 'a', 'an' and 'the' standing alone are left in: dropping
-    them (:func:`is_article`) is then exactly SQuAD's article removal. The article regex runs only when some
-    token holds a non-word character, where an article could hide inside it.
+    None when a text contains the separator (NUL). ``prepared`` comes from :func:`squad_prepare_many`. Articles
+    are left in: those standing alone are dropped with :func:`is_article`, and those inside a token (next to a
+    non-word character, as in 'the–end') by :func:`hidden_articles` on the distinct tokens.
     """
     if not prepared:
         return []
     joined = _SEP.join(prepared) + _SEP
     if joined.count(_SEP) != len(prepared):
         return None
-    if _has_non_word_token_char(joined):
-        joined = _ARTICLES.sub(" ", joined)
     return joined.replace(_SEP, f" {_SEP} ").split()
+
+
+def hidden_articles(tokens: Sequence[str]) -> dict[str, list[str]]:
+    """The tokens in which SQuAD's article regex removes something, with what is left of each ('the–end' ->
+    ['–end']); tokens that are an article outright are not included. Articles cannot span whitespace, so a
+    text's SQuAD tokens are its whitespace tokens, each replaced so: one regex pass over the distinct tokens.
+    """
+    tokens = [t for t in tokens if t != _SEP]
+    joined = _SEP.join(tokens)
+    if not _has_non_word_token_char(joined):
+        return {}
+    after = _ARTICLES.sub(" ", joined).split(_SEP)
+    return {
+        token: rest.split()
+        for token, rest in zip(tokens, after, strict=True)
+        if rest != token and token not in _ARTICLE_WORDS
+    }
 
 
 def _has_non_word_token_char(text: str) -> bool:

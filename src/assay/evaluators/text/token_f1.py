@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import compress
 from typing import Any
 
@@ -15,6 +15,7 @@ from pydantic import Field
 from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import (
     STREAM_SEPARATOR,
+    hidden_articles,
     is_article,
     squad_normalize,
     squad_prepare_batch,
@@ -166,13 +167,19 @@ def _token_counts(prepared_a: list[str], prepared_e: list[str]) -> tuple[FloatAr
         )
     vocab = dict.fromkeys(stream_a)
     vocab.update(dict.fromkeys(stream_e))
+    hidden = hidden_articles(list(vocab))
+    for rest in hidden.values():
+        vocab.update(dict.fromkeys(rest))
     ids = {token: i for i, token in enumerate(vocab)}
     size = len(ids)
     dropped = np.array([i for token, i in ids.items() if token == STREAM_SEPARATOR or is_article(token)])
     separator = ids[STREAM_SEPARATOR]
+    expand = _expansion(ids, hidden)
 
     def side(stream: list[str]) -> tuple[FloatArray, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        tokens = np.array([ids[t] for t in stream], dtype=np.int64)
+        tokens = np.fromiter(map(ids.__getitem__, stream), dtype=np.int64, count=len(stream))
+        if expand is not None:
+            tokens = expand(tokens)
         ends = tokens == separator
         pair = np.cumsum(ends) - ends  # the pair each token belongs to (its separator closes that pair)
         keep = ~np.isin(tokens, dropped)
@@ -186,3 +193,32 @@ def _token_counts(prepared_a: list[str], prepared_e: list[str]) -> tuple[FloatAr
     shared, ia, ie = np.intersect1d(keys_a, keys_e, assume_unique=True, return_indices=True)
     same = np.bincount(shared // size, weights=np.minimum(counts_a[ia], counts_e[ie]), minlength=n)
     return same.astype(np.float64), n_pred, n_gold
+
+
+def _expansion(
+    ids: dict[str, int], hidden: dict[str, list[str]]
+) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]] | None:
+    """A function replacing each token id by the ids of what is left of it once articles inside it go
+    (:func:`hidden_articles`), in numpy; None when no token hides an article."""
+    if not hidden:
+        return None
+    pieces = np.ones(len(ids), dtype=np.int64)
+    for token, rest in hidden.items():
+        pieces[ids[token]] = len(rest)
+    offsets = np.cumsum(pieces) - pieces
+    flat = np.empty(int(pieces.sum()), dtype=np.int64)
+    plain = pieces == 1
+    flat[offsets[plain]] = np.flatnonzero(plain)
+    for token, rest in hidden.items():
+        if len(rest) == 1:
+            flat[offsets[ids[token]]] = ids[rest[0]]
+        else:
+            start = offsets[ids[token]]
+            flat[start : start + len(rest)] = [ids[t] for t in rest]
+
+    def expand(tokens: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        counts = pieces[tokens]
+        firsts = np.cumsum(counts) - counts  # where each token's pieces start in the output
+        return flat[np.repeat(offsets[tokens] - firsts, counts) + np.arange(int(counts.sum()))]
+
+    return expand
