@@ -139,8 +139,9 @@ def _agree(name, options, actuals, expecteds):
     ev = evaluators.get(name, **options)
     batch = ev.evaluate_batch(actuals, expecteds)
     singles = [ev.evaluate(a, e) for a, e in zip(actuals, expecteds, strict=True)]
-    assert batch.scores.tolist() == [v.score for v in singles]
+    assert np.array_equal(batch.scores, [v.score for v in singles], equal_nan=True)
     assert batch.passed.tolist() == [v.passed for v in singles]
+    assert batch.errored.tolist() == [v.is_error for v in singles]
 
 
 @settings(max_examples=40, deadline=None)
@@ -187,3 +188,71 @@ def test_large_batch_spans_many_chunks():
 def test_fuzzy_workers_must_be_a_thread_count(workers):
     with pytest.raises(ConfigError, match="option 'workers'"):
         evaluators.get("fuzzy_match", workers=workers)
+
+
+OTHER_EVALUATORS = [
+    ("contains", {"substrings": ["the", "東京", "é", "Σ"]}),
+    ("contains", {"substrings": ["the", "ΣΑΣ", "straße"], "mode": "any", "ignore_case": True}),
+    ("contains", {"substrings": ["a", "👍🏽"], "mode": "none"}),
+    ("contains", {"substrings": [r"\d+", "(?i)paris", r"\bthe\b"], "regex": True, "mode": "any"}),
+    ("contains", {"substrings": [r"\w+"], "regex": True, "ignore_case": True}),
+    ("contains", {}),
+    ("contains", {"ignore_case": True}),
+    ("regex", {"pattern": r"\w+"}),
+    ("regex", {"pattern": r"[^\W\d_]+", "mode": "fullmatch", "ignore_case": True}),
+    ("regex", {"pattern": r"(\w+)", "group": 1, "ignore_case": True}),
+]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(OTHER_EVALUATORS), st.lists(st.tuples(mixed_text, mixed_text), max_size=12))
+def test_contains_and_regex_batches_equal_per_sample_on_mixed_scripts(evaluator, pairs):
+    name, options = evaluator
+    _agree(name, options, [p[0] for p in pairs], [p[1] for p in pairs])
+
+
+numbers = st.integers(-5000, 5000) | st.floats(-1e6, 1e6, allow_nan=False).map(lambda x: round(x, 3))
+numeric_output = st.tuples(mixed_text, numbers, mixed_text, numbers).map(lambda t: f"{t[0]} {t[1]}{t[2]} {t[3]}")
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from([{}, {"policy": "first"}, {"abs_tol": 0.5}, {"decimal": ","}, {"percent_as_fraction": True}]),
+    st.lists(st.tuples(numeric_output | mixed_text, numbers | numbers.map(str)), max_size=12),
+)
+def test_numeric_batch_equals_per_sample(options, pairs):
+    _agree("numeric", options, [p[0] for p in pairs], [p[1] for p in pairs])
+
+
+def test_numeric_batch_sends_what_it_cannot_vectorise_pair_by_pair():
+    actuals = ["it is 42", "7 or 8", 3.0, "x", "12"]
+    expecteds = [42, 8, 3, "not a number", [12, 13]]
+    _agree("numeric", {}, actuals, expecteds)
+    batch = evaluators.get("numeric").evaluate_batch(actuals, expecteds)
+    assert batch.passed.tolist() == [True, True, True, False, True]
+    assert batch.errored.tolist() == [False, False, False, True, False]
+
+
+def test_contains_batch_scores_are_the_share_of_items():
+    ev = evaluators.get("contains", substrings=["Paris", "France", "Seine"], ignore_case=True)
+    batch = ev.evaluate_batch(["PARIS, france", "nothing", "Seine in Paris, France"])
+    assert batch.scores.tolist() == [2 / 3, 0.0, 1.0] and batch.passed.tolist() == [False, False, True]
+    none = evaluators.get("contains", substrings=["Paris", "France"], mode="none").evaluate_batch(["Paris", "Rome"])
+    assert none.scores.tolist() == [0.5, 1.0] and none.passed.tolist() == [False, True]
+
+
+@pytest.mark.parametrize(
+    ("name", "options"),
+    [*PAIR_EVALUATORS, *OTHER_EVALUATORS[:-1], ("numeric", {})],
+    ids=lambda x: x if isinstance(x, str) else ",".join(map(str, x)),
+)
+def test_text_chunks_take_the_vectorised_path(name, options):
+    # the batch must not reach its results through the per-pair fallback on plain text
+    ev = evaluators.get(name, **options)
+    actuals = ["Café 3", "東京 the 42", "ΣΑΣ"]
+    expecteds = ["3", "42", "7"] if name == "numeric" else ["café", "京都", "σας"]
+    got = ev._vector(actuals, expecteds)
+    assert got is not None
+    scores, passed = got
+    assert scores.tolist() == [v.score for v in map(ev.evaluate, actuals, expecteds)]
+    assert passed.dtype == np.bool_ and len(passed) == 3

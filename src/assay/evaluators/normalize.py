@@ -141,7 +141,7 @@ class Normalizer:
         together (see :func:`lower_joined`).
         """
         if self.is_identity:
-            return _str_list(texts)
+            return str_list(texts)
         if self._per_string_only and (self.ignore_case or self.strip):
             try:  # str.lower / str.strip raise TypeError for anything but a str: the check costs nothing extra
                 return self._per_string(self._after_regexes_many(texts))
@@ -235,7 +235,7 @@ class Normalizer:
         return text
 
 
-def _str_list(texts: Sequence[Any]) -> list[str] | None:
+def str_list(texts: Sequence[Any]) -> list[str] | None:
     """``texts`` as a list (itself when it is one), or None when one of them is not a ``str``."""
     try:
         deque(map(str.isascii, texts), maxlen=0)  # a TypeError for anything but a str, and no copy

@@ -10,12 +10,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal, overload
 
+import numpy as np
 from pydantic import Field
 
 from assay.errors import EvaluationInputError
-from assay.evaluators.base import Evaluator, Options, as_text, expected_list
+from assay.evaluators.base import BatchResult, Evaluator, Options, as_text, expected_list
+from assay.evaluators.normalize import str_list
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import clip, cut
+from assay.evaluators.text.common import chunked_batch, clip, cut
+from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
 
 _THIN_SPACES = "\u00a0\u202f\u2009"  # no-break space, narrow no-break space, thin space: typographic group separators
@@ -155,6 +158,43 @@ class Numeric(Evaluator):
 
     def _close(self, value: float, target: float) -> bool:
         return math.isclose(value, target, rel_tol=self.options.rel_tol, abs_tol=self.options.abs_tol)
+
+    def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
+        """Each text's answer number read and compared without building candidates, details or Verdicts.
+
+        Chunks holding non-text outputs, lists of expected numbers or bad expected values go pair by pair.
+        """
+        return chunked_batch(self, actuals, expecteds, self._vector)
+
+    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
+        texts = str_list(actuals)
+        if texts is None or any(isinstance(e, list | tuple) for e in expecteds):
+            return None
+        try:
+            targets = list(map(self.parse_expected, expecteds))
+        except EvaluationInputError:
+            return None
+        answer = self._last_number if self.options.policy == "last" else self._first_number
+        opts = self.options
+        passed = np.fromiter(
+            (
+                value is not None and math.isclose(value, target, rel_tol=opts.rel_tol, abs_tol=opts.abs_tol)
+                for value, target in zip(map(answer, texts), targets, strict=True)
+            ),
+            dtype=np.bool_,
+            count=len(texts),
+        )
+        return passed.astype(np.float64), passed
+
+    def _last_number(self, text: str) -> float | None:
+        m = None
+        for m in self._pattern.finditer(text):  # noqa: B007 - the last match is the one wanted
+            pass
+        return None if m is None else self._value(m)
+
+    def _first_number(self, text: str) -> float | None:
+        m = self._pattern.search(text)
+        return None if m is None else self._value(m)
 
     def check(self, actual: Any, expected: Any) -> Verdict:
         targets = [self.parse_expected(e) for e in expected_list(expected)]

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import operator
 import re
+from collections.abc import Sequence
+from itertools import repeat
 from typing import Any, Literal, NamedTuple
 
+import numpy as np
 from pydantic import ValidationInfo, field_validator
 
 from assay.errors import EvaluationInputError
-from assay.evaluators.base import Evaluator, Options, as_text
+from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
+from assay.evaluators.normalize import str_list
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import clip, cut, listing, references
+from assay.evaluators.text.common import chunked_batch, clip, cut, listing, references
+from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
 
 
@@ -94,6 +100,42 @@ class Contains(Evaluator):
 
     def _show(self, item: str) -> str:
         return f"/{cut(item, 60)}/" if self.options.regex else clip(item, 60)
+
+    def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
+        """Vectorised: each item looked up in every text of a chunk at once (``in`` or the pattern's search).
+
+        Chunks holding non-text outputs, or (items taken from the expected values) lists of answers or
+        patterns, are judged pair by pair.
+        """
+        return chunked_batch(self, actuals, expecteds, self._vector)
+
+    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
+        opts = self.options
+        texts = str_list(actuals)
+        if texts is None:
+            return None
+        n = len(texts)
+        folded = list(map(str.casefold, texts)) if opts.ignore_case and not opts.regex else texts
+        found = np.zeros(n, dtype=np.float64)
+        if self._fixed is None:  # one expected item per text
+            needles = None if opts.regex else str_list(expecteds)
+            if needles is None:
+                return None
+            if opts.ignore_case:
+                needles = list(map(str.casefold, needles))
+            found += np.fromiter(map(operator.contains, folded, needles), dtype=np.bool_, count=n)
+            total = 1
+        else:
+            for m in self._fixed:
+                if m.pattern is not None:
+                    hits = map(operator.is_not, map(m.pattern.search, texts), repeat(None))
+                else:
+                    hits = map(operator.contains, folded, repeat(m.needle))
+                found += np.fromiter(hits, dtype=np.bool_, count=n)
+            total = len(self._fixed)
+        if opts.mode == "none":
+            return (total - found) / total, found == 0
+        return found / total, found == total if opts.mode == "all" else found > 0
 
     def check(self, actual: Any, expected: Any) -> Verdict:
         text = as_text(actual, self.name)

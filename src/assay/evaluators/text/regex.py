@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import operator
 import re
+from collections.abc import Sequence
+from itertools import repeat
 from typing import Any, Literal
 
+import numpy as np
 from pydantic import field_validator
 
 from assay.errors import ConfigError, EvaluationInputError
-from assay.evaluators.base import Evaluator, Options, as_text
-from assay.evaluators.normalize import NormalizeOptions, Normalizer
+from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
+from assay.evaluators.normalize import NormalizeOptions, Normalizer, str_list
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import clip, cut, references
+from assay.evaluators.text.common import chunked_batch, clip, cut, references
+from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
 
 
@@ -73,6 +78,22 @@ class Regex(Evaluator):
 
     def _show(self) -> str:
         return f"/{self.options.pattern}/"
+
+    def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
+        """Vectorised without ``group``: the pattern mapped over a chunk of texts, no Verdict built.
+
+        With ``group`` (the capture is compared with the answer), or for chunks holding non-text outputs,
+        pair by pair.
+        """
+        return chunked_batch(self, actuals, expecteds, self._vector)
+
+    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
+        texts = None if self.options.group is not None else str_list(actuals)
+        if texts is None:
+            return None
+        match = self._pattern.search if self.options.mode == "search" else self._pattern.fullmatch
+        passed = np.fromiter(map(operator.is_not, map(match, texts), repeat(None)), dtype=np.bool_, count=len(texts))
+        return passed.astype(np.float64), passed
 
     def check(self, actual: Any, expected: Any) -> Verdict:
         text = as_text(actual, self.name)
