@@ -15,7 +15,6 @@ from pydantic import Field
 
 from assay.errors import EvaluationInputError
 from assay.evaluators.base import BatchResult, Evaluator, Options, as_text, expected_list
-from assay.evaluators.normalize import str_list
 from assay.evaluators.registry import register
 from assay.evaluators.text.common import chunked_batch, clip, cut
 from assay.reductions import BoolArray, FloatArray
@@ -167,34 +166,25 @@ class Numeric(Evaluator):
         return chunked_batch(self, actuals, expecteds, self._vector)
 
     def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
-        texts = str_list(actuals)
-        if texts is None or any(isinstance(e, list | tuple) for e in expecteds):
-            return None
-        try:
-            targets = list(map(self.parse_expected, expecteds))
-        except EvaluationInputError:
-            return None
         answer = self._last_number if self.options.policy == "last" else self._first_number
-        opts = self.options
-        passed = np.fromiter(
-            (
-                value is not None and math.isclose(value, target, rel_tol=opts.rel_tol, abs_tol=opts.abs_tol)
-                for value, target in zip(map(answer, texts), targets, strict=True)
-            ),
-            dtype=np.bool_,
-            count=len(texts),
-        )
+        n = len(actuals)
+        try:  # a list of expected numbers or a bad one (EvaluationInputError), a non-text output (TypeError)
+            targets = np.fromiter(map(self.parse_expected, expecteds), dtype=np.float64, count=n)
+            values = np.fromiter(map(answer, actuals), dtype=np.float64, count=n)  # NaN: no number
+        except (EvaluationInputError, TypeError):
+            return None
+        passed = isclose_array(values, targets, self.options.rel_tol, self.options.abs_tol)
         return passed.astype(np.float64), passed
 
-    def _last_number(self, text: str) -> float | None:
+    def _last_number(self, text: str) -> float:
         m = None
         for m in self._pattern.finditer(text):  # noqa: B007 - the last match is the one wanted
             pass
-        return None if m is None else self._value(m)
+        return math.nan if m is None else self._value(m)
 
-    def _first_number(self, text: str) -> float | None:
+    def _first_number(self, text: str) -> float:
         m = self._pattern.search(text)
-        return None if m is None else self._value(m)
+        return math.nan if m is None else self._value(m)
 
     def check(self, actual: Any, expected: Any) -> Verdict:
         targets = [self.parse_expected(e) for e in expected_list(expected)]
@@ -255,6 +245,15 @@ class Numeric(Evaluator):
                 f"{opts.policy} number of the output."
             )
         return Verdict.fail(reason, feedback=feedback, details=details)
+
+
+def isclose_array(values: FloatArray, targets: FloatArray, rel_tol: float, abs_tol: float) -> BoolArray:
+    """:func:`math.isclose` element-wise, with its arithmetic (so the same answers); NaN is close to nothing."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(values - targets)
+        bound = np.maximum(rel_tol * np.maximum(np.abs(values), np.abs(targets)), abs_tol)
+        finite = np.isfinite(values) & np.isfinite(targets)
+        return np.asarray((values == targets) | (finite & (diff <= bound)), dtype=np.bool_)
 
 
 def _difference(value: float, target: float) -> str:

@@ -111,28 +111,31 @@ class Contains(Evaluator):
 
     def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
         opts = self.options
-        texts = str_list(actuals)
-        if texts is None:
+        n = len(actuals)
+        fold = opts.ignore_case and not opts.regex
+        if not fold and (str_list(actuals) is None or (self._fixed is None and str_list(expecteds) is None)):
+            return None  # ``in`` would look inside a list or a dict: only str go through the vectorised path
+        try:  # str.casefold raises TypeError for anything but a str
+            if self._fixed is None:  # one expected item per text, streamed pair by pair through C calls
+                if opts.regex:
+                    return None
+                texts = map(str.casefold, actuals) if fold else actuals
+                needles = map(str.casefold, expecteds) if fold else expecteds
+                hits = map(operator.contains, texts, needles)
+                found = np.fromiter(hits, dtype=np.bool_, count=n).astype(np.float64)
+                total = 1
+            else:
+                folded = list(map(str.casefold, actuals)) if fold else actuals
+                found = np.zeros(n, dtype=np.float64)
+                for m in self._fixed:
+                    if m.pattern is not None:
+                        hits = map(operator.is_not, map(m.pattern.search, actuals), repeat(None))
+                    else:
+                        hits = map(operator.contains, folded, repeat(m.needle))
+                    found += np.fromiter(hits, dtype=np.bool_, count=n)
+                total = len(self._fixed)
+        except TypeError:
             return None
-        n = len(texts)
-        folded = list(map(str.casefold, texts)) if opts.ignore_case and not opts.regex else texts
-        found = np.zeros(n, dtype=np.float64)
-        if self._fixed is None:  # one expected item per text
-            needles = None if opts.regex else str_list(expecteds)
-            if needles is None:
-                return None
-            if opts.ignore_case:
-                needles = list(map(str.casefold, needles))
-            found += np.fromiter(map(operator.contains, folded, needles), dtype=np.bool_, count=n)
-            total = 1
-        else:
-            for m in self._fixed:
-                if m.pattern is not None:
-                    hits = map(operator.is_not, map(m.pattern.search, texts), repeat(None))
-                else:
-                    hits = map(operator.contains, folded, repeat(m.needle))
-                found += np.fromiter(hits, dtype=np.bool_, count=n)
-            total = len(self._fixed)
         if opts.mode == "none":
             return (total - found) / total, found == 0
         return found / total, found == total if opts.mode == "all" else found > 0

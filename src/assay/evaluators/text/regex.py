@@ -13,7 +13,7 @@ from pydantic import field_validator
 
 from assay.errors import ConfigError, EvaluationInputError
 from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
-from assay.evaluators.normalize import NormalizeOptions, Normalizer, str_list
+from assay.evaluators.normalize import NormalizeOptions, Normalizer
 from assay.evaluators.registry import register
 from assay.evaluators.text.common import chunked_batch, clip, cut, references
 from assay.reductions import BoolArray, FloatArray
@@ -88,11 +88,14 @@ class Regex(Evaluator):
         return chunked_batch(self, actuals, expecteds, self._vector)
 
     def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
-        texts = None if self.options.group is not None else str_list(actuals)
-        if texts is None:
+        if self.options.group is not None:
             return None
         match = self._pattern.search if self.options.mode == "search" else self._pattern.fullmatch
-        passed = np.fromiter(map(operator.is_not, map(match, texts), repeat(None)), dtype=np.bool_, count=len(texts))
+        try:  # the pattern raises TypeError for anything but a str (bytes included): no separate type check
+            matched = map(operator.is_not, map(match, actuals), repeat(None))
+            passed = np.fromiter(matched, dtype=np.bool_, count=len(actuals))
+        except TypeError:
+            return None
         return passed.astype(np.float64), passed
 
     def check(self, actual: Any, expected: Any) -> Verdict:
