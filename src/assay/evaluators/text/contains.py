@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from itertools import repeat
 from typing import Any, Literal, NamedTuple
 
@@ -121,9 +121,9 @@ class Contains(Evaluator):
                     return None
                 texts = map(str.casefold, actuals) if fold else actuals
                 needles = map(str.casefold, expecteds) if fold else expecteds
-                hits = map(operator.contains, texts, needles)
-                found = np.fromiter(hits, dtype=np.bool_, count=n).astype(np.float64)
-                total = 1
+                hit = _bools(map(operator.contains, texts, needles))
+                passed = ~hit if opts.mode == "none" else hit
+                return passed.astype(np.float64), passed
             else:
                 folded = list(map(str.casefold, actuals)) if fold else actuals
                 found = np.zeros(n, dtype=np.float64)
@@ -132,7 +132,7 @@ class Contains(Evaluator):
                         hits = map(operator.is_not, map(m.pattern.search, actuals), repeat(None))
                     else:
                         hits = map(operator.contains, folded, repeat(m.needle))
-                    found += np.fromiter(hits, dtype=np.bool_, count=n)
+                    found += _bools(hits)
                 total = len(self._fixed)
         except TypeError:
             return None
@@ -199,3 +199,8 @@ class Contains(Evaluator):
         else:
             feedback = f"Remove {listing(shown)} from the answer."
         return Verdict.fail(reason, score=score, feedback=feedback, details=details)
+
+
+def _bools(values: Iterator[bool]) -> BoolArray:
+    """A bool array of ``values`` (through bytes: the cheapest way from an iterator of bools to numpy)."""
+    return np.frombuffer(bytes(values), dtype=np.bool_)

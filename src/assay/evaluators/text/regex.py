@@ -92,8 +92,7 @@ class Regex(Evaluator):
             return None
         match = self._pattern.search if self.options.mode == "search" else self._pattern.fullmatch
         try:  # the pattern raises TypeError for anything but a str (bytes included): no separate type check
-            matched = map(operator.is_not, map(match, actuals), repeat(None))
-            passed = np.fromiter(matched, dtype=np.bool_, count=len(actuals))
+            passed = np.frombuffer(bytes(map(operator.is_not, map(match, actuals), repeat(None))), dtype=np.bool_)
         except TypeError:
             return None
         return passed.astype(np.float64), passed
