@@ -11,7 +11,7 @@ import click
 _COMMANDS: dict[str, tuple[str, str]] = {
     "run": ("assay.commands.run:run_command", "Run a task against a model and write a run folder."),
     "score": (
-        "assay.commands.run:score_command",
+        "assay.commands.score:score_command",
         "Re-score a run's logged responses, without calling a model.",
     ),
     "report": (

@@ -1,4 +1,4 @@
-"""``assay run`` and ``assay score``."""
+"""``assay run``."""
 
 from __future__ import annotations
 
@@ -326,31 +326,3 @@ def run_command(
         folder = str(outcome.run_dir)
         say.print(f"Run folder: [bold]{escape(folder)}[/]", f"Run folder: {folder}")
     sys.exit(exit_code(outcome))
-
-
-@click.command("score")
-@click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--task",
-    "task_files",
-    multiple=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A changed task file whose evaluators replace those of the same-named task (repeatable).",
-)
-@click.option("--quiet", "-q", is_flag=True)
-@click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "json"]), default="rich", show_default=True)
-def score_command(run_dir: Path, task_files: tuple[Path, ...], quiet: bool, fmt: str) -> None:
-    """Re-score RUN_DIR's logged responses with the task's (possibly changed) evaluators; no model is called."""
-    from assay.api import load_tasks, run_sync
-    from assay.runner.rescore import rescore
-
-    console = Console(stderr=True, soft_wrap=True)  # messages stay one line each in CI logs
-    try:
-        tasks = load_tasks(list(task_files)) if task_files else None
-        count = run_sync(rescore(run_dir, tasks))
-    except AssayError as err:
-        console.print(f"[red]error:[/] {escape(str(err))}")
-        sys.exit(2)
-    if not quiet:
-        _print_results(run_dir, fmt, console)
-    console.print(f"Re-scored {count} samples in {escape(str(run_dir))}")
