@@ -1,16 +1,27 @@
-"""The predictions provider: outputs produced elsewhere, read from a JSONL file and keyed by sample id."""
+"""Existing outputs as a model: answers read from a JSONL file and keyed by sample id.
+
+The file is checked and indexed in one streamed pass (sha256, every line parsed, duplicate ids refused), but its
+entries are not kept: an index of (id hash, byte offset, length, line) takes 32 bytes a line, and an answer is read
+back from disk when asked for. Ten million predictions cost ~320 MB of index, not gigabytes of objects.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+from array import array
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
+
+import numpy as np
 
 from assay.errors import DataError
 from assay.models.base import Model, ModelError, Request, Response, ToolCall
 
 TEXT_FIELDS = ("prediction", "output", "response", "text")
+_BLOCK = 1 << 23  # bytes read at a time while indexing
 
 
 class _Entry:
@@ -31,7 +42,8 @@ class PredictionsModel(Model):
     The output is read from ``text_field``; when it is not given, the first of ``prediction``, ``output``,
     ``response`` and ``text`` present on each line is used. A list value holds one output per repeat (repeat ``i``
     takes item ``i``); ``tool_calls_field`` then holds one list of calls per repeat. Non-string outputs (numbers,
-    objects) become their JSON text. The file is read once, at construction; ``sha256``, when given, must match it.
+    objects) become their JSON text. Every line is checked at construction (a bad line is a DataError naming it);
+    ``sha256``, when given, must match the file.
     """
 
     provider: ClassVar[str] = "predictions"
@@ -51,30 +63,87 @@ class PredictionsModel(Model):
         self.id_field = id_field
         self.text_field = text_field
         self.tool_calls_field = tool_calls_field
-        try:
-            data = self.path.read_bytes()
-        except OSError as err:
-            raise DataError(f"cannot read predictions file {self.path}: {err.strerror or err}") from None
-        self.sha256 = hashlib.sha256(data).hexdigest()
-        if sha256 is not None and sha256 != self.sha256:
-            raise DataError(
-                f"predictions file {self.path} changed: sha256 {self.sha256[:12]}…, expected {sha256[:12]}…"
-            )
-        self._entries: dict[str, _Entry] = {}
-        for number, line in enumerate(data.decode("utf-8-sig", "replace").splitlines(), start=1):
-            if line.strip():
-                self._load_line(line, number)
+        self._fd: int | None = None
+        self._index(sha256)
 
     def __repr__(self) -> str:
         return f"PredictionsModel({str(self.path)!r})"
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return int(self._hashes.size)
 
     def _where(self, line: int) -> str:
         return f"{self.path}:{line}"
 
-    def _load_line(self, line: str, number: int) -> None:
+    # ---- the index ---------------------------------------------------------------------------------
+
+    def _lines(self, digest: Any) -> Iterator[tuple[int, int, bytes]]:
+        """(line number, byte offset, line without its newline) of every line, feeding ``digest`` as it reads."""
+        try:
+            fh = open(self.path, "rb")  # noqa: SIM115 - closed below
+        except OSError as err:
+            raise DataError(f"cannot read predictions file {self.path}: {err.strerror or err}") from None
+        with fh:
+            offset, number, rest = 0, 0, b""
+            while True:
+                block = fh.read(_BLOCK)
+                if not block:
+                    break
+                digest.update(block)
+                parts = (rest + block).split(b"\n")
+                rest = parts.pop()
+                for raw in parts:
+                    number += 1
+                    yield number, offset, raw
+                    offset += len(raw) + 1
+            if rest:
+                yield number + 1, offset, rest
+
+    def _index(self, expected_sha: str | None) -> None:
+        digest = hashlib.sha256()
+        hashes, offsets, lengths, numbers = array("q"), array("q"), array("l"), array("l")
+        for number, offset, raw in self._lines(digest):
+            text = raw.decode("utf-8", "replace")
+            if number == 1 and text.startswith("\ufeff"):
+                text, offset, raw = text[1:], offset + 3, raw[3:]
+            if not text.strip():
+                continue
+            sample_id, _ = self._parse(text, number)
+            hashes.append(hash(sample_id))
+            offsets.append(offset)
+            lengths.append(len(raw))
+            numbers.append(number)
+        self.sha256 = digest.hexdigest()
+        if expected_sha is not None and expected_sha != self.sha256:
+            raise DataError(
+                f"predictions file {self.path} changed: sha256 {self.sha256[:12]}…, expected {expected_sha[:12]}…"
+            )
+        keys = np.frombuffer(hashes, dtype=np.int64) if hashes else np.zeros(0, np.int64)
+        order = np.argsort(keys, kind="stable")  # stable: equal hashes keep file order
+        self._hashes = keys[order]
+        self._offsets = np.asarray(offsets, dtype=np.int64)[order]
+        self._lengths = np.asarray(lengths, dtype=np.int64)[order]
+        self._numbers = np.asarray(numbers, dtype=np.int64)[order]
+        self._check_duplicates()
+
+    def _check_duplicates(self) -> None:
+        same = np.flatnonzero(self._hashes[1:] == self._hashes[:-1])
+        for i in same.tolist():
+            first, second = self._read(i), self._read(i + 1)
+            if first[0] == second[0]:
+                lines = sorted((int(self._numbers[i]), int(self._numbers[i + 1])))
+                raise DataError(
+                    f"{self.path}: sample id {first[0]!r} appears twice, on lines {lines[0]} and {lines[1]}"
+                )
+
+    def _read(self, position: int) -> tuple[str, _Entry]:
+        """The id and entry at ``position`` of the index, read back from the file."""
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        raw = os.pread(self._fd, int(self._lengths[position]), int(self._offsets[position]))
+        return self._parse(raw.decode("utf-8", "replace"), int(self._numbers[position]))
+
+    def _parse(self, line: str, number: int) -> tuple[str, _Entry]:
         try:
             row = json.loads(line)
         except ValueError as err:
@@ -84,11 +153,6 @@ class PredictionsModel(Model):
         if self.id_field not in row:
             raise DataError(f"{self._where(number)}: no {self.id_field!r} field (the sample id)")
         sample_id = str(row[self.id_field])
-        previous = self._entries.get(sample_id)
-        if previous is not None:
-            raise DataError(
-                f"{self.path}: sample id {sample_id!r} appears twice, on lines {previous.line} and {number}"
-            )
         fields = (self.text_field,) if self.text_field else TEXT_FIELDS
         field = next((f for f in fields if f in row), None)
         raw_calls = row.get(self.tool_calls_field)
@@ -101,7 +165,7 @@ class PredictionsModel(Model):
             calls = self._tool_calls(raw_calls, len(texts), per_repeat)
         except (TypeError, ValueError) as err:
             raise DataError(f"{self._where(number)}: field {self.tool_calls_field!r}: {err}") from None
-        self._entries[sample_id] = _Entry(number, texts, calls, per_repeat)
+        return sample_id, _Entry(number, texts, calls, per_repeat)
 
     def _tool_calls(self, raw: Any, repeats: int, per_repeat: bool) -> list[list[ToolCall]]:
         if raw is None:
@@ -116,6 +180,25 @@ class PredictionsModel(Model):
             )
         return [[_tool_call(c) for c in calls] for calls in raw]
 
+    def entries(self, sample_ids: Sequence[str]) -> list[_Entry | None]:
+        """The stored outputs of each sample id (None where the file has none), read from disk in one pass."""
+        wanted = np.fromiter((hash(s) for s in sample_ids), dtype=np.int64, count=len(sample_ids))
+        found = np.searchsorted(self._hashes, wanted)
+        out: list[_Entry | None] = []
+        size = self._hashes.size
+        for sample_id, key, position in zip(sample_ids, wanted.tolist(), found.tolist(), strict=True):
+            entry = None
+            while position < size and self._hashes[position] == key:  # equal hashes: compare the ids themselves
+                found_id, candidate = self._read(position)
+                if found_id == sample_id:
+                    entry = candidate
+                    break
+                position += 1
+            out.append(entry)
+        return out
+
+    # ---- answering ---------------------------------------------------------------------------------
+
     def identity(self) -> dict[str, Any]:
         """The file (path and content hash) and how it is read."""
         return {
@@ -127,16 +210,15 @@ class PredictionsModel(Model):
             "sha256": self.sha256,
         }
 
-    async def generate(self, request: Request) -> Response:
-        """The stored output for the request's sample id and repeat."""
-        entry = self._entries.get(request.sample_id)
+    def answer(self, entry: _Entry | None, sample_id: str, repeat: int) -> Response:
+        """The response of ``entry`` for one repeat; ModelError (not retryable) when there is none."""
         if entry is None:
-            raise ModelError(f"no prediction for sample {request.sample_id!r} in file {self.path}")
-        index = request.repeat if entry.per_repeat else 0
-        if index >= len(entry.texts) or (request.repeat > 0 and not entry.per_repeat):
+            raise ModelError(f"no prediction for sample {sample_id!r} in file {self.path}")
+        index = repeat if entry.per_repeat else 0
+        if index >= len(entry.texts) or (repeat > 0 and not entry.per_repeat):
             have = f"{len(entry.texts)} predictions" if entry.per_repeat else "one prediction (not a list)"
             raise ModelError(
-                f"sample {request.sample_id!r} has {have} in {self._where(entry.line)}; repeat {request.repeat} "
+                f"sample {sample_id!r} has {have} in {self._where(entry.line)}; repeat {repeat} "
                 "needs a list with one prediction per repeat"
             )
         return Response(
@@ -145,6 +227,15 @@ class PredictionsModel(Model):
             finish_reason="stop",
             metadata={"source": self._where(entry.line)},
         )
+
+    async def generate(self, request: Request) -> Response:
+        """The stored output for the request's sample id and repeat."""
+        return self.answer(self.entries([request.sample_id])[0], request.sample_id, request.repeat)
+
+    async def aclose(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
 
 def _as_text(value: Any) -> str | None:
