@@ -9,6 +9,7 @@ from assay.errors import DataError
 from assay.evaluators.base import Evaluator
 from assay.models.base import Model, Response
 from assay.record import FilterRecord
+from assay.tasks.filters import NoMatch, explain_no_match, unmark
 from assay.verdict import Verdict
 
 if TYPE_CHECKING:
@@ -68,6 +69,7 @@ async def score_sample(
             broken = None
         except Exception as err:  # a (custom) filter step that fails on this response errors the sample's verdicts
             values, broken = [None] * (1 if pipeline.reduces else len(responses)), f"{type(err).__name__}: {err}"
+        values, marks = unmark(values)  # a regex fallback is judged as text; its verdict says nothing was extracted
         record = FilterRecord(filtered=[_jsonable(v) for v in values])
         for metric in task.metrics:
             if metric.filters and filter_name not in metric.filters:
@@ -79,7 +81,8 @@ async def score_sample(
             except DataError as err:  # this row lacks the field the metric compares with: an error, not a crash
                 expected, missing = None, str(err)
             verdicts: list[Verdict] = []
-            for value in values:
+            mark: NoMatch | None
+            for value, mark in zip(values, marks, strict=True):
                 if broken is not None:
                     verdicts.append(Verdict.errored(f"filter pipeline {filter_name!r} failed: {broken}"))
                     continue
@@ -89,7 +92,7 @@ async def score_sample(
                 if missing is not None:
                     verdicts.append(Verdict.errored(missing))
                     continue
-                verdict = await _judge(evaluator, value, expected, context)
+                verdict = explain_no_match(await _judge(evaluator, value, expected, context), mark)
                 if feedback_model is not None:
                     from assay.feedback.generate import with_model_feedback
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from assay.errors import ConfigError
 from assay.models.base import Response
 from assay.tasks.hashing import canonical_json
+from assay.verdict import Verdict
 
 
 class StepOptions(BaseModel):
@@ -80,6 +81,20 @@ def response_text(value: Any) -> Any:
     return value
 
 
+class NoMatch(str):
+    """A regex step's fallback text, remembering the pattern and the text it searched: a verdict on it can then say
+    that the extraction found no answer (and show the raw output) instead of blaming the model for the fallback."""
+
+    raw: str
+    pattern: str
+
+    def __new__(cls, text: str, *, raw: str, pattern: str) -> NoMatch:
+        made = super().__new__(cls, text)
+        made.raw = raw
+        made.pattern = pattern
+        return made
+
+
 class TextStep(FilterStep):
     """A step applied to each text value on its own; None and non-text values pass through."""
 
@@ -87,7 +102,13 @@ class TextStep(FilterStep):
         out = []
         for value in values:
             value = response_text(value)
-            out.append(self.transform(value) if isinstance(value, str) else value)
+            if not isinstance(value, str):
+                out.append(value)
+                continue
+            new = self.transform(value)
+            if type(value) is NoMatch and isinstance(new, str) and type(new) is not NoMatch:
+                new = NoMatch(new, raw=value.raw, pattern=value.pattern)  # a later step keeps the mark
+            out.append(new)
         return out
 
     @abstractmethod
@@ -175,10 +196,11 @@ class RegexStep(TextStep):
             match = None
             for match in self.regex.finditer(text):  # noqa: B007 - keep the last
                 pass
-        if match is None:
-            return self.options.fallback
-        value = match.group(self.group)
-        return self.options.fallback if value is None else value
+        value = None if match is None else match.group(self.group)
+        if value is not None:
+            return value
+        fallback = self.options.fallback
+        return NoMatch(fallback, raw=text, pattern=self.options.pattern) if isinstance(fallback, str) else fallback
 
 
 @register_step("strip")
@@ -344,3 +366,33 @@ class FilterPipeline:
 
 
 NO_FILTER = FilterPipeline("none")
+
+
+def unmark(values: list[Any]) -> tuple[list[Any], list[NoMatch | None]]:
+    """Filtered values as plain values (what evaluators judge and records store), and each one's NoMatch mark."""
+    if not any(type(v) is NoMatch for v in values):
+        return values, [None] * len(values)
+    marks = [v if type(v) is NoMatch else None for v in values]
+    return [str(v) if type(v) is NoMatch else v for v in values], marks
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    return repr(text if len(text) <= limit else text[: limit - 1] + "…")
+
+
+def explain_no_match(verdict: Verdict, mark: NoMatch | None) -> Verdict:
+    """A failing verdict on a regex fallback, told as what it is: the extraction found no answer in the output."""
+    if mark is None or verdict.passed or verdict.is_error:
+        return verdict
+    reason = (
+        f"no answer extracted: the filter's regex {mark.pattern!r} matched nothing in the output {_clip(mark.raw)}, "
+        f"so its fallback {str(mark)!r} was scored"
+    )
+    if verdict.reason:
+        reason += f" ({verdict.reason})"
+    feedback = (
+        f"No answer could be extracted: the pattern {mark.pattern!r} found nothing in the output {_clip(mark.raw)}. "
+        "Give the final answer in the form the task asks for."
+    )
+    details = {**verdict.details, "extraction": "no match", "raw_output": mark.raw[:2000]}
+    return Verdict(verdict.score, False, reason, details, feedback, None)
