@@ -252,7 +252,13 @@ async def _execute(
     elif retry_errors:
         raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
     work, skipped = _pending(tasks, settings.limit, done - retry)
-    check_requests(work, model)
+    from assay.runner.offline import OfflineScheduler, check_renders, is_offline
+
+    offline = is_offline(model, settings.feedback_model)  # answers exist: scored in chunks, no request loop
+    if offline:
+        check_renders(work)
+    else:
+        check_requests(work, model)
     if work:
         model.check()  # e.g. a hosted API without its key: fail now, not with a folder of failed samples
     feedback_model = None
@@ -294,7 +300,8 @@ async def _execute(
     resume = f"assay run --resume {run_dir}"
     try:
         with SampleWriter(run_dir / SAMPLES) as writer:
-            scheduler = Scheduler(model, writer, config, cache=cache, progress=progress)
+            kind = OfflineScheduler if offline else Scheduler
+            scheduler = kind(model, writer, config, cache=cache, progress=progress)
             progress.start(already_done=skipped)
             try:
                 stats = await scheduler.run(work)

@@ -1,0 +1,310 @@
+"""Offline scoring: when no model is called (a predictions file, a re-score), score chunks of samples through the
+evaluators' columnar batch paths and write their records in bulk.
+
+The records are those the per-sample path writes (``SampleRecord``, timings aside; a test proves it).
+:func:`score_chunk` is the unit of work, a plain function of a task and a chunk of answered samples, so that other
+executors (Ray) can run it where the data is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from itertools import groupby
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, cast
+
+import pydantic_core
+
+from assay.errors import DataError
+from assay.evaluators.base import Evaluator
+from assay.models.base import Message, Model, ModelError, Request, Response
+from assay.runner.scheduler import Scheduler
+from assay.tasks.filters import NoMatch, explain_no_match, unmark
+from assay.verdict import Verdict
+
+if TYPE_CHECKING:
+    from assay.models.predictions import PredictionsModel
+    from assay.runner.scheduler import RunStats
+    from assay.tasks import Sample, Task
+
+CHUNK = 8192  # samples scored and written together
+JUDGE_CONCURRENCY = 32
+# modules whose evaluators read a Response only through ``as_text``: their batch paths are given the texts, which
+# they vectorise (a Response would send them to the per-pair loop)
+TEXT_EVALUATORS = frozenset({"assay.evaluators.text"})  # async evaluators (judges) in flight at once within a chunk
+
+
+@dataclass(slots=True)
+class Answered:
+    """One sample with its answers (one per repeat; None where the model failed), ready to be scored.
+
+    ``logged`` is the record being re-scored (its JSON form): everything but its filters and scoring time is kept.
+    Without it (a predictions run) the prompt is rendered and a new record made.
+    """
+
+    sample: Sample
+    responses: list[Response | None]
+    errors: list[str | None]
+    logged: dict[str, Any] | None = None
+
+
+def is_offline(model: Model, feedback_model: object = None) -> bool:
+    """True when a run needs no model call at all (a predictions file) and can be scored in chunks."""
+    from assay.models.predictions import PredictionsModel
+
+    return isinstance(model, PredictionsModel) and feedback_model is None
+
+
+def has_fast_batch(evaluator: Evaluator) -> bool:
+    """An evaluator whose verdicts depend on the pair alone and whose ``evaluate_batch`` is its own (columnar)."""
+    cls = type(evaluator)
+    return (
+        cls.evaluate_batch is not Evaluator.evaluate_batch
+        and cls.evaluate is Evaluator.evaluate
+        and cls.aevaluate is Evaluator.aevaluate
+    )
+
+
+def _raised(evaluator: Evaluator, err: Exception) -> Verdict:
+    return Verdict.errored(f"{evaluator.name} raised {type(err).__name__}: {err}")
+
+
+async def _one(evaluator: Evaluator, value: Any, expected: Any, context: Mapping[str, Any]) -> Verdict:
+    """One verdict as the per-sample path gives it (with the sample's context); an evaluator that raises errors."""
+    try:
+        if type(evaluator).aevaluate is not Evaluator.aevaluate:
+            return await evaluator.aevaluate(value, expected, context=context)
+        return evaluator.evaluate(value, expected, context=context)
+    except Exception as err:
+        return _raised(evaluator, err)
+
+
+async def _verdicts(
+    evaluator: Evaluator, values: list[Any], expecteds: list[Any], contexts: list[Mapping[str, Any]]
+) -> list[Verdict]:
+    """Verdicts for many pairs: through ``evaluate_batch`` where it is columnar, else one by one (judges
+    concurrently). A batch that raises is redone pair by pair, so only the pairs that fail get error verdicts."""
+    if not values:
+        return []
+    if has_fast_batch(evaluator):
+        if type(evaluator).__module__ in TEXT_EVALUATORS:  # they judge a Response by its text (as_text)
+            values = [(v.text or "") if isinstance(v, Response) else v for v in values]
+        try:
+            batch = evaluator.evaluate_batch(values, expecteds)
+        except Exception:
+            batch = None
+        if batch is not None and len(batch) == len(values):
+            out: list[Verdict] = []
+            for i in range(len(values)):
+                try:
+                    out.append(batch[i])
+                except Exception as err:
+                    out.append(_raised(evaluator, err))
+            return out
+    if type(evaluator).aevaluate is Evaluator.aevaluate:
+        return [await _one(evaluator, v, e, c) for v, e, c in zip(values, expecteds, contexts, strict=True)]
+    slots = asyncio.Semaphore(JUDGE_CONCURRENCY)
+
+    async def bounded(v: Any, e: Any, c: Mapping[str, Any]) -> Verdict:
+        async with slots:
+            return await _one(evaluator, v, e, c)
+
+    return list(await asyncio.gather(*(bounded(v, e, c) for v, e, c in zip(values, expecteds, contexts, strict=True))))
+
+
+def _jsonable(value: Any) -> Any:
+    """How a filtered value is stored: a Response by its text (the full response is logged once)."""
+    return value.text if isinstance(value, Response) else value
+
+
+def _context(item: Answered, prompt: str) -> dict[str, Any]:
+    s = item.sample
+    return {"input": s.input, "prompt": prompt, "doc": s.doc, "metadata": s.metadata, "target": s.target}
+
+
+async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[str]) -> list[dict[str, Any]]:
+    """Every filter pipeline's record (``FilterRecord`` JSON form) of each answered sample, in chunk order.
+
+    The same verdicts as :func:`assay.runner.scoring.score_sample` per sample: filters applied per sample, each
+    metric's pairs judged together, errors (failed request, broken filter, missing expected field, an evaluator that
+    raises) recorded per sample and never fatal.
+    """
+    n = len(chunk)
+    out: list[dict[str, Any]] = [{} for _ in range(n)]
+    failures = [next((e for e in item.errors if e), "the model request failed") for item in chunk]
+    contexts = [_context(item, prompt) for item, prompt in zip(chunk, prompts, strict=True)]
+    for pipeline in task.pipelines:
+        values: list[list[Any]] = []
+        marks: list[list[NoMatch | None]] = []
+        broken: list[str | None] = []
+        for item in chunk:
+            try:
+                filtered, why = pipeline.apply(item.responses), None
+            except Exception as err:  # a (custom) filter step that fails errors this sample's verdicts
+                filtered = [None] * (1 if pipeline.reduces else len(item.responses))
+                why = f"{type(err).__name__}: {err}"
+            plain, mark = unmark(filtered)
+            values.append(plain)
+            marks.append(mark)
+            broken.append(why)
+        records: list[dict[str, Any]] = [
+            {"filtered": [_jsonable(v) for v in vals], "verdicts": {}, "scores": {}, "passed": {}} for vals in values
+        ]
+        for metric in task.metrics:
+            if metric.filters and pipeline.name not in metric.filters:
+                continue
+            slots: list[list[Verdict | None]] = []
+            todo: list[tuple[int, int]] = []
+            expecteds: list[Any] = []
+            for i, item in enumerate(chunk):
+                try:
+                    expected, missing = task.expected_for(item.sample, metric), None
+                except DataError as err:  # the row lacks the field the metric compares with: an error, not a crash
+                    expected, missing = None, str(err)
+                row: list[Verdict | None] = []
+                for j, value in enumerate(values[i]):
+                    if broken[i] is not None:
+                        row.append(Verdict.errored(f"filter pipeline {pipeline.name!r} failed: {broken[i]}"))
+                    elif value is None:
+                        row.append(Verdict.errored(f"no response to evaluate: {failures[i]}"))
+                    elif missing is not None:
+                        row.append(Verdict.errored(missing))
+                    else:
+                        row.append(None)
+                        todo.append((i, j))
+                        expecteds.append(expected)
+                slots.append(row)
+            judged = await _verdicts(
+                metric.evaluator, [values[i][j] for i, j in todo], expecteds, [contexts[i] for i, _ in todo]
+            )
+            for (i, j), verdict in zip(todo, judged, strict=True):
+                slots[i][j] = explain_no_match(verdict, marks[i][j])
+            for i, row in enumerate(slots):
+                verdicts = cast(list[Verdict], row)
+                scored = [v for v in verdicts if not v.is_error]
+                record = records[i]
+                record["verdicts"][metric.name] = [v.to_dict() for v in verdicts]
+                record["scores"][metric.name] = sum(v.score for v in scored) / len(scored) if scored else None
+                record["passed"][metric.name] = all(v.passed for v in scored) if scored else None
+        for i in range(n):
+            out[i][pipeline.name] = records[i]
+    return out
+
+
+def prompt_of(messages: list[Message]) -> str:
+    """The prompt as one text, as :meth:`Task.prompt_text` makes it from a request's messages."""
+    from assay.tasks import Task
+
+    return Task.prompt_text(cast(Request, SimpleNamespace(messages=messages)))
+
+
+def render(task: Task, sample: Sample) -> list[Message]:
+    """The messages of a sample's request, without building the Request (a render error names the row, as
+    :meth:`Task.build_request` does)."""
+    try:
+        return task.prompt.render(sample, task.fewshot_for(sample))
+    except Exception:
+        task.build_request(sample, 0)  # raises the error that names file, line and template
+        raise
+
+
+def check_renders(work: Sequence[tuple[Task, Sample]]) -> None:
+    """Render every pending sample's prompt before anything is written (the offline form of check_requests)."""
+    for task, sample in work:
+        render(task, sample)
+
+
+def encode(record: Mapping[str, Any]) -> str:
+    """One samples.jsonl line (without its newline) for a record in SampleRecord's JSON form."""
+    return pydantic_core.to_json(record).decode("utf-8")
+
+
+def _chunks(work: Sequence[tuple[Task, Sample]], size: int) -> Iterator[tuple[Task, list[Sample]]]:
+    """Consecutive samples of one task, at most ``size`` at a time."""
+    for task, group in groupby(work, key=lambda pair: pair[0]):
+        samples = [sample for _, sample in group]
+        for start in range(0, len(samples), size):
+            yield task, samples[start : start + size]
+
+
+class OfflineScheduler(Scheduler):
+    """The request loop's stand-in when answers already exist: answers looked up, scored and written per chunk."""
+
+    chunk_size: int = CHUNK
+
+    async def run(self, work: list[tuple[Task, Sample]]) -> RunStats:
+        """Score every (task, sample) pair from the predictions file and append the records chunk by chunk."""
+        started = time.perf_counter()
+        try:
+            for task, samples in _chunks(work, self.chunk_size):
+                await self._run_chunk(task, samples)
+                await asyncio.sleep(0)  # let Ctrl-C and other tasks in
+            self._check_error_rate(final=True)
+        finally:
+            self.stats.seconds = time.perf_counter() - started
+        return self.stats
+
+    def _answer(self, task: Task, samples: list[Sample]) -> list[Answered]:
+        model = cast("PredictionsModel", self.model)
+        answered = []
+        for sample, entry in zip(samples, model.entries([s.id for s in samples]), strict=True):
+            responses: list[Response | None] = []
+            errors: list[str | None] = []
+            for repeat in range(task.repeats):
+                self.stats.requests += 1
+                try:
+                    responses.append(model.answer(entry, sample.id, repeat))
+                    errors.append(None)
+                except ModelError as err:
+                    responses.append(None)
+                    errors.append(str(err))
+            answered.append(Answered(sample, responses, errors))
+        return answered
+
+    async def _run_chunk(self, task: Task, samples: list[Sample]) -> None:
+        started_at = time.time()
+        t0 = time.perf_counter()
+        answered = self._answer(task, samples)
+        messages = [render(task, s) for s in samples]
+        prompts = [prompt_of(m) for m in messages]
+        model_seconds = (time.perf_counter() - t0) / len(samples)
+        t1 = time.perf_counter()
+        filters = await score_chunk(task, answered, prompts)
+        eval_seconds = (time.perf_counter() - t1) / len(samples)
+        task_hash, gen_kwargs = task.hash, task.params_for(0)
+        lines = []
+        for item, msgs, prompt, scored in zip(answered, messages, prompts, filters, strict=True):
+            s = item.sample
+            record = {
+                "task": task.name,
+                "task_hash": task_hash,
+                "doc_id": s.doc_id,
+                "sample_id": s.id,
+                "doc": s.doc,
+                "prompt": prompt,
+                "messages": msgs,
+                "gen_kwargs": gen_kwargs,
+                "target": s.target,
+                "metadata": s.metadata,
+                "responses": item.responses,
+                "response_errors": item.errors,
+                "cache_hits": 0,
+                "filters": scored,
+                "started_at": started_at,
+                "model_seconds": model_seconds,
+                "eval_seconds": eval_seconds,
+            }
+            lines.append(encode(record))
+        self.writer.write_lines(lines)
+        for item in answered:
+            failed = any(item.errors)
+            self.stats.written += 1
+            self.stats.errors += int(failed)
+            if failed and self.stats.first_error is None:
+                error = next(e for e in item.errors if e)
+                self.stats.first_error = f"{task.name}/{item.sample.id}: {error}"
+            self.progress.advance(error=failed, cache_hits=0)
+        self._check_error_rate()

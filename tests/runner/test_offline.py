@@ -1,0 +1,92 @@
+"""The offline (batch) path gives the records and results of the per-sample path, resumes, and never loses a
+sample to an evaluator that raises."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.models.predictions import PredictionsModel
+from assay.runner.offline import OfflineScheduler, is_offline
+from assay.runner.rundir import MANIFEST, SAMPLES
+from assay.runner.session import RunSettings, execute
+from assay.tasks import load_task
+from tests.runner.offline_support import N, Delegate, task_config, write_inputs
+
+TIMINGS = ("started_at", "model_seconds", "eval_seconds")
+
+
+def records(run_dir: Path) -> dict[str, dict[str, Any]]:
+    out = {}
+    for line in (run_dir / SAMPLES).read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        for key in TIMINGS:
+            record.pop(key)
+        assert record["sample_id"] not in out
+        out[record["sample_id"]] = record
+    return out
+
+
+def figures(run_dir: Path) -> dict[str, Any]:
+    """results.json without what depends on the clock."""
+    results = json.loads((run_dir / "results.json").read_text())
+    return {"results": results["results"], "tasks": results["assay"]["tasks"], "n": results.get("n-samples")}
+
+
+def settings(tmp_path: Path, name: str) -> RunSettings:
+    return RunSettings(output_dir=tmp_path / name, progress=False, cache=False, bootstrap_iters=200)
+
+
+async def run_both(tmp_path: Path) -> tuple[Path, Path]:
+    rows, preds = write_inputs(tmp_path)
+    model = PredictionsModel(preds)
+    assert is_offline(model) and not is_offline(Delegate(model))
+    batch = await execute([load_task(task_config(rows))], model, settings(tmp_path, "batch"))
+    single = await execute([load_task(task_config(rows))], Delegate(PredictionsModel(preds)), settings(tmp_path, "one"))
+    assert batch.status == single.status == "finished"
+    assert (batch.written, batch.errors, batch.requests) == (single.written, single.errors, single.requests)
+    return batch.run_dir, single.run_dir
+
+
+async def test_batch_and_per_sample_paths_write_the_same_records_and_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(OfflineScheduler, "chunk_size", 7)  # several chunks, one cut mid-way
+    batch, single = await run_both(tmp_path)
+    ours, theirs = records(batch), records(single)
+    assert len(ours) == N
+    assert ours == theirs
+    assert figures(batch) == figures(single)
+    # the mix really covers what it claims: every kind of verdict is in these records
+    first = ours["s0"]["filters"]
+    assert set(first) == {"num", "vote", "none"} and len(first["num"]["filtered"]) == 3
+    assert len(first["vote"]["filtered"]) == 1
+    verdicts = [v for r in ours.values() for f in r["filters"].values() for vs in f["verdicts"].values() for v in vs]
+    errors = [v["error"] for v in verdicts if v["error"]]
+    assert any("picky cannot judge 'boom'" in e for e in errors)  # raised on one sample, the others are judged
+    assert any(e.startswith("no response to evaluate: no prediction for sample") for e in errors)
+    assert any("has no doc field 'alt'" in e or "alt" in e for e in errors)  # the row lacks the expected field
+    assert any(v["passed"] for v in verdicts) and any(v["passed"] is False and not v["error"] for v in verdicts)
+    assert any((v["details"] or {}).get("extraction") == "no match" for v in verdicts)
+    assert ours["s4"]["response_errors"][0].startswith("no prediction for sample 's4'")
+
+
+async def test_a_crashed_offline_run_resumes_to_the_same_records(tmp_path: Path) -> None:
+    rows, preds = write_inputs(tmp_path)
+    full = await execute([load_task(task_config(rows))], PredictionsModel(preds), settings(tmp_path, "full"))
+    crashed = await execute([load_task(task_config(rows))], PredictionsModel(preds), settings(tmp_path, "crash"))
+    lines = (crashed.run_dir / SAMPLES).read_bytes().split(b"\n")
+    (crashed.run_dir / SAMPLES).write_bytes(b"\n".join(lines[:23]) + b"\n" + lines[23][:40])  # a torn last line
+    manifest = json.loads((crashed.run_dir / MANIFEST).read_text())
+    manifest["status"] = "interrupted"
+    (crashed.run_dir / MANIFEST).write_text(json.dumps(manifest))
+    (crashed.run_dir / "results.json").unlink()
+    from assay.api import arun_outcome
+
+    resumed = await arun_outcome(resume=crashed.run_dir, progress=False)
+    assert resumed.status == "finished" and resumed.skipped == 23 and resumed.written == N - 23
+    assert records(crashed.run_dir) == records(full.run_dir)
+    assert figures(crashed.run_dir) == figures(full.run_dir)
