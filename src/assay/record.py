@@ -84,3 +84,4 @@ class RunManifest(BaseModel):
     tasks: list[TaskInfo]
     config: dict[str, Any] = Field(default_factory=dict)  # limit, seed, concurrency, repeats, …
     git_hash: str | None = None
+    rescored_from: str | None = None  # `assay score`: the run folder whose logged answers this run re-scored

@@ -143,7 +143,7 @@ def test_score_refuses_a_task_whose_requests_changed_and_resume_works_after_a_sc
     assert refused.returncode == 2 and "asks different requests" in refused.stderr
     assert (run_dir / "samples.jsonl").read_bytes() == before  # nothing was rewritten
     rescored = write_task(tmp_path, 10, extra={"evaluators": [{"name": "numeric", "abs_tol": 1}]})
-    scored = run_cli("score", str(run_dir), "--task", str(rescored), "-q", cwd=tmp_path)
+    scored = run_cli("score", str(run_dir), "--task", str(rescored), "--in-place", "-q", cwd=tmp_path)
     assert scored.returncode == 0, scored.stderr
     resumed = run_cli("run", "--resume", str(run_dir), "-q", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr

@@ -194,8 +194,10 @@ def test_score_rescoring_calls_no_model(tmp_path: Path, server: OpenAITestServer
     proc = run_cli("score", str(run_dir), "--task", str(changed), "-q", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert server.requests_total == requests
-    results = json.loads((run_dir / "results.json").read_text())
+    rescored = next(p for p in (tmp_path / "runs").iterdir() if p != run_dir)  # a new run folder, next to the run
+    results = json.loads((rescored / "results.json").read_text())
     assert results["results"]["add"]["numeric,none"] == 1.0  # off-by-one answers are within abs_tol
+    assert "numeric,none" not in json.loads((run_dir / "results.json").read_text())["results"]["add"]
 
 
 def test_prices_and_cluster_key_reach_the_results(tmp_path: Path, server: OpenAITestServer) -> None:

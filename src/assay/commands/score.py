@@ -1,4 +1,4 @@
-"""``assay score``: re-score a run's logged answers with the task's (possibly changed) evaluators."""
+"""``assay score``: re-score a run's logged answers with the task's (possibly changed) filters and evaluators."""
 
 from __future__ import annotations
 
@@ -12,17 +12,6 @@ from rich.markup import escape
 from assay.errors import AssayError
 
 
-def _print_results(run_dir: Path, fmt: str) -> None:
-    from assay.report.table import render_table
-    from assay.results import load_run
-
-    out = render_table(load_run(run_dir), fmt=fmt)
-    if isinstance(out, str):
-        click.echo(out)
-    else:
-        Console().print(out)
-
-
 @click.command("score")
 @click.argument("run_dir", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option(
@@ -30,22 +19,45 @@ def _print_results(run_dir: Path, fmt: str) -> None:
     "task_files",
     multiple=True,
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A changed task file whose evaluators replace those of the same-named task (repeatable).",
+    help="A changed task file whose filters and evaluators replace those of the same-named task (repeatable).",
 )
-@click.option("--quiet", "-q", is_flag=True)
+@click.option(
+    "--output",
+    "-o",
+    "output_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the new run folder goes (default: next to RUN_DIR).",
+)
+@click.option(
+    "--in-place", is_flag=True, help="Rewrite RUN_DIR itself (its old scores are replaced) instead of a new folder."
+)
+@click.option("--quiet", "-q", is_flag=True, help="No table (for CI logs).")
 @click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "json"]), default="rich", show_default=True)
-def score_command(run_dir: Path, task_files: tuple[Path, ...], quiet: bool, fmt: str) -> None:
-    """Re-score RUN_DIR's logged responses with the task's (possibly changed) evaluators; no model is called."""
+def score_command(
+    run_dir: Path, task_files: tuple[Path, ...], output_dir: Path | None, in_place: bool, quiet: bool, fmt: str
+) -> None:
+    """Re-score RUN_DIR's logged responses into a new run folder (run.json names RUN_DIR as `rescored_from`);
+    no model is called. With --in-place, RUN_DIR itself is rewritten (holding its lock)."""
     from assay.api import load_tasks, run_sync
     from assay.runner.rescore import rescore
 
     console = Console(stderr=True, soft_wrap=True)  # messages stay one line each in CI logs
+    if in_place and output_dir is not None:
+        raise click.UsageError("--in-place rewrites RUN_DIR; it takes no --output")
     try:
         tasks = load_tasks(list(task_files)) if task_files else None
-        count = run_sync(rescore(run_dir, tasks))
+        outcome = run_sync(rescore(run_dir, tasks, output_dir=output_dir, in_place=in_place))
     except AssayError as err:
         console.print(f"[red]error:[/] {escape(str(err))}")
         sys.exit(2)
     if not quiet:
-        _print_results(run_dir, fmt)
-    console.print(f"Re-scored {count} samples in {escape(str(run_dir))}")
+        from assay.report.table import render_table
+        from assay.results import load_run
+
+        out = render_table(load_run(outcome.run_dir), fmt=fmt)
+        if isinstance(out, str):
+            click.echo(out)
+        else:
+            Console().print(out)
+    where = "in place in" if outcome.in_place else f"from {escape(str(run_dir))} into"
+    console.print(f"Re-scored {outcome.samples} samples {where} [bold]{escape(str(outcome.run_dir))}[/]")

@@ -1,46 +1,108 @@
-"""Re-score a run's logged responses with (possibly changed) evaluators, without calling any model."""
+"""Re-score a run's logged responses with (possibly changed) evaluators, without calling any model.
+
+The records are streamed from the run's ``samples.jsonl`` in chunks and scored by the offline scorer (evaluators'
+batch paths), so memory stays flat in the size of the run. By default the result is a new run folder whose
+``run.json`` names the run it came from (``rescored_from``); ``in_place`` rewrites the run itself, under its lock,
+replacing ``samples.jsonl`` only once every sample is re-scored.
+"""
 
 from __future__ import annotations
 
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.errors import ConfigError
-from assay.record import RunManifest, SampleRecord
-from assay.runner.rundir import SAMPLES, atomic_write_text, read_manifest, read_records, write_manifest
-from assay.runner.scoring import score_sample
-from assay.runner.session import RESULTS_OPTIONS, close_evaluators, task_judges
+from assay.errors import ConfigError, DataError
+from assay.models.base import Response
+from assay.record import RunManifest
+from assay.runner.lock import run_lock
+from assay.runner.offline import CHUNK, Answered, encode, score_chunk
+from assay.runner.rundir import SAMPLES, SampleWriter, iter_sample_lines, read_manifest, write_manifest
+from assay.runner.session import RESULTS_OPTIONS, close_evaluators, new_run_dir, task_judges
 
 if TYPE_CHECKING:
     from assay.tasks import Sample, Task
 
+_PARTIAL = ".samples.jsonl.rescoring"  # an in-place re-score writes here, then replaces samples.jsonl
 
-def _sample_for(task: Task, record: SampleRecord, by_id: dict[str, Sample]) -> Sample:
+
+@dataclass(frozen=True)
+class Rescored:
+    """Where the re-scored run is and how many samples it holds."""
+
+    run_dir: Path
+    samples: int
+    in_place: bool
+
+
+def _sample_for(record: dict[str, Any], samples: list[Sample]) -> Sample:
+    """The task's sample behind a logged record (its input is not logged), else one rebuilt from the record."""
     from assay.tasks import Sample
 
-    found = by_id.get(record.sample_id)
-    if found is not None:
-        return found
+    doc_id, sample_id = record.get("doc_id"), str(record.get("sample_id"))
+    if isinstance(doc_id, int) and 0 <= doc_id < len(samples) and samples[doc_id].id == sample_id:
+        return samples[doc_id]
     return Sample(
-        doc_id=record.doc_id,
-        id=record.sample_id,
-        doc=record.doc,
+        doc_id=doc_id if isinstance(doc_id, int) else -1,
+        id=sample_id,
+        doc=record.get("doc") or {},
         input=None,
-        target=record.target,
-        metadata=record.metadata,
+        target=record.get("target"),
+        metadata=record.get("metadata") or {},
     )
 
 
-async def rescore(run_dir: Path, tasks: list[Task] | None = None, **results_options: Any) -> int:
-    """Re-score every sample of ``run_dir`` (with ``tasks`` replacing same-named ones); returns the count.
+def _answered(record: dict[str, Any], samples: list[Sample]) -> Answered:
+    responses = [None if r is None else Response.model_validate(r) for r in record.get("responses") or []]
+    errors = list(record.get("response_errors") or [None] * len(responses))
+    return Answered(_sample_for(record, samples), responses, errors, logged=record)
 
-    A replacement task may change filters and evaluators only: one whose requests differ (dataset, prompt,
-    few-shot, generation parameters, tools, repeats) is refused, since the logged answers are not answers to it.
-    Nothing is written until every sample is re-scored.
-    """
+
+def _chunks(path: Path, by_name: dict[str, Task]) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
+    """Logged records in file order, in runs of one task of at most CHUNK records."""
+    current: Task | None = None
+    batch: list[dict[str, Any]] = []
+    for lineno, record in iter_sample_lines(path):
+        task = by_name.get(str(record.get("task")))
+        if task is None:
+            raise DataError(f"{path}:{lineno}: sample of task {record.get('task')!r}, which run.json does not list")
+        if batch and (task is not current or len(batch) >= CHUNK):
+            assert current is not None
+            yield current, batch
+            batch = []
+        current = task
+        batch.append(record)
+    if batch:
+        assert current is not None
+        yield current, batch
+
+
+async def _rescore_into(source: Path, writer: SampleWriter, by_name: dict[str, Task]) -> int:
+    """Score every logged record of ``source`` with ``by_name``'s tasks and append it to ``writer``."""
+    samples = {name: task.samples() for name, task in by_name.items()}
+    count = 0
+    for task, records in _chunks(source, by_name):
+        started = time.perf_counter()
+        answered = [_answered(r, samples[task.name]) for r in records]
+        filters = await score_chunk(task, answered, [str(r.get("prompt") or "") for r in records])
+        eval_seconds = (time.perf_counter() - started) / len(records)
+        task_hash = task.hash
+        lines = []
+        for record, scored in zip(records, filters, strict=True):
+            record.update(task_hash=task_hash, filters=scored, eval_seconds=eval_seconds)
+            lines.append(encode(record))
+        writer.write_lines(lines)
+        count += len(records)
+    return count
+
+
+def _tasks_for(run_dir: Path, manifest: RunManifest, tasks: list[Task] | None) -> dict[str, Task]:
     from assay.tasks import Task
 
-    manifest = read_manifest(run_dir)
     by_name: dict[str, Task] = {info.name: Task.from_config(info.config) for info in manifest.tasks}
     for task in tasks or []:
         original = by_name.get(task.name)
@@ -53,38 +115,91 @@ async def rescore(run_dir: Path, tasks: list[Task] | None = None, **results_opti
                 "and evaluators to the logged answers: run the changed task again instead"
             )
         by_name[task.name] = task
+    return by_name
+
+
+def _updated(manifest: RunManifest, by_name: dict[str, Task]) -> RunManifest:
+    updated = manifest.model_copy(deep=True)
+    updated.tasks = [
+        by_name[info.name].info(info.n_selected).model_copy(update={"n_docs": info.n_docs}) for info in manifest.tasks
+    ]
+    updated.judges = [judge for task in by_name.values() for judge in task_judges(task)]
+    updated.config = {**manifest.config, "rescored": True}
+    return updated
+
+
+async def rescore(
+    run_dir: Path,
+    tasks: list[Task] | None = None,
+    *,
+    output_dir: Path | None = None,
+    in_place: bool = False,
+    **results_options: Any,
+) -> Rescored:
+    """Re-score every sample of ``run_dir`` (with ``tasks`` replacing same-named ones) into a new run folder under
+    ``output_dir`` (default: next to ``run_dir``), or with ``in_place`` into ``run_dir`` itself.
+
+    A replacement task may change filters and evaluators only: one whose requests differ (dataset, prompt,
+    few-shot, generation parameters, tools, repeats) is refused, since the logged answers are not answers to it.
+    A re-score that fails leaves the original run untouched (and removes its half-written new folder).
+    """
+    run_dir = Path(run_dir)
+    manifest = read_manifest(run_dir)
+    by_name = _tasks_for(run_dir, manifest, tasks)
+    options: dict[str, Any] = {k: v for k, v in manifest.config.items() if k in RESULTS_OPTIONS}
+    options.update(results_options)
     try:
-        return await _rescore(run_dir, manifest, by_name, results_options)
+        if in_place:
+            return await _in_place(run_dir, manifest, by_name, options)
+        return await _new_folder(run_dir, manifest, by_name, options, output_dir)
     finally:
         await close_evaluators(list(by_name.values()))
 
 
-async def _rescore(
-    run_dir: Path, manifest: RunManifest, by_name: dict[str, Task], results_options: dict[str, Any]
-) -> int:
+async def _in_place(
+    run_dir: Path, manifest: RunManifest, by_name: dict[str, Task], options: dict[str, Any]
+) -> Rescored:
     from assay.results import write_results
 
-    records = read_records(run_dir)
-    samples_by_task: dict[str, dict[str, Sample]] = {
-        name: {s.id: s for s in t.samples()} for name, t in by_name.items()
-    }
-    lines = []
-    for record in records:
-        task = by_name[record.task]
-        sample = _sample_for(task, record, samples_by_task[record.task])
-        filters, eval_seconds = await score_sample(
-            task, sample, list(record.responses), list(record.response_errors), record.prompt
-        )
-        updated = record.model_copy(update={"filters": filters, "eval_seconds": eval_seconds, "task_hash": task.hash})
-        lines.append(updated.model_dump_json())
-    atomic_write_text(run_dir / SAMPLES, "".join(line + "\n" for line in lines))
-    manifest.tasks = [
-        by_name[info.name].info(info.n_selected).model_copy(update={"n_docs": info.n_docs}) for info in manifest.tasks
-    ]
-    manifest.judges = [judge for task in by_name.values() for judge in task_judges(task)]
-    manifest.config = {**manifest.config, "rescored": True}
-    write_manifest(run_dir, manifest)
-    options: dict[str, Any] = {k: v for k, v in manifest.config.items() if k in RESULTS_OPTIONS}
-    options.update(results_options)
-    write_results(run_dir, **options)
-    return len(records)
+    partial = run_dir / _PARTIAL
+    with run_lock(run_dir, action="re-score"):
+        try:
+            partial.unlink(missing_ok=True)
+            with SampleWriter(partial) as writer:
+                count = await _rescore_into(run_dir / SAMPLES, writer, by_name)
+            os.replace(partial, run_dir / SAMPLES)  # the old records stay whole until the new ones are complete
+        finally:
+            partial.unlink(missing_ok=True)
+        write_manifest(run_dir, _updated(manifest, by_name))
+        write_results(run_dir, **options)
+    return Rescored(run_dir, count, True)
+
+
+async def _new_folder(
+    run_dir: Path,
+    manifest: RunManifest,
+    by_name: dict[str, Task],
+    options: dict[str, Any],
+    output_dir: Path | None,
+) -> Rescored:
+    from assay import __version__
+    from assay.results import write_results
+
+    target = new_run_dir(output_dir if output_dir is not None else run_dir.parent, list(by_name.values()))
+    started = time.perf_counter()
+    try:
+        with run_lock(target, action="re-score into"):
+            fresh = _updated(manifest, by_name)
+            fresh.run_id, fresh.assay_version, fresh.created_at = target.name, __version__, time.time()
+            fresh.status, fresh.finished_at, fresh.rescored_from = "running", None, str(run_dir.resolve())
+            write_manifest(target, fresh)
+            with SampleWriter(target / SAMPLES) as writer:
+                count = await _rescore_into(run_dir / SAMPLES, writer, by_name)
+            fresh.status, fresh.finished_at = "finished", time.time()
+            fresh.total_seconds = time.perf_counter() - started
+            write_manifest(target, fresh)
+            write_results(target, **options)
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)  # a half-written re-score is of no use; the original is intact
+        raise
+    return Rescored(target, count, False)
