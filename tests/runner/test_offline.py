@@ -14,7 +14,7 @@ from assay.runner.offline import OfflineScheduler, is_offline
 from assay.runner.rundir import MANIFEST, SAMPLES
 from assay.runner.session import RunSettings, execute
 from assay.tasks import load_task
-from tests.runner.offline_support import N, Delegate, task_config, write_inputs
+from tests.runner.offline_support import Delegate, N, task_config, write_inputs
 
 TIMINGS = ("started_at", "model_seconds", "eval_seconds")
 

@@ -385,13 +385,13 @@ def explain_no_match(verdict: Verdict, mark: NoMatch | None) -> Verdict:
     if mark is None or verdict.passed or verdict.is_error:
         return verdict
     reason = (
-        f"no answer extracted: the filter's regex {mark.pattern!r} matched nothing in the output {_clip(mark.raw)}, "
+        f"no answer extracted: the filter's regex /{mark.pattern}/ matched nothing in the output {_clip(mark.raw)}, "
         f"so its fallback {str(mark)!r} was scored"
     )
     if verdict.reason:
         reason += f" ({verdict.reason})"
     feedback = (
-        f"No answer could be extracted: the pattern {mark.pattern!r} found nothing in the output {_clip(mark.raw)}. "
+        f"No answer could be extracted: the pattern /{mark.pattern}/ found nothing in the output {_clip(mark.raw)}. "
         "Give the final answer in the form the task asks for."
     )
     details = {**verdict.details, "extraction": "no match", "raw_output": mark.raw[:2000]}
