@@ -98,11 +98,18 @@ async def _verdicts(
             batch = None
         if batch is not None and len(batch) == len(values):
             out: list[Verdict] = []
-            for i in range(len(values)):
-                try:
-                    out.append(batch[i])
-                except Exception as err:
-                    out.append(_raised(evaluator, err))
+            seen: dict[tuple[str, str], Verdict] = {}  # a verdict depends on the pair alone: equal pairs built once
+            for i, (value, expected) in enumerate(zip(values, expecteds, strict=True)):
+                key = (value, expected) if type(value) is str and type(expected) is str else None
+                verdict = seen.get(key) if key is not None else None
+                if verdict is None:
+                    try:
+                        verdict = batch[i]
+                    except Exception as err:
+                        verdict = _raised(evaluator, err)
+                    if key is not None:
+                        seen[key] = verdict
+                out.append(verdict)
             return out
     if type(evaluator).aevaluate is Evaluator.aevaluate:
         return [await _one(evaluator, v, e, c) for v, e, c in zip(values, expecteds, contexts, strict=True)]
@@ -182,11 +189,14 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
             )
             for (i, j), verdict in zip(todo, judged, strict=True):
                 slots[i][j] = explain_no_match(verdict, marks[i][j])
+            dicts: dict[int, dict[str, Any]] = {}  # id(verdict) -> its JSON form, for verdicts shared by equal pairs
             for i, row in enumerate(slots):
                 verdicts = cast(list[Verdict], row)
                 scored = [v for v in verdicts if not v.is_error]
                 record = records[i]
-                record["verdicts"][metric.name] = [v.to_dict() for v in verdicts]
+                record["verdicts"][metric.name] = [
+                    dicts.get(id(v)) or dicts.setdefault(id(v), v.to_dict()) for v in verdicts
+                ]
                 record["scores"][metric.name] = sum(v.score for v in scored) / len(scored) if scored else None
                 record["passed"][metric.name] = all(v.passed for v in scored) if scored else None
         for i in range(n):

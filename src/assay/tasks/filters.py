@@ -370,7 +370,7 @@ NO_FILTER = FilterPipeline("none")
 
 def unmark(values: list[Any]) -> tuple[list[Any], list[NoMatch | None]]:
     """Filtered values as plain values (what evaluators judge and records store), and each one's NoMatch mark."""
-    if not any(type(v) is NoMatch for v in values):
+    if NoMatch not in map(type, values):
         return values, [None] * len(values)
     marks = [v if type(v) is NoMatch else None for v in values]
     return [str(v) if type(v) is NoMatch else v for v in values], marks
