@@ -221,7 +221,7 @@ class PredictionsModel(Model):
                 f"sample {sample_id!r} has {have} in {self._where(entry.line)}; repeat {repeat} "
                 "needs a list with one prediction per repeat"
             )
-        return Response.model_construct(  # the values are already checked: no second validation per answer
+        return Response(
             text=entry.texts[index],
             tool_calls=list(entry.tool_calls[index]),
             finish_reason="stop",

@@ -1,0 +1,201 @@
+"""Offline scoring: an existing predictions file scored with exact_match + token_f1, end to end.
+
+`assay run TASK --model predictions:FILE` (read the dataset and predictions, score through the evaluators' batch
+paths, write samples.jsonl and results.json) on N realistic rows (non-ASCII text, 5 % long outputs), in a
+subprocess: rows/s end to end and per phase, and the subprocess's peak RSS. The baseline is the per-sample runner
+path (the same predictions behind an ordinary model, so every sample goes through the request loop) on a smaller
+N, in the same run; the ratio compares rows/s.
+
+    python -m benchmarks offline                     # 1,000,000 rows (baseline: 20,000)
+    python -m benchmarks.bench_offline --quick       # 20,000 rows (baseline: 5,000)
+    python -m benchmarks.bench_offline --rows 10000000 --no-baseline
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, ClassVar
+
+_WORD_TEXT = (
+    "Zürich café naïve façade año niño São Paulo Kraków Łódź Ærø Øresund straße Größe 東京 大阪 北京 서울 Москва Київ "
+    "Αθήνα القاهرة תל אביב मुंबई ঢাকা กรุงเทพ Hà Nội the a an of river mountain capital city north south east west "
+    "old new great little saint port lake island valley bridge tower castle market"
+)
+WORDS = _WORD_TEXT.split()
+
+
+def write_data(folder: Path, n: int, seed: int = 0) -> None:
+    """data.jsonl, preds.jsonl and task.yaml in ``folder``: answers of 1-4 words (some with a number), predictions
+    45 % exact, 20 % close (case, punctuation, an extra word), 30 % wrong, 5 % long (200-600 words)."""
+    rnd = random.Random(seed)
+    with (
+        open(folder / "data.jsonl", "w", encoding="utf-8") as data,
+        open(folder / "preds.jsonl", "w", encoding="utf-8") as preds,
+    ):
+        for i in range(n):
+            answer = " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(1, 4)))
+            if rnd.random() < 0.3:
+                answer += f" {rnd.randint(1, 99999)}"
+            question = f"Frage {i}: welche Stadt liegt bei «{rnd.choice(WORDS)} {rnd.choice(WORDS)}»? 答えは何ですか"
+            r = rnd.random()
+            if r < 0.45:
+                prediction = answer
+            elif r < 0.65:
+                prediction = f"{answer.upper()}." if rnd.random() < 0.5 else f"{answer} {rnd.choice(WORDS)}"
+            elif r < 0.95:
+                prediction = " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(1, 8)))
+            else:
+                prediction = " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(200, 600)))
+            data.write(json.dumps({"id": f"q{i}", "question": question, "answer": answer}, ensure_ascii=False) + "\n")
+            preds.write(json.dumps({"id": f"q{i}", "prediction": prediction}, ensure_ascii=False) + "\n")
+    (folder / "task.yaml").write_text(
+        "name: offline_bench\ndataset: data.jsonl\nfields: {id: id, input: question, target: answer}\n"
+        'template: "{{ question }}"\nevaluators: [exact_match, token_f1]\n',
+        encoding="utf-8",
+    )
+
+
+def _per_sample_model(path: Path) -> Any:
+    """The predictions behind an ordinary model, so the run takes the per-sample request loop."""
+    from assay.models.base import Model, Request, Response
+    from assay.models.predictions import PredictionsModel
+
+    class PerSample(Model):
+        provider: ClassVar[str] = "predictions"
+        cacheable: ClassVar[bool] = False
+
+        def __init__(self) -> None:
+            self.inner = PredictionsModel(path)
+            self.name = self.inner.name
+
+        async def generate(self, request: Request) -> Response:
+            return await self.inner.generate(request)
+
+        def identity(self) -> dict[str, Any]:
+            return self.inner.identity()
+
+    return PerSample()
+
+
+def child(mode: str, folder: Path) -> None:
+    """One run, timed by phase; prints the phases as JSON on the last line."""
+    import assay.results
+    from assay.models.predictions import PredictionsModel
+    from assay.runner.session import RunSettings, execute
+    from assay.tasks import Task
+
+    phases: dict[str, float] = {}
+    write_results = assay.results.write_results
+
+    def timed_results(*args: Any, **kwargs: Any) -> Any:
+        t = time.perf_counter()
+        try:
+            return write_results(*args, **kwargs)
+        finally:
+            phases["results"] = time.perf_counter() - t
+
+    assay.results.write_results = timed_results  # type: ignore[assignment]  # the session imports it when called
+    t = time.perf_counter()
+    task = Task.from_yaml(folder / "task.yaml")
+    _ = task.hash
+    phases["load_task"] = time.perf_counter() - t
+    t = time.perf_counter()
+    model = PredictionsModel(folder / "preds.jsonl") if mode == "offline" else _per_sample_model(folder / "preds.jsonl")
+    phases["index_predictions"] = time.perf_counter() - t
+    settings = RunSettings(output_dir=folder / f"runs-{mode}", progress=False, cache=False, concurrency=32)
+    t = time.perf_counter()
+    outcome = asyncio.run(execute([task], model, settings))
+    phases["run"] = time.perf_counter() - t
+    phases["score_and_write_samples"] = phases["run"] - phases.get("results", 0.0)
+    assert outcome.status == "finished", outcome.message
+    print(json.dumps({"phases": phases, "written": outcome.written}))
+
+
+def measure(mode: str, folder: Path) -> dict[str, Any]:
+    """Run :func:`child` in a subprocess: its phases, wall time and peak RSS (MiB)."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent.parent), *sys.path])}
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.bench_offline", "--child", mode, str(folder)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{mode} run failed:\n{err[-3000:]}")
+    result = json.loads(out.strip().splitlines()[-1])
+    result["wall"] = wall
+    result["rss_mib"] = _peak_rss(err)
+    return result
+
+
+def _peak_rss(stderr: str) -> float:
+    """The child's own peak RSS (getrusage at its end), in MiB."""
+    for line in stderr.splitlines():
+        if line.startswith("peak_rss_kib="):
+            return int(line.split("=", 1)[1]) / 1024
+    return float("nan")
+
+
+def report(label: str, n: int, r: dict[str, Any]) -> float:
+    p = r["phases"]
+    rate = n / r["wall"]
+    print(f"{label}: {n:,} rows in {r['wall']:.1f}s end to end = {rate:,.0f} rows/s, peak RSS {r['rss_mib']:,.0f} MiB")
+    score = p["score_and_write_samples"]
+    print(
+        f"  phases: load task {p['load_task']:.1f}s | index predictions {p['index_predictions']:.1f}s | "
+        f"score + write samples {score:.1f}s ({n / score:,.0f} rows/s) | results {p.get('results', 0):.1f}s"
+    )
+    return rate
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="bench_offline")
+    parser.add_argument("--quick", action="store_true", help="20,000 rows (baseline 5,000)")
+    parser.add_argument("--rows", type=int, help="rows of the offline run")
+    parser.add_argument("--baseline-rows", type=int, help="rows of the per-sample baseline")
+    parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--child", nargs=2, metavar=("MODE", "FOLDER"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv if argv is not None else [])
+    if args.child:
+        child(args.child[0], Path(args.child[1]))
+        import resource
+
+        print(f"peak_rss_kib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
+        return
+    quick = args.quick or os.environ.get("ASSAY_BENCH_QUICK") == "1"
+    n = args.rows or (20_000 if quick else 1_000_000)
+    n_base = args.baseline_rows or (5_000 if quick else 20_000)
+    print(f"exact_match + token_f1 over existing predictions (non-ASCII, 5 % long outputs); {os.cpu_count()} cores")
+    with tempfile.TemporaryDirectory(prefix="bench_offline_") as tmp:
+        big, small = Path(tmp) / "big", Path(tmp) / "small"
+        big.mkdir()
+        small.mkdir()
+        t = time.perf_counter()
+        write_data(big, n)
+        print(f"(wrote {n:,} rows in {time.perf_counter() - t:.1f}s)")
+        rate = report("offline path", n, measure("offline", big))
+        if not args.no_baseline:
+            write_data(small, n_base)
+            base = report("per-sample runner path (baseline)", n_base, measure("per-sample", small))
+            small_offline = report("offline path on the baseline's rows", n_base, measure("offline", small))
+            print(
+                f"ratio offline ÷ per-sample, rows/s end to end: {rate / base:.1f}x at {n:,} rows, "
+                f"{small_offline / base:.1f}x on the same {n_base:,} rows"
+            )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
