@@ -210,3 +210,22 @@ def test_content_hash_ignores_format_and_key_order_but_not_values(tmp_path):
     assert len(hashes) == 1
     assert Dataset([{"q": "a", "t": "1"}, {"q": "b", "t": "3"}], "x").content_hash not in hashes
     assert Dataset(list(reversed(ROWS)), "x").content_hash not in hashes  # order is content
+
+
+def test_jsonl_is_read_as_a_stream_in_chunks_with_line_numbers(tmp_path: Path) -> None:
+    from assay.data.readers import iter_jsonl
+
+    text = "\ufeff" + "".join(f'{{"i": {i}, "t": "é{i}"}}\n' + ("\n" if i % 3 == 0 else "") for i in range(10))
+    plain = tmp_path / "d.jsonl"
+    plain.write_text(text, encoding="utf-8")
+    packed = tmp_path / "d.jsonl.gz"
+    packed.write_bytes(gzip.compress(text.encode("utf-8")))
+    for path in (plain, packed):
+        chunks = list(iter_jsonl(path, "d.jsonl", chunk=4))
+        assert [len(rows) for rows, _ in chunks] == [4, 4, 2]
+        assert [row["i"] for rows, _ in chunks for row in rows] == list(range(10))
+        assert chunks[0][1] == [1, 3, 4, 5]  # blank lines skipped, numbers kept
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"i": 1}\n{"i": 2}\n{"t": "\xff"}\n')
+    with pytest.raises(DataError, match=r"bad\.jsonl:3: not valid UTF-8"):
+        list(iter_jsonl(bad))

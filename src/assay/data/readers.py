@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -95,10 +96,13 @@ def read_dataset(
     name = display_path(path)
     if not path.is_file():
         raise DataError(f"{name}: dataset file not found" if not path.exists() else f"{name}: not a file")
-    text = _read_text(path, name)
     if fmt == "jsonl":
-        rows, lines = parse_jsonl(text, name)
+        rows, lines = [], []
+        for chunk_rows, chunk_lines in iter_jsonl(path, name):
+            rows.extend(chunk_rows)
+            lines.extend(chunk_lines)
         return Dataset(rows, name, lines)
+    text = _read_text(path, name)
     if fmt in ("csv", "tsv"):
         delimiter = spec.delimiter or ("\t" if fmt == "tsv" else ",")
         rows, lines = parse_csv(text, name, delimiter)
@@ -122,6 +126,40 @@ def _kind(value: Any) -> str:
     return {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
         type(value), "a number" if isinstance(value, int | float) else type(value).__name__
     )
+
+
+def iter_jsonl(path: Path, name: str | None = None, chunk: int = 8192) -> Iterator[tuple[list[Row], list[int]]]:
+    """The rows of a JSONL file (``.gz`` too) and their line numbers, ``chunk`` rows at a time, read as a stream:
+    the file's text is never held whole. A bad line raises DataError ``name:line: ...``, as :func:`parse_jsonl`."""
+    name = name or display_path(path)
+    rows: list[Row] = []
+    lines: list[int] = []
+    loads = json.loads
+    try:
+        fh = gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")  # noqa: SIM115
+        with fh:
+            for lineno, raw in enumerate(fh, 1):
+                try:
+                    line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+                except UnicodeDecodeError as err:
+                    raise DataError(f"{name}:{lineno}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
+                if not line or line.isspace():
+                    continue
+                try:
+                    obj = loads(line)
+                except json.JSONDecodeError as err:
+                    raise DataError(f"{name}:{lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
+                if type(obj) is not dict:
+                    raise DataError(f"{name}:{lineno}: expected a JSON object on each line, got {_kind(obj)}")
+                rows.append(obj)
+                lines.append(lineno)
+                if len(rows) >= chunk:
+                    yield rows, lines
+                    rows, lines = [], []
+    except (OSError, EOFError) as err:
+        raise DataError(f"{name}: cannot read: {err}") from None
+    if rows:
+        yield rows, lines
 
 
 def parse_jsonl(text: str, name: str) -> tuple[list[Row], list[int]]:
