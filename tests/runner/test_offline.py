@@ -44,6 +44,7 @@ async def run_both(tmp_path: Path) -> tuple[Path, Path]:
     rows, preds = write_inputs(tmp_path)
     model = PredictionsModel(preds)
     assert is_offline(model) and not is_offline(Delegate(model))
+    assert not is_offline(model, feedback_model="openai:writer")  # model-written feedback needs the per-sample path
     batch = await execute([load_task(task_config(rows))], model, settings(tmp_path, "batch"))
     single = await execute([load_task(task_config(rows))], Delegate(PredictionsModel(preds)), settings(tmp_path, "one"))
     assert batch.status == single.status == "finished"
