@@ -140,8 +140,8 @@ class PredictionsModel(Model):
         """The id and entry at ``position`` of the index, read back from the file."""
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDONLY)
-        raw = os.pread(self._fd, int(self._lengths[position]), int(self._offsets[position]))
-        return self._parse(raw.decode("utf-8", "replace"), int(self._numbers[position]))
+        raw = os.pread(self._fd, self._lengths.item(position), self._offsets.item(position))
+        return self._parse(raw.decode("utf-8", "replace"), self._numbers.item(position))
 
     def _parse(self, line: str, number: int) -> tuple[str, _Entry]:
         try:
@@ -188,7 +188,7 @@ class PredictionsModel(Model):
         size = self._hashes.size
         for sample_id, key, position in zip(sample_ids, wanted.tolist(), found.tolist(), strict=True):
             entry = None
-            while position < size and self._hashes[position] == key:  # equal hashes: compare the ids themselves
+            while position < size and self._hashes.item(position) == key:  # equal hashes: compare the ids
                 found_id, candidate = self._read(position)
                 if found_id == sample_id:
                     entry = candidate

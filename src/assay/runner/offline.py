@@ -227,9 +227,9 @@ def check_renders(work: Sequence[tuple[Task, Sample]]) -> None:
         render(task, sample)
 
 
-def encode(record: Mapping[str, Any]) -> str:
-    """One samples.jsonl line (without its newline) for a record in SampleRecord's JSON form."""
-    return pydantic_core.to_json(record).decode("utf-8")
+def encode(record: Mapping[str, Any]) -> bytes:
+    """One samples.jsonl line (UTF-8, without its newline) for a record in SampleRecord's JSON form."""
+    return pydantic_core.to_json(record)
 
 
 def _chunks(work: Sequence[tuple[Task, Sample]], size: int) -> Iterator[tuple[Task, list[Sample]]]:

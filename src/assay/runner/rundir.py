@@ -239,6 +239,15 @@ class SampleWriter:
 
     def write_line(self, data: bytes) -> None:
         """Append one encoded line (ending in a newline) whole, or not at all."""
+        self._append(data, 1)
+
+    def write_lines(self, lines: list[bytes]) -> None:
+        """Append many records already serialised as UTF-8 JSON (one per item, no newline) in one write, whole or
+        not at all: the offline scorer's bulk write. Fsynced on the same checkpoints as :meth:`write`."""
+        if lines:
+            self._append(b"\n".join(lines) + b"\n", len(lines))
+
+    def _append(self, data: bytes, count: int) -> None:
         fd = self._fd
         if fd is None:
             raise ValueError(f"{self.path} is closed")
@@ -251,20 +260,8 @@ class SampleWriter:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, start)
             raise
-        self.written += 1
-        self._since_sync += 1
-        if self._since_sync >= self._fsync_every or time.monotonic() - self._last_sync >= self._fsync_interval_s:
-            self.checkpoint()
-
-    def write_lines(self, lines: list[str]) -> None:
-        """Append many records already serialised as JSON (one per item, no newline): the offline scorer's bulk
-        write. Flushed at once; fsynced on the same checkpoints as :meth:`write`."""
-        if not lines:
-            return
-        self._fh.write("\n".join(lines) + "\n")
-        self._fh.flush()
-        self.written += len(lines)
-        self._since_sync += len(lines)
+        self.written += count
+        self._since_sync += count
         if self._since_sync >= self._fsync_every or time.monotonic() - self._last_sync >= self._fsync_interval_s:
             self.checkpoint()
 
