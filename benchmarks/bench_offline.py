@@ -86,8 +86,9 @@ def _per_sample_model(path: Path) -> Any:
     return PerSample()
 
 
-def child(mode: str, folder: Path) -> None:
-    """One run, timed by phase; prints the phases as JSON on the last line."""
+def child(mode: str, folder: Path, skip_results: bool = False) -> None:
+    """One run, timed by phase; prints the phases as JSON on the last line. ``skip_results`` leaves results.json
+    unwritten (to time the scoring of a run too big for a results writer that holds every record)."""
     import assay.results
     from assay.models.predictions import PredictionsModel
     from assay.runner.session import RunSettings, execute
@@ -99,7 +100,7 @@ def child(mode: str, folder: Path) -> None:
     def timed_results(*args: Any, **kwargs: Any) -> Any:
         t = time.perf_counter()
         try:
-            return write_results(*args, **kwargs)
+            return None if skip_results else write_results(*args, **kwargs)
         finally:
             phases["results"] = time.perf_counter() - t
 
@@ -116,16 +117,18 @@ def child(mode: str, folder: Path) -> None:
     outcome = asyncio.run(execute([task], model, settings))
     phases["run"] = time.perf_counter() - t
     phases["score_and_write_samples"] = phases["run"] - phases.get("results", 0.0)
+    phases["cpu"] = time.process_time()
     assert outcome.status == "finished", outcome.message
     print(json.dumps({"phases": phases, "written": outcome.written}))
 
 
-def measure(mode: str, folder: Path) -> dict[str, Any]:
+def measure(mode: str, folder: Path, skip_results: bool = False) -> dict[str, Any]:
     """Run :func:`child` in a subprocess: its phases, wall time and peak RSS (MiB)."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent.parent), *sys.path])}
     start = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.bench_offline", "--child", mode, str(folder)],
+        [sys.executable, "-m", "benchmarks.bench_offline", "--child", mode, str(folder)]
+        + (["--skip-results"] if skip_results else []),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -156,7 +159,8 @@ def report(label: str, n: int, r: dict[str, Any]) -> float:
     score = p["score_and_write_samples"]
     print(
         f"  phases: load task {p['load_task']:.1f}s | index predictions {p['index_predictions']:.1f}s | "
-        f"score + write samples {score:.1f}s ({n / score:,.0f} rows/s) | results {p.get('results', 0):.1f}s"
+        f"check prompts + score + write samples {score:.1f}s ({n / score:,.0f} rows/s) | "
+        f"results {p.get('results', 0):.1f}s | CPU {r['phases'].get('cpu', float('nan')):.1f}s"
     )
     return rate
 
@@ -167,10 +171,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, help="rows of the offline run")
     parser.add_argument("--baseline-rows", type=int, help="rows of the per-sample baseline")
     parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--skip-results", action="store_true", help="time everything but writing results.json")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv if argv is not None else [])
     if args.child:
-        child(args.child[0], Path(args.child[1]))
+        child(args.child[0], Path(args.child[1]), args.skip_results)
         import resource
 
         print(f"peak_rss_kib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
@@ -186,7 +191,8 @@ def main(argv: list[str] | None = None) -> None:
         t = time.perf_counter()
         write_data(big, n)
         print(f"(wrote {n:,} rows in {time.perf_counter() - t:.1f}s)")
-        rate = report("offline path", n, measure("offline", big))
+        label = "offline path" + (" (results.json not written)" if args.skip_results else "")
+        rate = report(label, n, measure("offline", big, args.skip_results))
         if not args.no_baseline:
             write_data(small, n_base)
             base = report("per-sample runner path (baseline)", n_base, measure("per-sample", small))

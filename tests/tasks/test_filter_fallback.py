@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 from assay.models.base import Response
@@ -54,3 +55,5 @@ def test_unmark_gives_plain_values_and_the_marks() -> None:
     plain, marks = unmark(values)
     assert plain == ["[invalid]", "7", None] and type(plain[0]) is str
     assert marks[0] is values[0] and marks[1:] == [None, None]
+    copy = pickle.loads(pickle.dumps(values[0]))
+    assert type(copy) is NoMatch and (copy, copy.raw, copy.pattern) == ("[invalid]", "x", r"(\d+)")

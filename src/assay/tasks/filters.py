@@ -94,6 +94,13 @@ class NoMatch(str):
         made.pattern = pattern
         return made
 
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable (to score chunks in other processes)
+        return _no_match, (str(self), self.raw, self.pattern)
+
+
+def _no_match(text: str, raw: str, pattern: str) -> NoMatch:
+    return NoMatch(text, raw=raw, pattern=pattern)
+
 
 class TextStep(FilterStep):
     """A step applied to each text value on its own; None and non-text values pass through."""
