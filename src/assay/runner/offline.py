@@ -2,8 +2,9 @@
 evaluators' columnar batch paths and write their records in bulk.
 
 The records are those the per-sample path writes (``SampleRecord``, timings aside; a test proves it).
-:func:`score_chunk` is the unit of work, a plain function of a task and a chunk of answered samples, so that other
-executors (Ray) can run it where the data is.
+:func:`score_records` is the unit of work, a plain (async) function of a task and a chunk of answered samples
+returning finished records, so that other executors (Ray) can run it where the data is; the driver stays the one
+writer of the run folder.
 """
 
 from __future__ import annotations
@@ -232,6 +233,56 @@ def encode(record: Mapping[str, Any]) -> bytes:
     return pydantic_core.to_json(record)
 
 
+async def score_records(
+    task: Task, chunk: Sequence[Answered], *, started_at: float = 0.0, model_seconds: float = 0.0
+) -> list[dict[str, Any]]:
+    """The finished records (SampleRecord's JSON form, ready for :func:`encode`) of a chunk of answered samples.
+
+    The unit of offline work, for any executor: a re-scored record (``logged``) keeps everything but its filters,
+    task hash and scoring time; a new one gets its prompt rendered and the timings given.
+    """
+    if not chunk:
+        return []
+    fresh = [item.logged is None for item in chunk]
+    messages = [render(task, item.sample) if new else None for item, new in zip(chunk, fresh, strict=True)]
+    prompts = [
+        prompt_of(m) if m is not None else str((item.logged or {}).get("prompt") or "")
+        for item, m in zip(chunk, messages, strict=True)
+    ]
+    t0 = time.perf_counter()
+    filters = await score_chunk(task, chunk, prompts)
+    eval_seconds = (time.perf_counter() - t0) / len(chunk)
+    task_hash, gen_kwargs = task.hash, task.params_for(0)
+    out: list[dict[str, Any]] = []
+    for item, msgs, prompt, scored in zip(chunk, messages, prompts, filters, strict=True):
+        if item.logged is not None:
+            out.append({**item.logged, "task_hash": task_hash, "filters": scored, "eval_seconds": eval_seconds})
+            continue
+        s = item.sample
+        out.append(
+            {
+                "task": task.name,
+                "task_hash": task_hash,
+                "doc_id": s.doc_id,
+                "sample_id": s.id,
+                "doc": s.doc,
+                "prompt": prompt,
+                "messages": msgs,
+                "gen_kwargs": gen_kwargs,
+                "target": s.target,
+                "metadata": s.metadata,
+                "responses": item.responses,
+                "response_errors": item.errors,
+                "cache_hits": 0,
+                "filters": scored,
+                "started_at": started_at,
+                "model_seconds": model_seconds,
+                "eval_seconds": eval_seconds,
+            }
+        )
+    return out
+
+
 def _chunks(work: Sequence[tuple[Task, Sample]], size: int) -> Iterator[tuple[Task, list[Sample]]]:
     """Consecutive samples of one task, at most ``size`` at a time."""
     for task, group in groupby(work, key=lambda pair: pair[0]):
@@ -275,39 +326,11 @@ class OfflineScheduler(Scheduler):
         return answered
 
     async def _run_chunk(self, task: Task, samples: list[Sample]) -> None:
-        started_at = time.time()
-        t0 = time.perf_counter()
+        started_at, t0 = time.time(), time.perf_counter()
         answered = self._answer(task, samples)
-        messages = [render(task, s) for s in samples]
-        prompts = [prompt_of(m) for m in messages]
         model_seconds = (time.perf_counter() - t0) / len(samples)
-        t1 = time.perf_counter()
-        filters = await score_chunk(task, answered, prompts)
-        eval_seconds = (time.perf_counter() - t1) / len(samples)
-        task_hash, gen_kwargs = task.hash, task.params_for(0)
-        lines = []
-        for item, msgs, prompt, scored in zip(answered, messages, prompts, filters, strict=True):
-            s = item.sample
-            record = {
-                "task": task.name,
-                "task_hash": task_hash,
-                "doc_id": s.doc_id,
-                "sample_id": s.id,
-                "doc": s.doc,
-                "prompt": prompt,
-                "messages": msgs,
-                "gen_kwargs": gen_kwargs,
-                "target": s.target,
-                "metadata": s.metadata,
-                "responses": item.responses,
-                "response_errors": item.errors,
-                "cache_hits": 0,
-                "filters": scored,
-                "started_at": started_at,
-                "model_seconds": model_seconds,
-                "eval_seconds": eval_seconds,
-            }
-            lines.append(encode(record))
+        records = await score_records(task, answered, started_at=started_at, model_seconds=model_seconds)
+        lines = [encode(record) for record in records]
         self.writer.write_lines(lines)
         for item in answered:
             failed = any(item.errors)
