@@ -29,3 +29,13 @@ def test_quiet_progress_prints_nothing_but_still_counts():
     progress.advance(error=True, cache_hits=1)
     progress.stop()
     assert out.getvalue() == "" and progress.done == 1 and progress.errors == 1
+
+
+def test_advance_many_counts_a_chunk_at_once() -> None:
+    from assay.runner.progress import RunProgress
+
+    progress = RunProgress(10, enabled=False)
+    progress.start(already_done=2)
+    progress.advance_many(5, errors=2, cache_hits=1)
+    progress.advance(error=True, cache_hits=0)
+    assert (progress.done, progress.errors, progress.cache_hits) == (8, 3, 1)

@@ -332,12 +332,14 @@ class OfflineScheduler(Scheduler):
         records = await score_records(task, answered, started_at=started_at, model_seconds=model_seconds)
         lines = [encode(record) for record in records]
         self.writer.write_lines(lines)
+        failed = 0
         for item in answered:
-            failed = any(item.errors)
-            self.stats.written += 1
-            self.stats.errors += int(failed)
-            if failed and self.stats.first_error is None:
-                error = next(e for e in item.errors if e)
-                self.stats.first_error = f"{task.name}/{item.sample.id}: {error}"
-            self.progress.advance(error=failed, cache_hits=0)
+            error = next((e for e in item.errors if e), None)
+            if error is not None:
+                failed += 1
+                if self.stats.first_error is None:
+                    self.stats.first_error = f"{task.name}/{item.sample.id}: {error}"
+        self.stats.written += len(answered)
+        self.stats.errors += failed
+        self.progress.advance_many(len(answered), errors=failed)
         self._check_error_rate()

@@ -71,6 +71,14 @@ class RunProgress:
         if self._progress is not None:
             self._progress.update(self._task, advance=1, errors=self.errors, cache_hits=self.cache_hits)
 
+    def advance_many(self, count: int, *, errors: int, cache_hits: int = 0) -> None:
+        """``count`` samples done at once (the offline scorer's chunks): one update, not one per sample."""
+        self.done += count
+        self.errors += errors
+        self.cache_hits += cache_hits
+        if self._progress is not None:
+            self._progress.update(self._task, advance=count, errors=self.errors, cache_hits=self.cache_hits)
+
     def stop(self) -> None:
         if self._progress is not None:
             self._progress.stop()
