@@ -95,6 +95,7 @@ def task_config(rows: list[dict[str, Any]]) -> dict[str, Any]:
             {"name": "num", "steps": [{"type": "regex", "pattern": r"(\d+)\s*\.?$"}, {"type": "strip"}]},
             {"name": "vote", "steps": [{"type": "regex", "pattern": r"(\d+)"}, {"type": "majority_vote"}]},
             {"name": "none", "steps": []},
+            {"name": "json", "steps": [{"type": "extract_json"}]},
         ],
         "evaluators": [
             {"name": "exact_match", "filters": ["num", "vote"]},

@@ -63,12 +63,13 @@ async def test_batch_and_per_sample_paths_write_the_same_records_and_results(
     assert figures(batch) == figures(single)
     # the mix really covers what it claims: every kind of verdict is in these records
     first = ours["s0"]["filters"]
-    assert set(first) == {"num", "vote", "none"} and len(first["num"]["filtered"]) == 3
+    assert set(first) == {"num", "vote", "none", "json"} and len(first["num"]["filtered"]) == 3
     assert len(first["vote"]["filtered"]) == 1
     verdicts = [v for r in ours.values() for f in r["filters"].values() for vs in f["verdicts"].values() for v in vs]
     errors = [v["error"] for v in verdicts if v["error"]]
     assert any("picky cannot judge 'boom'" in e for e in errors)  # raised on one sample, the others are judged
     assert any(e.startswith("no response to evaluate: no prediction for sample") for e in errors)
+    assert any(e.startswith("filter pipeline 'json' gave no value to evaluate") for e in errors)
     assert any("has no doc field 'alt'" in e or "alt" in e for e in errors)  # the row lacks the expected field
     assert any(v["passed"] for v in verdicts) and any(v["passed"] is False and not v["error"] for v in verdicts)
     assert any((v["details"] or {}).get("extraction") == "no match" for v in verdicts)

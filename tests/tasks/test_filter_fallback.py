@@ -57,3 +57,12 @@ def test_unmark_gives_plain_values_and_the_marks() -> None:
     assert marks[0] is values[0] and marks[1:] == [None, None]
     copy = pickle.loads(pickle.dumps(values[0]))
     assert type(copy) is NoMatch and (copy, copy.raw, copy.pattern) == ("[invalid]", "x", r"(\d+)")
+
+
+async def test_a_filter_that_gives_none_is_not_blamed_on_the_model() -> None:
+    t = task([{"type": "extract_json"}])
+    filters, _ = await score_sample(t, t.samples()[0], [Response(text="no json here")], [None])
+    error = filters["num"].verdicts["exact_match"][0]["error"]
+    assert error.startswith("filter pipeline 'num' gave no value to evaluate")
+    failed, _ = await score_sample(t, t.samples()[0], [None], ["HTTP 500: boom"])
+    assert failed["num"].verdicts["exact_match"][0]["error"] == "no response to evaluate: HTTP 500: boom"

@@ -23,6 +23,7 @@ from assay.errors import DataError
 from assay.evaluators.base import Evaluator
 from assay.models.base import Message, Model, ModelError, Request, Response
 from assay.runner.scheduler import Scheduler
+from assay.runner.scoring import nothing_to_judge
 from assay.tasks.filters import NoMatch, explain_no_match, unmark
 from assay.verdict import Verdict
 
@@ -177,7 +178,8 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
                     if broken[i] is not None:
                         row.append(Verdict.errored(f"filter pipeline {pipeline.name!r} failed: {broken[i]}"))
                     elif value is None:
-                        row.append(Verdict.errored(f"no response to evaluate: {failures[i]}"))
+                        why = nothing_to_judge(pipeline.name, pipeline.reduces, item.responses, j, failures[i])
+                        row.append(Verdict.errored(why))
                     elif missing is not None:
                         row.append(Verdict.errored(missing))
                     else:

@@ -28,6 +28,15 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+def nothing_to_judge(pipeline: str, reduces: bool, responses: list[Response | None], index: int, failure: str) -> str:
+    """Why value ``index`` of a pipeline is None: the model failed, or (its answer was there) a filter step gave
+    None, e.g. extract_json finding no JSON; the second must not read as the model's fault."""
+    answered = any(r is not None for r in responses) if reduces else responses[index] is not None
+    if answered:
+        return f"filter pipeline {pipeline!r} gave no value to evaluate (a step found nothing and its fallback is None)"
+    return f"no response to evaluate: {failure}"
+
+
 async def _judge(evaluator: Evaluator, value: Any, expected: Any, context: dict[str, Any]) -> Verdict:
     """One verdict; an evaluator that raises (evaluate() already guards; an overriding aevaluate may not) errors."""
     try:
@@ -82,12 +91,13 @@ async def score_sample(
                 expected, missing = None, str(err)
             verdicts: list[Verdict] = []
             mark: NoMatch | None
-            for value, mark in zip(values, marks, strict=True):
+            for k, (value, mark) in enumerate(zip(values, marks, strict=True)):
                 if broken is not None:
                     verdicts.append(Verdict.errored(f"filter pipeline {filter_name!r} failed: {broken}"))
                     continue
                 if value is None:
-                    verdicts.append(Verdict.errored(f"no response to evaluate: {failure}"))
+                    why = nothing_to_judge(filter_name, pipeline.reduces, responses, k, failure)
+                    verdicts.append(Verdict.errored(why))
                     continue
                 if missing is not None:
                     verdicts.append(Verdict.errored(missing))
