@@ -94,32 +94,36 @@ def child(mode: str, folder: Path, skip_results: bool = False) -> None:
     from assay.runner.session import RunSettings, execute
     from assay.tasks import Task
 
-    phases: dict[str, float] = {}
+    phases: dict[str, float] = {}  # wall seconds per phase
+    cpu: dict[str, float] = {}  # CPU seconds per phase (steadier than wall time on a shared machine)
     write_results = assay.results.write_results
 
     def timed_results(*args: Any, **kwargs: Any) -> Any:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         try:
             return None if skip_results else write_results(*args, **kwargs)
         finally:
-            phases["results"] = time.perf_counter() - t
+            phases["results"], cpu["results"] = time.perf_counter() - t, time.process_time() - c
+
+    def phase(name: str, t: float, c: float) -> None:
+        phases[name], cpu[name] = time.perf_counter() - t, time.process_time() - c
 
     assay.results.write_results = timed_results  # type: ignore[assignment]  # the session imports it when called
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     task = Task.from_yaml(folder / "task.yaml")
     _ = task.hash
-    phases["load_task"] = time.perf_counter() - t
-    t = time.perf_counter()
+    phase("load_task", t, c)
+    t, c = time.perf_counter(), time.process_time()
     model = PredictionsModel(folder / "preds.jsonl") if mode == "offline" else _per_sample_model(folder / "preds.jsonl")
-    phases["index_predictions"] = time.perf_counter() - t
+    phase("index_predictions", t, c)
     settings = RunSettings(output_dir=folder / f"runs-{mode}", progress=False, cache=False, concurrency=32)
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     outcome = asyncio.run(execute([task], model, settings))
-    phases["run"] = time.perf_counter() - t
-    phases["score_and_write_samples"] = phases["run"] - phases.get("results", 0.0)
-    phases["cpu"] = time.process_time()
+    phase("run", t, c)
+    for table in (phases, cpu):
+        table["score_and_write_samples"] = table["run"] - table.get("results", 0.0)
     assert outcome.status == "finished", outcome.message
-    print(json.dumps({"phases": phases, "written": outcome.written}))
+    print(json.dumps({"phases": phases, "cpu": cpu, "written": outcome.written}))
 
 
 def measure(mode: str, folder: Path, skip_results: bool = False) -> dict[str, Any]:
@@ -156,12 +160,13 @@ def report(label: str, n: int, r: dict[str, Any]) -> float:
     p = r["phases"]
     rate = n / r["wall"]
     print(f"{label}: {n:,} rows in {r['wall']:.1f}s end to end = {rate:,.0f} rows/s, peak RSS {r['rss_mib']:,.0f} MiB")
-    score = p["score_and_write_samples"]
-    print(
-        f"  phases: load task {p['load_task']:.1f}s | index predictions {p['index_predictions']:.1f}s | "
-        f"check prompts + score + write samples {score:.1f}s ({n / score:,.0f} rows/s) | "
-        f"results {p.get('results', 0):.1f}s | CPU {r['phases'].get('cpu', float('nan')):.1f}s"
-    )
+    for label_, table in (("wall", p), ("CPU", r["cpu"])):
+        score = table["score_and_write_samples"]
+        print(
+            f"  {label_:>4}: load task {table['load_task']:.1f}s | index predictions {table['index_predictions']:.1f}s"
+            f" | check prompts + score + write samples {score:.1f}s ({n / score:,.0f} rows/s) | "
+            f"results {table.get('results', 0):.1f}s"
+        )
     return rate
 
 
