@@ -144,3 +144,20 @@ def test_identity(tmp_path: Path) -> None:
     path = write(tmp_path, [{"id": "a", "prediction": "x"}])
     identity = PredictionsModel(path).identity()
     assert identity["provider"] == "predictions" and identity["path"] == str(path) and len(identity["sha256"]) == 64
+
+
+async def test_entries_are_read_back_from_disk_in_any_order_without_leaking_descriptors(tmp_path: Path) -> None:
+    import os
+
+    rows = [{"id": f"s{i}", "prediction": f"é{i}" * (i % 5 + 1)} for i in range(300)]
+    path = write(tmp_path, [json.dumps(r, ensure_ascii=False) for r in rows])
+    model = PredictionsModel(path)
+    wanted = ["s299", "nope", "s0", "s150", "s150"]
+    entries = model.entries(wanted)
+    assert [e.texts[0] if e else None for e in entries] == ["é299" * 5, None, "é0", "é150", "é150"]
+    assert entries[0] is not None and entries[0].line == 300
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        PredictionsModel(path).entries(["s1"])  # dropped without aclose
+    assert len(os.listdir("/proc/self/fd")) <= before + 1
+    await model.aclose()

@@ -7,6 +7,7 @@ back from disk when asked for. Ten million predictions cost ~320 MB of index, no
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -233,9 +234,16 @@ class PredictionsModel(Model):
         return self.answer(self.entries([request.sample_id])[0], request.sample_id, request.repeat)
 
     async def aclose(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._close()
+
+    def _close(self) -> None:
+        fd, self._fd = getattr(self, "_fd", None), None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:  # a model built and dropped without aclose (scripts, tests) gives its descriptor back
+        with contextlib.suppress(Exception):  # interpreter shutdown
+            self._close()
 
 
 def _as_text(value: Any) -> str | None:
