@@ -225,6 +225,8 @@ def test_jsonl_is_read_as_a_stream_in_chunks_with_line_numbers(tmp_path: Path) -
         assert [len(rows) for rows, _ in chunks] == [4, 4, 2]
         assert [row["i"] for rows, _ in chunks for row in rows] == list(range(10))
         assert chunks[0][1] == [1, 3, 4, 5]  # blank lines skipped, numbers kept
+        first, second = chunks[0][0][0], chunks[2][0][1]
+        assert next(iter(first)) is next(iter(second))  # field names are shared, not one copy per row
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"i": 1}\n{"i": 2}\n{"t": "\xff"}\n')
     with pytest.raises(DataError, match=r"bad\.jsonl:3: not valid UTF-8"):

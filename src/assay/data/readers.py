@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from sys import intern
 from typing import Any
 
 from assay.data.spec import DatasetSpec
@@ -97,7 +98,8 @@ def read_dataset(
     if not path.is_file():
         raise DataError(f"{name}: dataset file not found" if not path.exists() else f"{name}: not a file")
     if fmt == "jsonl":
-        rows, lines = [], []
+        rows: list[Row] = []
+        lines: list[int] = []
         for chunk_rows, chunk_lines in iter_jsonl(path, name):
             rows.extend(chunk_rows)
             lines.extend(chunk_lines)
@@ -105,8 +107,8 @@ def read_dataset(
     text = _read_text(path, name)
     if fmt in ("csv", "tsv"):
         delimiter = spec.delimiter or ("\t" if fmt == "tsv" else ",")
-        rows, lines = parse_csv(text, name, delimiter)
-        return Dataset(rows, name, lines)
+        csv_rows, csv_lines = parse_csv(text, name, delimiter)
+        return Dataset(csv_rows, name, csv_lines)
     return Dataset(parse_json(text, name), name, None)
 
 
@@ -151,7 +153,7 @@ def iter_jsonl(path: Path, name: str | None = None, chunk: int = 8192) -> Iterat
                     raise DataError(f"{name}:{lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
                 if type(obj) is not dict:
                     raise DataError(f"{name}:{lineno}: expected a JSON object on each line, got {_kind(obj)}")
-                rows.append(obj)
+                rows.append({intern(k): v for k, v in obj.items()})  # one copy of each field name, not one per row
                 lines.append(lineno)
                 if len(rows) >= chunk:
                     yield rows, lines
