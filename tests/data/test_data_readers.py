@@ -215,7 +215,7 @@ def test_content_hash_ignores_format_and_key_order_but_not_values(tmp_path):
 def test_jsonl_is_read_as_a_stream_in_chunks_with_line_numbers(tmp_path: Path) -> None:
     from assay.data.readers import iter_jsonl
 
-    text = "\ufeff" + "".join(f'{{"i": {i}, "t": "é{i}"}}\n' + ("\n" if i % 3 == 0 else "") for i in range(10))
+    text = "\ufeff" + "".join(f'{{"i": {i}, "title": "é{i}"}}\n' + ("\n" if i % 3 == 0 else "") for i in range(10))
     plain = tmp_path / "d.jsonl"
     plain.write_text(text, encoding="utf-8")
     packed = tmp_path / "d.jsonl.gz"
@@ -226,7 +226,7 @@ def test_jsonl_is_read_as_a_stream_in_chunks_with_line_numbers(tmp_path: Path) -
         assert [row["i"] for rows, _ in chunks for row in rows] == list(range(10))
         assert chunks[0][1] == [1, 3, 4, 5]  # blank lines skipped, numbers kept
         first, second = chunks[0][0][0], chunks[2][0][1]
-        assert next(iter(first)) is next(iter(second))  # field names are shared, not one copy per row
+        assert list(first)[1] is list(second)[1]  # field names are shared, not one copy per row
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"i": 1}\n{"i": 2}\n{"t": "\xff"}\n')
     with pytest.raises(DataError, match=r"bad\.jsonl:3: not valid UTF-8"):
