@@ -22,7 +22,7 @@ import pydantic_core
 from assay.errors import DataError
 from assay.evaluators.base import Evaluator
 from assay.models.base import Message, Model, ModelError, Request, Response
-from assay.runner.scheduler import Scheduler
+from assay.runner.scheduler import Scheduler, _cap, stored_response
 from assay.runner.scoring import nothing_to_judge
 from assay.tasks.filters import NoMatch, explain_no_match, unmark
 from assay.verdict import Verdict
@@ -236,12 +236,18 @@ def encode(record: Mapping[str, Any]) -> bytes:
 
 
 async def score_records(
-    task: Task, chunk: Sequence[Answered], *, started_at: float = 0.0, model_seconds: float = 0.0
+    task: Task,
+    chunk: Sequence[Answered],
+    *,
+    started_at: float = 0.0,
+    model_seconds: float = 0.0,
+    max_response_chars: int | None = None,
 ) -> list[dict[str, Any]]:
     """The finished records (SampleRecord's JSON form, ready for :func:`encode`) of a chunk of answered samples.
 
     The unit of offline work, for any executor: a re-scored record (``logged``) keeps everything but its filters,
-    task hash and scoring time; a new one gets its prompt rendered and the timings given.
+    task hash and scoring time; a new one gets its prompt rendered and the timings given. As in the per-sample
+    path, answers are scored whole and stored cut to ``max_response_chars`` (filtered texts too).
     """
     if not chunk:
         return []
@@ -254,6 +260,10 @@ async def score_records(
     t0 = time.perf_counter()
     filters = await score_chunk(task, chunk, prompts)
     eval_seconds = (time.perf_counter() - t0) / len(chunk)
+    if max_response_chars is not None:
+        for scored in filters:
+            for record in scored.values():
+                record["filtered"] = [_cap(v, max_response_chars) for v in record["filtered"]]
     task_hash, gen_kwargs = task.hash, task.params_for(0)
     out: list[dict[str, Any]] = []
     for item, msgs, prompt, scored in zip(chunk, messages, prompts, filters, strict=True):
@@ -273,7 +283,7 @@ async def score_records(
                 "gen_kwargs": gen_kwargs,
                 "target": s.target,
                 "metadata": s.metadata,
-                "responses": item.responses,
+                "responses": [stored_response(r, max_response_chars) for r in item.responses],
                 "response_errors": item.errors,
                 "cache_hits": 0,
                 "filters": scored,
@@ -331,17 +341,35 @@ class OfflineScheduler(Scheduler):
         started_at, t0 = time.time(), time.perf_counter()
         answered = self._answer(task, samples)
         model_seconds = (time.perf_counter() - t0) / len(samples)
-        records = await score_records(task, answered, started_at=started_at, model_seconds=model_seconds)
-        lines = [encode(record) for record in records]
-        self.writer.write_lines(lines)
-        failed = 0
-        for item in answered:
-            error = next((e for e in item.errors if e), None)
-            if error is not None:
-                failed += 1
-                if self.stats.first_error is None:
-                    self.stats.first_error = f"{task.name}/{item.sample.id}: {error}"
-        self.stats.written += len(answered)
-        self.stats.errors += failed
+        limit = self.config.max_response_chars
+        records = await score_records(
+            task, answered, started_at=started_at, model_seconds=model_seconds, max_response_chars=limit
+        )
+        self.writer.write_lines([encode(record) for record in records])
+        stats, failed = self.stats, 0
+        for item, record in zip(answered, records, strict=True):
+            stats.truncated += sum(r is not s for r, s in zip(item.responses, record["responses"], strict=True))
+            model_error = next((e for e in item.errors if e), None)
+            evaluator_error = None if model_error is not None else verdict_error(record["filters"])
+            if model_error is not None:
+                stats.errors += 1
+                if stats.first_error is None:
+                    stats.first_error = f"{task.name}/{item.sample.id}: {model_error}"
+            elif evaluator_error is not None:
+                stats.evaluator_errors += 1
+                if stats.first_evaluator_error is None:
+                    stats.first_evaluator_error = f"{task.name}/{item.sample.id}: {evaluator_error}"
+            failed += model_error is not None or evaluator_error is not None
+        stats.written += len(answered)
         self.progress.advance_many(len(answered), errors=failed)
         self._check_error_rate()
+
+
+def verdict_error(filters: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The first error verdict of a record's filters (JSON form), as the per-sample path finds it."""
+    for filtered in filters.values():
+        for metric, verdicts in filtered["verdicts"].items():
+            for verdict in verdicts:
+                if verdict.get("error"):
+                    return f"{metric}: {verdict['error']}"
+    return None
