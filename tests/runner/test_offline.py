@@ -98,3 +98,14 @@ async def test_a_crashed_offline_run_resumes_to_the_same_records(tmp_path: Path)
     assert resumed.status == "finished" and resumed.skipped == 23 and resumed.written == N - 23
     assert records(crashed.run_dir) == records(full.run_dir)
     assert figures(crashed.run_dir) == figures(full.run_dir)
+
+
+def test_the_text_evaluators_are_given_texts_and_the_others_responses() -> None:
+    from assay.evaluators.base import Evaluator
+    from assay.runner.offline import has_fast_batch, reads_text
+
+    for name in ("exact_match", "token_f1", "fuzzy_match", "contains", "regex", "numeric"):
+        options = {"pattern": "x"} if name == "regex" else {"substrings": ["x"]} if name == "contains" else {}
+        evaluator = Evaluator.from_config({"name": name, **options})
+        assert reads_text(evaluator) and has_fast_batch(evaluator), name
+    assert not reads_text(Evaluator.from_config({"name": "tool_usage", "required": ["f"]}))

@@ -34,9 +34,9 @@ if TYPE_CHECKING:
 
 CHUNK = 8192  # samples scored and written together
 JUDGE_CONCURRENCY = 32
-# modules whose evaluators read a Response only through ``as_text``: their batch paths are given the texts, which
-# they vectorise (a Response would send them to the per-pair loop)
-TEXT_EVALUATORS = frozenset({"assay.evaluators.text"})  # async evaluators (judges) in flight at once within a chunk
+# packages/modules whose evaluators read a Response only through ``as_text``: their batch paths are given the texts,
+# which they vectorise (a Response would send them pair by pair)
+TEXT_EVALUATORS = ("assay.evaluators.text.", "assay.evaluators.numeric")
 
 
 @dataclass(slots=True)
@@ -70,6 +70,12 @@ def has_fast_batch(evaluator: Evaluator) -> bool:
     )
 
 
+def reads_text(evaluator: Evaluator) -> bool:
+    """True for the built-in evaluators that judge a Response by its text alone."""
+    module = type(evaluator).__module__
+    return module.startswith(TEXT_EVALUATORS[0]) or module in TEXT_EVALUATORS[1:]
+
+
 def _raised(evaluator: Evaluator, err: Exception) -> Verdict:
     return Verdict.errored(f"{evaluator.name} raised {type(err).__name__}: {err}")
 
@@ -92,7 +98,7 @@ async def _verdicts(
     if not values:
         return []
     if has_fast_batch(evaluator):
-        if type(evaluator).__module__ in TEXT_EVALUATORS:  # they judge a Response by its text (as_text)
+        if reads_text(evaluator):  # they judge a Response by its text (as_text)
             values = [(v.text or "") if isinstance(v, Response) else v for v in values]
         try:
             batch = evaluator.evaluate_batch(values, expecteds)
