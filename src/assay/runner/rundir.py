@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,10 +30,13 @@ def _umask() -> int:
 _FILE_MODE = 0o666 & ~_umask()  # what open() would give a new file; mkstemp's own 0600 would hide results from others
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
     """Write ``text`` to ``path`` so a reader sees the old file or the new one, never half of either.
 
-    The file gets the mode an ordinary write would give it: the existing file's, else the umask's."""
+    ``durable`` fsyncs the new file before it replaces the old one, so it also survives a power cut; without it a
+    killed process still leaves the old or the new file, but a power cut may leave an empty one (for files derived
+    from durable ones, or made durable later with :func:`sync_file`). The file gets the mode an ordinary write would
+    give it: the existing file's, else the umask's."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         mode = path.stat().st_mode & 0o7777
@@ -44,15 +48,26 @@ def atomic_write_text(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def write_manifest(run_dir: Path, manifest: RunManifest) -> None:
-    atomic_write_text(run_dir / MANIFEST, manifest.model_dump_json(indent=2) + "\n")
+def sync_file(path: Path) -> None:
+    """fsync a file already written (made durable against a power cut)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_manifest(run_dir: Path, manifest: RunManifest, *, durable: bool = True) -> None:
+    """Replace ``run.json`` atomically (see :func:`atomic_write_text` for ``durable``)."""
+    atomic_write_text(run_dir / MANIFEST, manifest.model_dump_json(indent=2) + "\n", durable=durable)
 
 
 def read_manifest(run_dir: Path) -> RunManifest:
@@ -221,11 +236,19 @@ def drop_samples(run_dir: Path, keys: set[tuple[str, str]]) -> int:
 class SampleWriter:
     """Appends one JSON line per finished sample: written whole at once, fsynced at checkpoints and on close.
 
-    Each line goes to the file with unbuffered writes; a write that fails part-way (a full disk) is cut back, so the
-    file never holds half a line and the error reaches the caller at once, with every earlier sample intact.
+    The guarantee: each line reaches the OS in the same call that finishes its sample (unbuffered writes), so it
+    survives the process being killed (SIGKILL, OOM). Against a power cut or an OS crash, the file is durable as of
+    its last checkpoint (every ``fsync_every`` lines or ``fsync_interval_s`` seconds, and on close).
+
+    ``sync_first`` (a new run's ``run.json``, written without fsync) is fsynced in a thread at once, off the
+    request path, and every checkpoint waits for it: samples never become durable without the manifest that makes
+    them a run. A write that fails part-way (a full disk) is cut back, so the file never holds half a line and the
+    error reaches the caller at once, with every earlier sample intact.
     """
 
-    def __init__(self, path: Path, *, fsync_every: int = 200, fsync_interval_s: float = 2.0) -> None:
+    def __init__(
+        self, path: Path, *, fsync_every: int = 200, fsync_interval_s: float = 2.0, sync_first: Path | None = None
+    ) -> None:
         self.path = path
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _FILE_MODE)
         self._fsync_every = fsync_every
@@ -233,6 +256,24 @@ class SampleWriter:
         self._since_sync = 0
         self._last_sync = time.monotonic()
         self.written = 0
+        self._first: threading.Thread | None = None
+        self._first_error: OSError | None = None
+        if sync_first is not None:
+            self._first = threading.Thread(target=self._sync_first, args=(sync_first,), name="assay-fsync", daemon=True)
+            self._first.start()
+
+    def _sync_first(self, path: Path) -> None:
+        try:
+            sync_file(path)
+        except OSError as err:  # raised by the next checkpoint: durability was asked for and not obtained
+            self._first_error = err
+
+    def _wait_first(self) -> None:
+        first, self._first = self._first, None
+        if first is not None:
+            first.join()
+            if self._first_error is not None:
+                raise self._first_error
 
     def write(self, record: SampleRecord) -> None:
         self.write_line((record.model_dump_json() + "\n").encode())
@@ -267,6 +308,7 @@ class SampleWriter:
 
     def checkpoint(self) -> None:
         """Make everything written so far durable (survives a power cut, not just a process kill)."""
+        self._wait_first()
         if self._fd is not None:
             os.fsync(self._fd)
         self._since_sync = 0
@@ -276,6 +318,7 @@ class SampleWriter:
         fd, self._fd = self._fd, None
         if fd is not None:
             try:
+                self._wait_first()
                 os.fsync(fd)
             finally:
                 os.close(fd)

@@ -7,7 +7,6 @@ import contextlib
 import errno
 import re
 import secrets
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -16,10 +15,13 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import ConfigError
 from assay.models.base import Model
 from assay.record import RunManifest
+from assay.runner.gitinfo import GitHash as GitHash  # re-exported: it used to live here
+from assay.runner.gitinfo import git_hash
 from assay.runner.lock import run_lock
 from assay.runner.progress import RunProgress
 from assay.runner.retry import RetryPolicy
 from assay.runner.rundir import (
+    MANIFEST,
     SAMPLES,
     SampleWriter,
     drop_samples,
@@ -63,40 +65,6 @@ def new_run_dir(output_dir: Path, tasks: list[Task]) -> Path:
     path = output_dir / f"{_slug(name)}-{stamp}-{secrets.token_hex(3)}"
     path.mkdir(parents=True, exist_ok=False)
     return path
-
-
-class GitHash:
-    """The current git commit of the working directory, asked for at once and read when needed, so ``git`` runs
-    while the tasks load instead of before the first request."""
-
-    def __init__(self) -> None:
-        try:
-            self._proc: subprocess.Popen[str] | None = subprocess.Popen(
-                ["git", "rev-parse", "--short", "HEAD"],
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-            )
-        except OSError:
-            self._proc = None
-        self._value: str | None = None
-
-    def result(self) -> str | None:
-        """The short commit hash, or None outside a repository (waits for git once; later calls are free)."""
-        proc, self._proc = self._proc, None
-        if proc is not None:
-            try:
-                out, _ = proc.communicate(timeout=5)
-                self._value = (out.strip() or None) if proc.returncode == 0 else None
-            except subprocess.SubprocessError:
-                proc.kill()
-                proc.wait()
-        return self._value
-
-
-def git_hash() -> str | None:
-    """The current git commit of the working directory, when there is one."""
-    return GitHash().result()
 
 
 def _check_unique_names(tasks: list[Task]) -> None:
@@ -276,11 +244,12 @@ async def _execute(
         from assay.runner.cache import ResponseCache
 
         cache = ResponseCache(settings.cache_path)
+    fresh = run_dir is None
     if run_dir is None:
         run_dir = new_run_dir(settings.output_dir, tasks)
         held.enter_context(run_lock(run_dir, action="write"))
         manifest = start_manifest(tasks, model, settings, run_dir, git)
-        write_manifest(run_dir, manifest)
+        write_manifest(run_dir, manifest, durable=False)  # the SampleWriter fsyncs it in a thread, before any sample
     show = settings.progress if settings.progress is not None else _is_terminal(console)
     progress = RunProgress(len(work) + skipped, enabled=show, console=console)
     config = SchedulerConfig(
@@ -299,7 +268,7 @@ async def _execute(
     scheduler: Scheduler | None = None
     resume = f"assay run --resume {run_dir}"
     try:
-        with SampleWriter(run_dir / SAMPLES) as writer:
+        with SampleWriter(run_dir / SAMPLES, sync_first=run_dir / MANIFEST if fresh else None) as writer:
             kind = OfflineScheduler if offline else Scheduler
             scheduler = kind(model, writer, config, cache=cache, progress=progress)
             progress.start(already_done=skipped)
