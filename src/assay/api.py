@@ -16,6 +16,7 @@ from assay.runner.session import RUNTIME_SETTINGS, RunOutcome, RunSettings, exec
 from assay.secrets import REDACTED
 
 if TYPE_CHECKING:
+    from assay.record import RunManifest
     from assay.results import Run
     from assay.tasks import Task
 
@@ -128,6 +129,42 @@ def _resume_model(model: Any, recorded: dict[str, Any], run_dir: Path, timeout_s
     return model_obj
 
 
+def resume_tasks(tasks: Any, manifest: RunManifest, run_dir: Path) -> list[Task]:
+    """The tasks of a resumed run: each rebuilt from its config in run.json, or given again (a task file, for a
+    config recorded without its credentials, e.g. a key in a judge's URL); either way it must be the task the run
+    started with (same hash)."""
+    from assay.tasks import Task
+
+    given = {task.name: task for task in load_tasks(tasks)} if tasks is not None else {}
+    names = [info.name for info in manifest.tasks]
+    extra = sorted(set(given) - set(names))
+    if extra:
+        raise ConfigError(f"{run_dir} has no task named {extra[0]!r}; its tasks: {', '.join(names)}")
+    out: list[Task] = []
+    for info in manifest.tasks:
+        task = given.get(info.name)
+        if task is None:
+            if info.redacted:
+                raise ConfigError(
+                    f"{run_dir}/run.json records task {info.name!r} without the credentials in "
+                    f"{', '.join(info.redacted)} (a key in a URL is never written); give the task file again to "
+                    f"resume: assay run --resume {run_dir} TASK.yaml (tasks=… in Python)"
+                )
+            task = Task.from_config(info.config)
+        if task.hash != info.task_hash:
+            why = (
+                "the task file given differs from the one the run started with"
+                if info.name in given
+                else "its dataset or config changed since the run started"
+            )
+            raise ConfigError(
+                f"{run_dir}: task {info.name!r} no longer matches the run (hash {task.hash[:12]} "
+                f"vs {info.task_hash[:12]}); {why}"
+            )
+        out.append(task)
+    return out
+
+
 async def arun_outcome(
     tasks: Any = None,
     model: Any = None,
@@ -140,15 +177,14 @@ async def arun_outcome(
 
     On resume, the recorded settings apply; ``settings`` given here override how the run executes (concurrency,
     timeout, cache, …). ``model`` may be omitted (the recorded model is rebuilt) or given again (e.g. an object
-    that run.json cannot rebuild), but it must be the model the run started with. An unknown keyword is a
+    that run.json cannot rebuild), but it must be the model the run started with; likewise ``tasks`` (needed for a
+    task that run.json records without its credentials, e.g. a key in a judge's URL). An unknown keyword is a
     ConfigError listing the valid ones.
     """
     check_settings(settings)
     if resume is not None:
         run_dir = Path(resume)
         manifest = read_manifest(run_dir)
-        from assay.tasks import Task
-
         fixed = sorted(set(settings) - RUNTIME_SETTINGS)
         if fixed:
             raise ConfigError(
@@ -157,13 +193,7 @@ async def arun_outcome(
             )
         known = {k: v for k, v in manifest.config.items() if k in RunSettings.model_fields}
         recorded = RunSettings.model_validate({**known, **settings})
-        task_objs = [Task.from_config(info.config) for info in manifest.tasks]
-        for task, info in zip(task_objs, manifest.tasks, strict=True):
-            if task.hash != info.task_hash:
-                raise ConfigError(
-                    f"{run_dir}: task {info.name!r} no longer matches the run (hash {task.hash[:12]} "
-                    f"vs {info.task_hash[:12]}); its dataset or config changed since the run started"
-                )
+        task_objs = resume_tasks(tasks, manifest, run_dir)
         model_obj = _resume_model(model, manifest.model, run_dir, settings.get("timeout_s"))
         return await execute(task_objs, model_obj, recorded, run_dir=run_dir, retry_errors=retry_errors)
     if retry_errors:

@@ -45,6 +45,30 @@ class SampleRecord(BaseModel):
         return next((e for e in self.response_errors if e), None)
 
 
+def redact_config_urls(value: Any, path: str = "") -> tuple[Any, list[str]]:
+    """A JSON-like config with credentials in URL strings redacted, and the paths where that happened."""
+    from assay.secrets import redact_url
+
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        where: list[str] = []
+        for key, item in value.items():
+            out[key], found = redact_config_urls(item, f"{path}.{key}" if path else str(key))
+            where += found
+        return out, where
+    if isinstance(value, list):
+        items, where = [], []
+        for i, item in enumerate(value):
+            redacted, found = redact_config_urls(item, f"{path}[{i}]")
+            items.append(redacted)
+            where += found
+        return items, where
+    if isinstance(value, str) and "://" in value:
+        redacted = redact_url(value)
+        return redacted, [path] if redacted != value else []
+    return value, []
+
+
 class MetricInfo(BaseModel):
     """One metric of a task: its key in results, the evaluator config behind it and its direction."""
 
@@ -68,6 +92,17 @@ class TaskInfo(BaseModel):
     n_docs: int  # dataset size before any limit
     n_selected: int  # samples this run evaluates
     system_instruction: str | None = None
+    # where ``config`` had credentials removed (e.g. ``evaluators[0].model.base_url``): it cannot rebuild the task
+    redacted: list[str] = Field(default_factory=list)
+
+    def without_credentials(self) -> TaskInfo:
+        """This info as it may be written: credentials in URLs anywhere in the config (a judge's ``base_url``)
+        replaced by ``***`` (:func:`assay.secrets.redact_url`), and where listed in ``redacted``."""
+        config, where = redact_config_urls(self.config)
+        if not where:
+            return self
+        metrics = [m.model_copy(update={"evaluator": redact_config_urls(m.evaluator)[0]}) for m in self.metrics]
+        return self.model_copy(update={"config": config, "metrics": metrics, "redacted": [*self.redacted, *where]})
 
 
 class RunManifest(BaseModel):

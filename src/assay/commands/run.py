@@ -210,7 +210,8 @@ def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) ->
     "--resume",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Resume a run folder with its recorded tasks, model and settings; only --concurrency, --timeout, "
-    "--max-attempts, --max-error-rate and the cache options may change.",
+    "--max-attempts, --max-error-rate and the cache options may change. Task files given with it must be the run's "
+    "own (needed when run.json holds a task without the credentials of a URL in it).",
 )
 @click.option(
     "--retry-errors",
@@ -274,8 +275,6 @@ def run_command(
     say = _Messages()  # messages stay one line each in CI logs
     if not tasks and resume is None:
         raise click.UsageError("give at least one task file, or --resume RUN_DIR")
-    if tasks and resume is not None:
-        raise click.UsageError("--resume takes the tasks from the run folder; do not also give task files")
     if retry_errors and resume is None:
         raise click.UsageError("--retry-errors goes with --resume RUN_DIR")
     settings: dict[str, Any] = {

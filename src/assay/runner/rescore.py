@@ -96,6 +96,13 @@ def _tasks_for(run_dir: Path, manifest: RunManifest, tasks: list[Task] | None) -
     from assay.tasks import Task
 
     by_name: dict[str, Task] = {info.name: Task.from_config(info.config) for info in manifest.tasks}
+    given = {task.name for task in tasks or []}
+    for info in manifest.tasks:
+        if info.redacted and info.name not in given:  # its judge would call a URL whose key was never written
+            raise ConfigError(
+                f"{run_dir}/run.json records task {info.name!r} without the credentials in {', '.join(info.redacted)}; "
+                f"give the task file again: assay score {run_dir} --task TASK.yaml"
+            )
     for task in tasks or []:
         original = by_name.get(task.name)
         if original is None:

@@ -66,8 +66,14 @@ def sync_file(path: Path) -> None:
 
 
 def write_manifest(run_dir: Path, manifest: RunManifest, *, durable: bool = True) -> None:
-    """Replace ``run.json`` atomically (see :func:`atomic_write_text` for ``durable``)."""
-    atomic_write_text(run_dir / MANIFEST, manifest.model_dump_json(indent=2) + "\n", durable=durable)
+    """Replace ``run.json`` atomically (see :func:`atomic_write_text` for ``durable``); credentials in the task
+    configs' URLs (a judge's ``base_url``) and in the judges' specs are never written, whoever built the manifest
+    (a run, ``assay score``)."""
+    from assay.secrets import redact_spec
+
+    tasks = [info.without_credentials() for info in manifest.tasks]
+    recorded = manifest.model_copy(update={"tasks": tasks, "judges": [redact_spec(j) for j in manifest.judges]})
+    atomic_write_text(run_dir / MANIFEST, recorded.model_dump_json(indent=2) + "\n", durable=durable)
 
 
 def read_manifest(run_dir: Path) -> RunManifest:
