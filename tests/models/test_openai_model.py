@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import json
 import socket
@@ -274,6 +275,18 @@ async def test_explicit_api_key_wins_over_env(
     assert server.last_authorization == "Bearer sk-explicit"
     await make_model(server).generate(ask("x"))
     assert server.last_authorization == "Bearer sk-from-env"
+
+
+async def test_credentials_in_the_url_work_beside_an_api_key(
+    server: OpenAITestServer, make_model: MakeModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aiohttp refuses URL credentials plus an Authorization header; the URL's login is sent as Basic auth."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    url = server.base_url.replace("http://", "http://me:p%40ss@")
+    model = make_model(url)
+    assert (await model.generate(ask("hi"))).text == "hi"
+    assert server.last_authorization == "Basic " + base64.b64encode(b"me:p@ss").decode()
+    assert "p%40ss" not in repr(model) and "p%40ss" not in json.dumps(model.describe())
 
 
 async def test_extra_headers_are_sent(server: OpenAITestServer, make_model: MakeModel) -> None:

@@ -8,13 +8,14 @@ Response with pydantic costs ~3 µs of the ~150 µs of client CPU per request (b
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import json
 import os
 import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
@@ -85,6 +86,22 @@ def _endpoint(base_url: str, path: str) -> str:
     return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + path))
 
 
+def split_credentials(url: str) -> tuple[str, str | None]:
+    """The URL without ``user:password@``, and those credentials as a Basic ``Authorization`` value (or None).
+
+    aiohttp refuses a request whose URL carries credentials when an Authorization header is set too, so the
+    credentials always travel as the header instead."""
+    parts = urlsplit(url)
+    if parts.username is None:
+        return url, None
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{parts.port}" if parts.port is not None else "")
+    user_pass = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+    return urlunsplit(parts._replace(netloc=netloc)), "Basic " + base64.b64encode(user_pass.encode()).decode()
+
+
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP-date); None if absent/bad."""
     millis = headers.get("retry-after-ms")
@@ -146,10 +163,13 @@ class OpenAIModel(Model):
         self.max_connections = int(max_connections)
         self._api_key = api_key if api_key is not None else os.environ.get(api_key_env) or None
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
+        endpoint, basic = split_credentials(_endpoint(self.base_url, "chat/completions"))
+        if basic is not None:  # credentials in the URL name this endpoint's own login: they win over a global key
+            self._headers["Authorization"] = basic
+        elif self._api_key:
             self._headers["Authorization"] = f"Bearer {self._api_key}"
         self._headers.update(headers or {})
-        self._url = _endpoint(self.base_url, "chat/completions")
+        self._url = endpoint
         self._shown_url = redact_url(self._url)  # what messages show: no credentials in the URL
         self._session: aiohttp.ClientSession | None = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
