@@ -153,3 +153,23 @@ def test_a_model_spec_with_a_secret_is_never_written_to_the_folder() -> None:
     assert "sk-abc123" not in str(recorded) and "object" in recorded
     plain = {"provider": "openai", "model": "m", "api_key_env": "MY_KEY"}
     assert _spec_of(plain) == plain
+
+
+def test_trial_intervals_are_the_ones_runs_report() -> None:
+    """A perfect or a failing minibatch is not certain (the t interval said [1, 1] and [0, 0]), and an interval
+    never leaves [0, 1]: pass/fail scores get Wilson's interval, as a run's headline interval does."""
+    from assay.optimize.engine import interval
+    from assay.results.intervals import wilson_interval
+
+    assert interval([1.0] * 4) == (1.0, *wilson_interval(4, 4))  # type: ignore[misc]
+    mean, lo, hi = interval([0.0] * 27)
+    assert mean == 0.0 and lo == 0.0 and hi is not None and hi > 0.1
+    mean, lo, hi = interval([1.0] * 19 + [0.0])
+    assert hi is not None and hi < 1.0
+    mean, lo, hi = interval([1.0] * 9 + [0.5])  # graded scores: a bootstrap interval inside the range
+    assert lo is not None and hi is not None and 0.0 <= lo < mean < hi <= 1.0
+
+
+def test_an_errored_sample_counts_as_a_failure_when_candidates_are_ranked() -> None:
+    ev = Evaluation("c", "val", [0, 1, 2, 3], {0: 1.0, 1: None, 2: None, 3: None}, "run", 4)
+    assert ev.mean == 0.25 and ev.total == 1.0 and ev.errored == 3

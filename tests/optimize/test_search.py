@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from assay.optimize import aoptimize
 from assay.optimize.demo import respond
@@ -140,3 +141,30 @@ async def test_budget_in_dollars_stops_before_the_step_that_follows_the_limit(
     assert 3.5 * per_val <= spent < 3.5 * per_val + per_val / 2  # stopped at the first part past the limit
     assert spent == pytest.approx(result.cost_usd["task_model"])
     assert server.requests_total == result.calls["task_model"] + result.calls["final_test"]
+
+
+def erring_reply(body: dict[str, Any]) -> Any:
+    """At temperature 1 the model fails (HTTP 400) on every question it would get wrong; right answers otherwise."""
+    prompt = last_user_text(body)
+    text = respond(prompt)
+    if (body.get("temperature") or 0) >= 0.5 and "greater than" not in prompt:
+        return {"status": 400, "error": "the model refuses"}
+    return text
+
+
+async def test_a_candidate_cannot_win_by_erroring_on_the_samples_it_would_fail(tmp_path: Path) -> None:
+    """Errored samples are counted apart in a run, but choosing the best candidate must count them as failures:
+    otherwise a setting that errors wherever it would fail scores 1.0 on validation and becomes best_task.yaml."""
+    space = {"temperature": {"type": "choice", "choices": [0.0, 1.0]}}
+    task = task_config(tmp_path, template=GOOD, strategy="search", space=space, sampler="grid", prune=False)
+    with OpenAITestServer(erring_reply) as srv:
+        result = await aoptimize(
+            str(task), spec(srv), budget=1000, output_dir=tmp_path / "out", run_settings=NO_CACHE
+        )
+    trials = {t["params"]["temperature"]: t for t in journal(result.folder) if t["kind"] == "trial" and t.get("params")}
+    assert trials[1.0]["objectives"]["score"] < 0.5  # its errors count as failures when candidates are ranked
+    assert trials[0.0]["objectives"]["score"] == 1.0
+    assert result.best != trials[1.0]["cid"]
+    winner = yaml.safe_load((result.folder / "best_task.yaml").read_text())
+    assert (winner.get("generation") or {}).get("temperature") != 1.0
+    assert trials[1.0]["errored"] == 17 and trials[1.0]["n"] == 27  # the errors are shown apart in the trials table

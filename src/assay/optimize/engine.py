@@ -52,30 +52,40 @@ class Evaluation:
 
     @property
     def values(self) -> list[float]:
-        """The scored samples' values."""
-        return [v for v in self.scores.values() if v is not None]
+        """Every sample's score, an errored sample counting as a failure (0): what candidates are ranked by, so
+        that a candidate cannot win by erroring wherever it would fail."""
+        return [v or 0.0 for v in self.scores.values()]
+
+    @property
+    def errored(self) -> int:
+        """Samples with no score (the model or an evaluator errored)."""
+        return sum(1 for v in self.scores.values() if v is None)
 
     @property
     def mean(self) -> float:
-        """Mean score over scored samples (0 when none scored)."""
+        """Mean score, errored samples counting 0 (0 when there are no samples)."""
         vals = self.values
         return math.fsum(vals) / len(vals) if vals else 0.0
 
     @property
     def total(self) -> float:
-        """Sum of scores (an errored sample counts 0 here, so a candidate cannot win by erroring)."""
-        return math.fsum(v or 0.0 for v in self.scores.values())
+        """Sum of scores (an errored sample counts 0)."""
+        return math.fsum(self.values)
 
 
 def interval(values: list[float], confidence: float = 0.95) -> tuple[float | None, float | None, float | None]:
-    """Mean and t-interval of per-sample scores."""
-    from assay.results import stats
+    """Mean and the interval a run reports for such scores (Wilson for pass/fail, else the studentized bootstrap,
+    clipped to [0, 1]; seeded, so a replay shows the same figures)."""
+    import numpy as np
+
+    from assay.results.intervals import headline_interval
 
     if not values:
         return None, None, None
-    m = stats.mean(values)
-    ci = stats.t_interval(m, stats.stderr(values), len(values) - 1, confidence)
-    return m, (ci[0] if ci else None), (ci[1] if ci else None)
+    x = np.asarray(values, dtype=np.float64)
+    binary = bool(np.all((x == 0.0) | (x == 1.0)))
+    ci, _ = headline_interval(x, binary=binary, iters=2000, rng=np.random.default_rng(0), confidence=confidence)
+    return float(x.mean()), (ci[0] if ci else None), (ci[1] if ci else None)
 
 
 class Engine:
@@ -309,6 +319,7 @@ class Engine:
                 "cid": cand.id,
                 "split": ev.split if ev is not None else None,
                 "n": len(ev.values) if ev is not None else 0,
+                "errored": ev.errored if ev is not None else 0,
                 "mean": mean,
                 "ci_low": lo,
                 "ci_high": hi,

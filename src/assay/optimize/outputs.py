@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from assay.optimize.engine import Engine, Evaluation
 
 TRIAL_COLUMNS = (
-    "trial", "iteration", "origin", "cid", "parent", "split", "n", "mean", "ci_low", "ci_high", "accepted", "pruned",
-    "calls_used", "objectives", "params", "run_dir",
+    "trial", "iteration", "origin", "cid", "parent", "split", "n", "errored", "mean", "ci_low", "ci_high", "accepted",
+    "pruned", "calls_used", "objectives", "params", "run_dir",
 )  # fmt: skip
 
 
