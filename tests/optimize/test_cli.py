@@ -53,7 +53,7 @@ def test_report_of_an_optimisation_folder(demo: Path, tmp_path: Path) -> None:
     view = json.loads(js.stdout)
     assert view["strategy"] == "reflective" and view["val_trials"][0]["origin"] == "original"
     rich = cli("report", str(demo), cwd=tmp_path)
-    assert "0.370" in rich.stdout or "val" in rich.stdout
+    assert "0.370" in rich.stdout and "[0.215, 0.558]" in rich.stdout  # the baseline's Wilson interval, 10 of 27
 
 
 def test_exit_codes(tmp_path: Path) -> None:
@@ -72,6 +72,12 @@ def test_exit_codes(tmp_path: Path) -> None:
     assert "no candidate beat the original task on the validation split" in out.stderr
     out = cli("optimize", cwd=tmp_path)
     assert out.returncode == 2 and "give a TASK file, or --resume FOLDER" in out.stderr
+    # an option the chosen strategy would ignore is refused, naming it, before anything runs
+    for extra in (["--trials", "3"], ["--demos", "2"], ["--strategy", "fewshot", "--minibatch", "2"]):
+        out = cli("optimize", str(DEMO), "-b", "100", *extra, "--output", "ignored", cwd=tmp_path)
+        key = {"--trials": "trials", "--demos": "fewshot", "--strategy": "minibatch"}[extra[0]]
+        assert out.returncode == 2 and f"{key}: applies to the" in out.stderr, out.stderr
+    assert not (tmp_path / "ignored").exists()
 
 
 @pytest.fixture(scope="module")

@@ -173,3 +173,12 @@ def test_trial_intervals_are_the_ones_runs_report() -> None:
 def test_an_errored_sample_counts_as_a_failure_when_candidates_are_ranked() -> None:
     ev = Evaluation("c", "val", [0, 1, 2, 3], {0: 1.0, 1: None, 2: None, 3: None}, "run", 4)
     assert ev.mean == 0.25 and ev.total == 1.0 and ev.errored == 3
+
+
+def test_a_command_line_override_of_a_nested_section_keeps_the_tasks_other_keys(tmp_path: Path) -> None:
+    """`--demos 2` used to replace the task's whole `fewshot:` section, silently switching greedy to bootstrap."""
+    path = task_config(tmp_path, fewshot={"method": "greedy", "candidates": 10}, strategy="fewshot")
+    spec = parse_spec(load_task(path), {"fewshot": {"max_demos": 2}})
+    assert (spec.fewshot.method, spec.fewshot.candidates, spec.fewshot.max_demos) == ("greedy", 10, 2)
+    spec = parse_spec(load_task(path), {"splits": {"seed": 5}})
+    assert (spec.splits.train, spec.splits.seed) == (0.4, 5)

@@ -16,7 +16,20 @@ Strategy = Literal["reflective", "fewshot", "search"]
 Objective = Literal["score", "cost", "latency_p95", "tokens"]
 FewshotMethod = Literal["random", "bootstrap", "greedy"]
 Sampler = Literal["tpe", "random", "grid"]
-WHOLE_FIELDS = ("system",)  # components that are a whole text field of the task (others are marked blocks)
+NESTED = ("fewshot", "splits")  # sections an override updates key by key rather than replaces
+WHOLE_FIELDS = ("system",)
+# keys that only one strategy reads: given on the command line (or to assay.optimize) for another, they are an error
+APPLIES_TO: dict[str, tuple[str, ...]] = {
+    "components": ("reflective",),
+    "constraints": ("reflective",),
+    "minibatch": ("reflective",),
+    "merge_every": ("reflective",),
+    "fewshot": ("fewshot",),
+    "space": ("search",),
+    "sampler": ("search",),
+    "trials": ("search",),
+    "prune": ("search",),
+}  # components that are a whole text field of the task (others are marked blocks)
 
 
 class _Strict(BaseModel):
@@ -132,6 +145,9 @@ def parse_spec(task: Task, overrides: dict[str, Any] | None = None) -> OptimizeS
     raw = dict(getattr(task.config, "optimize", None) or {})
     given = {k: v for k, v in (overrides or {}).items() if v is not None and v != [] and v != ()}
     merged = {**raw, **given}
+    for key in NESTED:  # `--demos 2` changes max_demos only, keeping the task's fewshot method and candidates
+        if isinstance(raw.get(key), dict) and isinstance(given.get(key), dict):
+            merged[key] = {**raw[key], **given[key]}
     try:
         spec = OptimizeSpec.model_validate(merged)
     except ValidationError as err:
@@ -166,6 +182,12 @@ def _check_against_task(task: Task, spec: OptimizeSpec, given: dict[str, Any]) -
             return ConfigError(f"{'.'.join(str(k) for k in key)}: {message}")
         return task.config_error(("optimize", *key), message)
 
+    for key in given:
+        applies = APPLIES_TO.get(key)
+        if applies is not None and spec.strategy not in applies:
+            raise ConfigError(
+                f"{key}: applies to the {' and '.join(applies)} strategy, not {spec.strategy}; it would be ignored"
+            )
     metrics = [m.name for m in task.metrics]
     if not metrics:
         raise task.config_error(("evaluators",), "an optimisation needs at least one evaluator to score candidates")
