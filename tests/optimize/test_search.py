@@ -158,9 +158,7 @@ async def test_a_candidate_cannot_win_by_erroring_on_the_samples_it_would_fail(t
     space = {"temperature": {"type": "choice", "choices": [0.0, 1.0]}}
     task = task_config(tmp_path, template=GOOD, strategy="search", space=space, sampler="grid", prune=False)
     with OpenAITestServer(erring_reply) as srv:
-        result = await aoptimize(
-            str(task), spec(srv), budget=1000, output_dir=tmp_path / "out", run_settings=NO_CACHE
-        )
+        result = await aoptimize(str(task), spec(srv), budget=1000, output_dir=tmp_path / "out", run_settings=NO_CACHE)
     trials = {t["params"]["temperature"]: t for t in journal(result.folder) if t["kind"] == "trial" and t.get("params")}
     assert trials[1.0]["objectives"]["score"] < 0.5  # its errors count as failures when candidates are ranked
     assert trials[0.0]["objectives"]["score"] == 1.0
