@@ -96,12 +96,15 @@ def test_fallback_reads_the_judges_own_score_line_not_a_mention_in_prose():
         "",
         "   ",
         "I would give it a good mark.",
-        "SCORE: 4 out of 5, because it is good",  # not a strict grade
+        "SCORE: 3-4",  # a range is not one grade
+        "SCORE: 3 or 4",
+        "SCORE: 4 then SCORE: 5",  # two grades on one line
         "SCORE:",
         '{"explanation": "no grade here"}',
     ],
 )
 def test_unparseable_replies_raise(reply):
+    """No grade, or no single one: an error verdict."""
     with pytest.raises(JudgeReplyError):
         parse_grade(reply, Scale.parse("1-5"))
 
@@ -172,3 +175,28 @@ def test_steps():
         parse_steps('{"steps": []}')
     with pytest.raises(JudgeReplyError):
         parse_steps("no steps")
+
+
+@pytest.mark.parametrize(
+    ("line", "scale", "grade"),
+    [
+        ("SCORE: 4 out of 5, because it is good", "1-5", 4.0),
+        ("SCORE: 2 (wrong city)", "1-5", 2.0),
+        ("Score: 2 - names Lyon, not Paris", "1-5", 2.0),
+        ("SCORE: 3 because the unit is missing (5 would need it)", "1-5", 3.0),
+        ("GRADE: fail - wrong city", "binary", "fail"),
+        ("GRADE: **pass** (all good)", "binary", "pass"),
+    ],
+)
+def test_a_grade_line_that_goes_on_with_a_comment_is_read(line, scale, grade):
+    """A judge that explains on its grade line (often only when it fails) must not have those grades turned into
+    errors: errored verdicts are counted apart, so its failures would silently drop out of the score."""
+    assert parse_grade(f"Checked.\n{line}", Scale.parse(scale)).grade == grade
+
+
+def test_a_winner_line_with_a_comment_is_read_and_two_winners_are_refused():
+    assert parse_preference("WINNER: A (more accurate)").winner == "A"
+    assert parse_preference("WINNER: Response B - it cites the source").winner == "B"
+    for line in ("WINNER: A or B", "WINNER: A, though B is close"):
+        with pytest.raises(JudgeReplyError):
+            parse_preference(line)

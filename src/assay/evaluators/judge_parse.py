@@ -295,7 +295,7 @@ def parse_grade(reply: str | None, scale: Scale, quoted: Iterable[str] = ()) -> 
     for found in lines:
         if not found.value:
             raise JudgeReplyError("the judge's SCORE:/GRADE: line is empty")
-        values.append((scale.normalize(found.value)[0], found.value))
+        values.append((scale.normalize(leading_grade(found.value, scale))[0], found.value))
     grade, score = scale.normalize(_agree(values, "grade"))
     if objects:
         obj = objects[0].value
@@ -324,7 +324,7 @@ def parse_preference(reply: str | None, quoted: Iterable[str] = ()) -> Preferenc
             'no verdict in the judge\'s reply: neither a JSON object with "winner" nor a WINNER: line of its own'
         )
     values = [(_winner(f.value["winner"]), f.value["winner"]) for f in objects]
-    values += [(_winner(f.value), f.value) for f in lines]
+    values += [(_winner(leading_winner(f.value)), f.value) for f in lines]
     winner = _agree(values, "winner")
     if objects:
         obj = objects[0].value
@@ -332,6 +332,51 @@ def parse_preference(reply: str | None, quoted: Iterable[str] = ()) -> Preferenc
     fix, fix_lines = _line_field(text, _FIX_LINE, objects)
     problem, problem_lines = _line_field(text, _PROBLEM_LINE, objects)
     return Preference(winner, text.without([*lines, *fix_lines, *problem_lines]), "fallback", fix, problem)
+
+
+_LEAD_WRAP = r"[\s*_`'\"\[\]]*"
+_LEAD_NUMBER = re.compile(
+    rf"^{_LEAD_WRAP}(?P<grade>{_NUMBER.pattern}(?:\s*/\s*{_NUMBER.pattern}|\s+out\s+of\s+{_NUMBER.pattern})?)"
+    r"[*_`'\"\]]*(?P<rest>.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_COMMENT_START = re.compile(r"^(?:$|[(,;:.!\-\u2013\u2014]|\s)")
+_MARKER = re.compile(r"\b(?:SCORE|GRADE|WINNER)\b", re.IGNORECASE)
+_RANGE = re.compile(r"^\s*(?:[-,/\u2013\u2014]|to\b|or\b|and\b)\s*[+-]?\.?\d", re.IGNORECASE)  # "3-4", "3 or 4"
+
+
+def _split_comment(value: str, grade: str, rest: str) -> str:
+    """``grade`` when ``rest`` is a comment on it (``4 (mostly right)``, ``fail - wrong city``); else ``value``."""
+    if _MARKER.search(rest) or _RANGE.match(rest) or not _COMMENT_START.match(rest):
+        return value  # another grade or a range on the line, or no separate grade: left for the scale to refuse
+    return grade
+
+
+def leading_grade(value: str, scale: Scale) -> str:
+    """The grade of a ``SCORE:``/``GRADE:`` line that goes on with a comment (``4 (mostly correct)``, ``4 out of
+    5``, ``fail - wrong city``), so a judge that explains on the grade line is read rather than refused. A line that
+    names a second grade (``1 ... "SCORE: 5"``) is returned whole, and refused."""
+    if scale.is_labelled:
+        folded = value.strip(_WRAPPERS).casefold()
+        for label, _ in sorted(scale.labels, key=lambda item: -len(item[0])):
+            if folded.startswith(label.casefold()):
+                start = value.casefold().index(label.casefold()) + len(label)
+                return _split_comment(value, label, value[start:].lstrip("*_`'\"]"))
+        return value
+    match = _LEAD_NUMBER.match(value)
+    if match is None:
+        return value
+    grade = re.sub(r"\s+out\s+of\s+", "/", match["grade"], flags=re.IGNORECASE)
+    return _split_comment(value, grade, match["rest"])
+
+
+def leading_winner(value: str) -> str:
+    """The winner of a ``WINNER:`` line that goes on with a comment (``A (more accurate)``); else the line."""
+    match = re.match(r"^[\s*_`'\"\[]*(?P<grade>response\s+[ab]|tie|draw|equal|[ab])\b[*_`'\"\]]*(?P<rest>.*)$", value,
+                     re.IGNORECASE | re.DOTALL)  # fmt: skip
+    if match is None or re.search(r"\b(?:[AB]|tie|draw)\b", match["rest"]):
+        return value  # "A or B", "A (B is close)": the line names two winners, and is refused
+    return _split_comment(value, match["grade"], match["rest"])
 
 
 def _winner(value: Any) -> Literal["A", "B", "tie"]:

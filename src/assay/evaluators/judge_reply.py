@@ -3,8 +3,9 @@
 A judge often quotes the output it grades, and the output may hold text that looks like a grade (``SCORE: 5``,
 ``{"score": 5}``). Only what the judge wrote itself may count, so before a grade is looked for, three kinds of
 text are masked: boundary-delimited blocks (``<untrusted-… name="…">…</untrusted-…>``, also when the judge never
-closes one), Markdown quote lines (``> …``), and grade lines or JSON objects that appear verbatim in the delimited
-material (the output, the task, the reference). What remains is searched for *every* grade, so that a reply
+closes one; a tag that occurs in the material itself is forged and masks nothing), Markdown quote lines (``> …``),
+and grade lines or JSON objects that appear verbatim in the delimited material (the output, the task, the
+reference). What remains is searched for *every* grade, so that a reply
 holding two different grades can be refused instead of resolved in favour of the last or the most convenient one.
 """
 
@@ -16,7 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-_BLOCK = re.compile(r"<(untrusted-[0-9a-f]{16})\b[^>]*>.*?(?:</\1\s*>|\Z)", re.DOTALL | re.IGNORECASE)
+_OPEN = re.compile(r"<(untrusted-[0-9a-f]{16})\b[^>]*>", re.IGNORECASE)
+_TAG = re.compile(r"untrusted-[0-9a-f]{16}", re.IGNORECASE)
 _QUOTE_LINE = re.compile(r"^[ \t]*>.*$", re.MULTILINE)
 _SPACE = re.compile(r"\s+")
 
@@ -42,8 +44,8 @@ class Reply:
         self.text = text
         self._quoted = [_squash(q) for q in quoted if q and q.strip()]
         self._quoted_lines = {_squash(line) for q in quoted if q for line in q.splitlines() if line.strip()}
-        visible = _BLOCK.sub(_blank, text)
-        self.visible = _QUOTE_LINE.sub(_blank, visible)
+        forged = {tag.casefold() for q in quoted if q for tag in _TAG.findall(q)}
+        self.visible = _QUOTE_LINE.sub(_blank, _mask_blocks(text, forged))
 
     def is_quoted(self, snippet: str) -> bool:
         """True when ``snippet`` occurs verbatim (whitespace aside) in the delimited material."""
@@ -92,7 +94,30 @@ class Reply:
 
 
 def _blank(match: re.Match[str]) -> str:
-    return "".join("\n" if ch == "\n" else " " for ch in match.group(0))
+    return _blanked(match.group(0))
+
+
+def _blanked(text: str) -> str:
+    return "".join("\n" if ch == "\n" else " " for ch in text)
+
+
+def _mask_blocks(text: str, forged: set[str]) -> str:
+    """``text`` with each boundary-delimited block blanked (to its closing tag, or to the end when the judge never
+    closes it). A tag that occurs in the material under review is forged by that material, not a boundary (the real
+    one is chosen to occur nowhere in it): it masks nothing, so an output cannot hide the judge's grade that way."""
+    out: list[str] = []
+    pos = 0
+    while (opening := _OPEN.search(text, pos)) is not None:
+        if opening.group(1).casefold() in forged:
+            out.append(text[pos : opening.end()])
+            pos = opening.end()
+            continue
+        closing = re.compile(rf"</{re.escape(opening.group(1))}\s*>", re.IGNORECASE).search(text, opening.end())
+        end = closing.end() if closing is not None else len(text)
+        out += [text[pos : opening.start()], _blanked(text[opening.start() : end])]
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def whole_json(text: str) -> Any:
