@@ -284,6 +284,12 @@ def parse_grade(reply: str | None, scale: Scale, quoted: Iterable[str] = ()) -> 
     objects = text.json_objects(GRADE_KEYS)
     lines = text.marked_lines(_FALLBACK, objects)
     if not objects and not lines:
+        # Every grade statement is also in the output: an output that lists every grade ("SCORE: 1" … "SCORE: 5")
+        # must not turn the judge's own "SCORE: 1" into an error verdict (counted apart, so a failure would drop out
+        # of the score). They are read as the judge's when they agree; several different ones are refused below.
+        objects = text.json_objects(GRADE_KEYS, copied=True)
+        lines = text.marked_lines(_FALLBACK, objects, copied=True)
+    if not objects and not lines:
         raise JudgeReplyError(
             f"no grade in the judge's reply: neither a JSON object with {'/'.join(GRADE_KEYS)} nor a SCORE:/GRADE: "
             "line of its own (quoted material does not count)"
@@ -319,6 +325,9 @@ def parse_preference(reply: str | None, quoted: Iterable[str] = ()) -> Preferenc
     text = Reply(reply, quoted)
     objects = text.json_objects(("winner",))
     lines = text.marked_lines(_WINNER_LINE, objects)
+    if not objects and not lines:  # every verdict statement is also in the material: read them if they agree
+        objects = text.json_objects(("winner",), copied=True)
+        lines = text.marked_lines(_WINNER_LINE, objects, copied=True)
     if not objects and not lines:
         raise JudgeReplyError(
             'no verdict in the judge\'s reply: neither a JSON object with "winner" nor a WINNER: line of its own'

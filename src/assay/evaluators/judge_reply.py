@@ -52,8 +52,9 @@ class Reply:
         squashed = _squash(snippet)
         return bool(squashed) and any(squashed in q for q in self._quoted)
 
-    def json_objects(self, keys: tuple[str, ...]) -> list[Found]:
-        """Top-level JSON objects of the visible text holding one of ``keys`` (nested objects are part of theirs)."""
+    def json_objects(self, keys: tuple[str, ...], *, copied: bool = False) -> list[Found]:
+        """Top-level JSON objects of the visible text holding one of ``keys`` (nested objects are part of theirs);
+        objects that also occur in the delimited material only with ``copied``."""
         decoder = json.JSONDecoder()
         found: list[Found] = []
         pos = 0
@@ -68,17 +69,24 @@ class Reply:
                 pos = start + 1
                 continue
             pos = end
-            if isinstance(obj, dict) and any(k in obj for k in keys) and not self.is_quoted(text[start:end]):
+            if (
+                isinstance(obj, dict)
+                and any(k in obj for k in keys)
+                and (copied or not self.is_quoted(text[start:end]))
+            ):
                 found.append(Found(start, end, obj, "json"))
 
-    def marked_lines(self, pattern: re.Pattern[str], skip: Iterable[Found] = ()) -> list[Found]:
-        """Lines of the visible text matching ``pattern`` (group ``value``), outside ``skip`` and not quoted."""
+    def marked_lines(
+        self, pattern: re.Pattern[str], skip: Iterable[Found] = (), *, copied: bool = False
+    ) -> list[Found]:
+        """Lines of the visible text matching ``pattern`` (group ``value``), outside ``skip``; lines that also occur
+        in the delimited material only with ``copied``."""
         spans = [(f.start, f.end) for f in skip]
         found: list[Found] = []
         for match in pattern.finditer(self.visible):
             if any(a <= match.start() < b for a, b in spans):
                 continue
-            if _squash(match.group(0)) in self._quoted_lines:
+            if not copied and _squash(match.group(0)) in self._quoted_lines:
                 continue  # a line copied from the output under review
             found.append(Found(match.start(), match.end(), match["value"].strip(), "line"))
         return found
