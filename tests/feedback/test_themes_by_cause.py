@@ -121,3 +121,15 @@ def test_grouping_streams_an_iterable_in_bounded_state():
     assert len(tally.texts) == MAX_TALLIES and len(tally.patterns) == 1  # distinct texts are capped
     assert theme.suggestion == "Answer 'x', not [the output]."  # a value every failure shares is shown
     assert theme.title == "output [the output] does not equal expected 'x'"
+
+
+def test_a_colon_or_parenthesis_inside_the_output_does_not_split_a_theme():
+    """The specifics after ": " and (asides) are dropped from a reason's head, but only outside quoted values: an
+    output holding '{"pop": 1}' or 'f(x)' used to be cut inside the quote, making its own theme with a broken title
+    (`output '{"pop"`)."""
+    em = evaluators.get("exact_match")
+    pairs = {"a": ("Lyon", "Paris"), "b": ('{"pop": "0.5"}', "Rome"), "c": ("f(x) = 2", "Oslo"), "d": ("a: b", "X")}
+    records = [record(sid, out, exp, em=em.evaluate(out, exp)) for sid, (out, exp) in pairs.items()]
+    (theme,) = group_failures(records)
+    assert theme.n_samples == 4
+    assert theme.label == "em fails: output [the output] does not equal expected [the expected answer]"
