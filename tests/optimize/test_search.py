@@ -166,3 +166,43 @@ async def test_a_candidate_cannot_win_by_erroring_on_the_samples_it_would_fail(t
     winner = yaml.safe_load((result.folder / "best_task.yaml").read_text())
     assert (winner.get("generation") or {}).get("temperature") != 1.0
     assert trials[1.0]["errored"] == 17 and trials[1.0]["n"] == 27  # the errors are shown apart in the trials table
+
+
+async def test_a_literal_key_never_reaches_the_optimisers_own_files(tmp_path: Path, server: OpenAITestServer) -> None:
+    """A model choice holding a credential is refused before anything is written (it would be journaled with every
+    trial); a literal key in the task's model: section stays out of optimization.json and best_task.yaml."""
+    from assay.errors import ConfigError
+
+    secret = "sk-SECRET-123"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    keyed = {**spec(server, "small"), "api_key": secret}
+    task = hot_task(tmp_path / "a", space={"model": {"type": "choice", "choices": [spec(server), keyed]}})
+    with pytest.raises(ConfigError, match=r"optimize\.space\.model\.choices\[1\]: holds a credential \('api_key'\)"):
+        await aoptimize(str(task), spec(server), budget=1000, output_dir=tmp_path / "a" / "out", run_settings=NO_CACHE)
+    assert server.requests_total == 0 and not (tmp_path / "a" / "out").exists()
+    task = hot_task(tmp_path / "b", space={"temperature": {"type": "choice", "choices": [0.0, 0.9]}}, sampler="grid")
+    config = yaml.safe_load(task.read_text())
+    task.write_text(yaml.safe_dump({**config, "model": {**spec(server), "api_key": secret}}))
+    result = await aoptimize(str(task), None, budget=1000, output_dir=tmp_path / "b" / "out", run_settings=NO_CACHE)
+    assert result.improved  # the task's model (with its key) answered
+    own = [p for p in result.folder.iterdir() if p.is_file()]
+    assert {p.name for p in own} >= {"optimization.json", "best_task.yaml", "journal.jsonl", "summary.json"}
+    assert not [p.name for p in own if secret in p.read_text()]
+    assert yaml.safe_load((result.folder / "best_task.yaml").read_text())["model"]["model"] == "big"
+
+
+@pytest.mark.timeout(60)
+async def test_a_small_space_without_a_trial_limit_ends_and_counts_only_calls_made(
+    tmp_path: Path, server: OpenAITestServer
+) -> None:
+    """Over two model choices and no `trials:`, TPE proposes the same two points again and again. Each repeat was
+    answered from the journal but charged, and the budget check ran only before real calls: the count passed the
+    budget (41,000 of 1,000) and the search never ended. A repeat is free now, and repeats end the search."""
+    space = {"model": {"type": "choice", "choices": [spec(server), spec(server, "small")]}}
+    task = hot_task(tmp_path, space=space)
+    result = await aoptimize(str(task), spec(server), budget=1000, output_dir=tmp_path / "out", run_settings=NO_CACHE)
+    assert result.calls["used"] == result.calls["task_model"] == 3 * 27 <= 1000  # the original and two choices
+    assert server.requests_total == result.calls["used"] + result.calls["final_test"]
+    trials = [e for e in journal(result.folder) if e["kind"] == "trial"]
+    assert len(trials) == 3 and len({t["cid"] for t in trials}) == 3

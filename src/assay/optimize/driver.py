@@ -24,6 +24,7 @@ from assay.optimize.journal import Journal
 from assay.optimize.outputs import write_outputs
 from assay.optimize.spec import OptimizeSpec, parse_spec
 from assay.optimize.splits import make_splits
+from assay.results.writer import _scrub as scrub
 
 MANIFEST = "optimization.json"
 
@@ -156,7 +157,7 @@ async def aoptimize(
         manifest = {
             "kind": "assay.optimization",
             "created_at": time.time(),
-            "task": task_obj.to_config(),
+            "task": scrub(task_obj.to_config()),  # a literal key in the task's model: is not written (not hashed)
             "task_hash": task_obj.hash,
             "model": _spec_of(model),
             "optimizer_model": _spec_of(optimizer_model),

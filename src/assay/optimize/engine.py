@@ -123,6 +123,7 @@ class Engine:
         self.optimizer_calls = 0
         self.iteration = 0
         self._seen: Counter[str] = Counter()
+        self._charged: set[str] = set()  # evaluations paid for (or replayed) in this session: a repeat is free
         self._trials = 0
         self.target_field = task.fields.target
         self.log: Callable[[str], None] | None = None
@@ -178,9 +179,10 @@ class Engine:
             raise OptimizeError(f"rows outside the {split} split were asked for")
         key = sha256_hex({"cid": cand.id, "split": split, "rows": rows})[:20]
         hit = self.journal.get("eval", key)
-        if hit is not None:
+        if hit is not None:  # a replay after a resume (charged as it was then), or a repeat (no call: free)
             ev = _from_entry(hit)
-            if charge:
+            if charge and key not in self._charged:
+                self._charged.add(key)
                 self._spend_eval(ev)
             return ev
         if charge:
@@ -201,6 +203,7 @@ class Engine:
         }
         self.journal.append(entry)
         if charge:
+            self._charged.add(key)
             self._spend_eval(ev)
         return ev
 

@@ -17,6 +17,7 @@ import yaml
 from assay.optimize.candidate import apply
 from assay.optimize.engine import interval
 from assay.optimize.journal import JOURNAL
+from assay.results.writer import _scrub as scrub
 
 if TYPE_CHECKING:
     from assay.optimize.candidate import Candidate
@@ -178,8 +179,8 @@ def write_outputs(
         for c in tables["candidates"]
     ]  # fmt: skip
     _atomic(folder / "lineage.json", json.dumps(lineage, indent=2, ensure_ascii=False))
-    original_cfg = engine.base_config
-    best_cfg = apply(original_cfg, best, engine.original, engine.target_field)
+    original_cfg = scrub(engine.base_config)  # the winning task file never holds a literal key of the task's model
+    best_cfg = scrub(apply(engine.base_config, best, engine.original, engine.target_field))
     original_yaml, best_yaml = _yaml(original_cfg), _yaml(best_cfg)
     _atomic(folder / "best_task.yaml", best_yaml)
     _atomic(

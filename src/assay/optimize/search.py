@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     import optuna
 
 CHUNKS = 3  # validation is scored in this many parts; a trial may be pruned after each but the last
+MAX_REPEATS = 20  # consecutive proposals of already-tried points after which the search stops (space exhausted)
 Z = 1.959964  # 95% two-sided normal quantile, for the Wilson bound of a partial score
 
 
@@ -205,6 +206,8 @@ async def run_search(engine: Engine) -> list[TrialResult]:
         for point in points:
             study.enqueue_trial(point, skip_if_exists=True)
         limit = len(points) if limit is None else min(limit, len(points))
+    tried: dict[str, TrialResult] = {}
+    repeats = 0
     for number in itertools.count():
         if limit is not None and number >= limit:
             break
@@ -213,8 +216,20 @@ async def run_search(engine: Engine) -> list[TrialResult]:
         params = suggest(trial, spec.space)
         model = params.pop("model", None)
         cand = Candidate(dict(base.components), None, params, model)
+        earlier = tried.get(cand.id)
+        if earlier is not None:  # the sampler proposed a tried point again: tell it the same outcome, at no cost
+            if earlier.values is None:
+                study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+            else:
+                study.tell(trial, earlier.values)
+            repeats += 1
+            if repeats >= MAX_REPEATS:  # a small, discrete space is exhausted
+                break
+            continue
+        repeats = 0
         engine.record_candidate(cand, parents=[base], origin=f"search:{spec.sampler}")
         result = TrialResult(number, cand, None)
+        tried[cand.id] = result
         try:
             for step, part in enumerate(parts):
                 ev = await engine.evaluate(cand, "val", part, label=f"trial{number}")

@@ -218,3 +218,25 @@ def _check_against_task(task: Task, spec: OptimizeSpec, given: dict[str, Any]) -
     for name, param in spec.space.items():
         if name == "model" and param.type != "choice":
             raise error(("space", name), "'model' is a choice among model specs")
+        for i, choice in enumerate(param.choices or ()):
+            secret = _credential(choice)
+            if secret is not None:
+                raise error(
+                    ("space", name, "choices", i),
+                    f"holds a credential ({secret!r}), which would be written to the optimisation folder (trials, "
+                    "lineage, journal); name an environment variable instead (api_key_env: MY_KEY)",
+                )
+
+
+def _credential(value: Any) -> str | None:
+    """The first key of ``value`` (a model spec, nested) that names a credential, such as ``api_key``."""
+    from assay.secrets import is_secret_config_key, looks_secret
+
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key != "api_key_env" and (looks_secret(key) or is_secret_config_key(key)):
+                return str(key)
+            found = _credential(inner)
+            if found is not None:
+                return found
+    return None
