@@ -152,12 +152,17 @@ def _head(reason: str) -> str:
     """The part of a reason that states the check: parenthesised asides and the specifics after ``": "`` dropped,
     both looked for outside quoted values (an output such as ``'{"pop": 1}'`` or ``'f(x)'`` is a value, not part
     of the reason's wording, and must not split one cause into several themes)."""
+    if not any(c in q for q in _QUOTED.findall(reason) for c in ":()"):  # the common case: nothing to protect
+        previous = None
+        while previous != reason:
+            previous, reason = reason, _ASIDE.sub("", reason)
+        head, sep, _ = reason.partition(": ")
+        return head if sep and len(head.split()) >= 2 else reason
     masked = _QUOTED.sub(lambda m: "\0" * len(m.group(0)), reason)  # same length: positions agree
     previous = None
     while previous != masked:
         previous = masked
-        spans = [m.span() for m in _ASIDE.finditer(masked)]
-        for start, end in reversed(spans):
+        for start, end in reversed([m.span() for m in _ASIDE.finditer(masked)]):
             reason, masked = reason[:start] + reason[end:], masked[:start] + masked[end:]
     cut = masked.find(": ")
     head = reason[:cut] if cut >= 0 else reason
