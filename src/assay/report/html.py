@@ -143,16 +143,16 @@ def _paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def render_html(
-    runs: Sequence[Run | str | os.PathLike[str]],
-    compare: Comparison | None = None,
-    *,
-    title: str | None = None,
-) -> str:
-    """The report page for one or more runs (loaded ``Run`` objects or run folders) as one HTML string.
+_DATA_MARK = "\x00assay-sample-data\x00"  # where the data goes in the rendered page (never in a template)
 
-    With two or more runs and no ``compare``, every run is compared with the first.
-    """
+
+def _page_parts(
+    runs: Sequence[Run | str | os.PathLike[str]], compare: Comparison | None, title: str | None
+) -> Iterator[str]:
+    """The page in pieces: the HTML up to the data block, the data JSON one sample at a time, the rest.
+
+    Samples are read from the run folders while the pieces are consumed, so writing a page holds one sample
+    at a time (the page of a million samples is written in the memory of a few)."""
     from assay.report.viewmodel import build_page
 
     loaded = _load(runs)
@@ -161,7 +161,7 @@ def render_html(
     with _paused_gc():
         page = build_page(loaded, _comparisons(loaded, compare), _themes(loaded), title=title)
     script, style = _asset("report.js"), _asset("report.css")
-    return (
+    html = (
         _environment()
         .get_template("report.html.j2")
         .render(
@@ -169,9 +169,34 @@ def render_html(
             csp=content_security_policy(script, style),
             script=Markup(script),
             style=Markup(style),
-            data_json=Markup(embed_json(page.data)),
+            data_json=Markup(_DATA_MARK),
         )
     )
+    head, mark, tail = html.partition(_DATA_MARK)
+    if not mark:
+        raise RuntimeError("report.html.j2 must place data_json once")
+    yield head
+    meta = embed_json(page.data)
+    yield '{"samples":['
+    with _paused_gc():
+        for i, sample in enumerate(page.samples()):
+            yield ("," if i else "") + embed_json(sample)
+    yield "]," + meta[1:]
+    yield tail
+
+
+def render_html(
+    runs: Sequence[Run | str | os.PathLike[str]],
+    compare: Comparison | None = None,
+    *,
+    title: str | None = None,
+) -> str:
+    """The report page for one or more runs (loaded ``Run`` objects or run folders) as one HTML string.
+
+    With two or more runs and no ``compare``, every run is compared with the first. A page of a large run is
+    better written to a file with :func:`write_html`, which streams it.
+    """
+    return "".join(_page_parts(runs, compare, title))
 
 
 def write_html(
@@ -179,11 +204,11 @@ def write_html(
     path: str | os.PathLike[str],
     compare: Comparison | None = None,
 ) -> Path:
-    """Write the report page to ``path`` (atomically; parent folders created) and return the path."""
-    from assay.runner.rundir import atomic_write_text
+    """Write the report page to ``path`` (atomically, streamed; parent folders created) and return the path."""
+    from assay.results.writer import atomic_file
 
     out = Path(path)
-    html = render_html(runs, compare)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, html)
+    with atomic_file(out) as fh:
+        for part in _page_parts(runs, compare, None):
+            fh.write(part)
     return out

@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+import numpy as np
 from markupsafe import Markup
 
 from assay.report import svg
@@ -257,7 +259,8 @@ class PageView:
     ci_method_label: str
     runs: list[RunView]
     comparisons: list[CompareView]
-    data: dict[str, Any]
+    data: dict[str, Any]  # everything the page script reads except "samples"
+    samples: Callable[[], Iterator[dict[str, Any]]]  # the packed samples, read from disk when the page is written
 
 
 # --- runs -----------------------------------------------------------------------------------------------
@@ -317,7 +320,7 @@ def task_views(run: Run, css: str) -> tuple[list[TaskView], set[str]]:
     return list(tasks.values()), methods
 
 
-def latencies(records: Iterable[SampleRecord], manifest: RunManifest) -> dict[tuple[str, str], list[float]]:
+def latencies(records: Iterable[SampleRecord], manifest: RunManifest) -> dict[tuple[str, str], array[float]]:
     """Per (role, name), the latencies of requests that reached a model (not cached), for the histograms.
 
     Attributes requests exactly as :func:`assay.results.operational.operational_figures` does (which reports
@@ -328,8 +331,8 @@ def latencies(records: Iterable[SampleRecord], manifest: RunManifest) -> dict[tu
     from assay.results.operational import judge_calls
 
     model = display_name(manifest.model)
-    out: dict[tuple[str, str], list[float]] = {}
-    model_lat = out.setdefault(("model", model), [])
+    out: dict[tuple[str, str], array[float]] = {}  # 8 bytes a request, read one record at a time
+    model_lat = out.setdefault(("model", model), array("d"))
     for rec in records:
         for resp in rec.responses:
             if resp is not None and not resp.cached and math.isfinite(resp.latency_s):
@@ -341,7 +344,7 @@ def latencies(records: Iterable[SampleRecord], manifest: RunManifest) -> dict[tu
                         lat = call.get("latency_s")
                         if call.get("cached") or not isinstance(lat, int | float) or not math.isfinite(lat):
                             continue
-                        out.setdefault(("judge", str(call.get("model") or "judge")), []).append(float(lat))
+                        out.setdefault(("judge", str(call.get("model") or "judge")), array("d")).append(float(lat))
     return out
 
 
@@ -354,7 +357,7 @@ def _cost(value: Any, priced: bool) -> str:
 def ops_views(run: Run) -> tuple[list[OpsView], list[tuple[str, str]]]:
     """Operational figures per model and judge, each with a latency histogram; and the run's totals."""
     figures = run.operational
-    lat = latencies(run.records, run.manifest)
+    lat = latencies(run.iter_records(), run.manifest)
     priced = bool(figures.get("prices_configured"))
     views: list[OpsView] = []
     for role, by_name in (figures.get("roles") or {}).items():
@@ -375,7 +378,9 @@ def ops_views(run: Run) -> tuple[list[OpsView], list[tuple[str, str]]]:
                     latency_s=lat_s,
                     cost=_cost(f.get("cost_usd"), priced),
                     histogram=Markup(
-                        svg.histogram_chart(lat.get((role, name), []), title=f"{role} {name}: latency of requests")
+                        svg.histogram_chart(
+                            lat.get((role, name), array("d")), title=f"{role} {name}: latency of requests"
+                        )
                     ),
                 )
             )
@@ -580,39 +585,82 @@ def pack_sample(
     return out
 
 
-def sample_data(runs: Sequence[Run], labels: Sequence[str]) -> tuple[dict[str, Any], dict[tuple[int, str, str], int]]:
-    """The browser's data for all runs, and the position of each (run, task, sample_id) in its sample list."""
+class SamplePositions:
+    """The position of each (run, task, sample id) in the page's sample list, from the runs' columns (no record
+    is read): runs in order, then tasks in manifest order, then doc_id order, as :func:`iter_samples` packs them."""
+
+    def __init__(self, runs: Sequence[Run]) -> None:
+        self._tasks: dict[tuple[int, str], tuple[int, Any, Any]] = {}
+        start = 0
+        for r, run in enumerate(runs):
+            for name in run.task_names:
+                cols = run.columns.get(name)
+                if cols is None or cols.id_hashes is None:
+                    continue
+                order = np.argsort(cols.id_hashes, kind="stable")
+                self._tasks[(r, name)] = (start, cols, order)
+                start += len(cols)
+        self.total = start
+
+    def get(self, key: tuple[int, str, str]) -> int | None:
+        """The position of ``(run index, task, sample_id)``, or None when that run has no such sample."""
+        from assay.results.columns import hash64
+
+        found = self._tasks.get((key[0], key[1]))
+        if found is None:
+            return None
+        start, cols, order = found
+        h = hash64(key[2])
+        ranked = cols.id_hashes[order]
+        lo, hi = np.searchsorted(ranked, h, "left"), np.searchsorted(ranked, h, "right")
+        for i in order[lo:hi]:
+            if cols.sample_ids[int(i)] == key[2]:
+                return int(start + i)
+        return None
+
+
+def sample_meta(runs: Sequence[Run], labels: Sequence[str]) -> tuple[dict[str, Any], MetricIndex]:
+    """The browser's data for all runs except the samples themselves (see :func:`iter_samples`), and the index of
+    (metric, filter) pairs the samples refer to (every pair of every run's columns, so it is complete up front)."""
     tasks: list[str] = []
-    task_pos: dict[str, int] = {}
     metrics = MetricIndex()
     for run in runs:
         for info in run.manifest.tasks:
-            if info.name not in task_pos:
-                task_pos[info.name] = len(tasks)
+            if info.name not in tasks:
                 tasks.append(info.name)
             for m in info.metrics:
                 for f in info.filters:
                     metrics(m.name, f)
-    samples: list[dict[str, Any]] = []
-    where: dict[tuple[int, str, str], int] = {}
-    for r, run in enumerate(runs):
-        order = {name: i for i, name in enumerate(run.task_names)}
-        inputs = {info.name: input_field(info.config) for info in run.manifest.tasks}
-        for rec in sorted(run.records, key=lambda x: (order.get(x.task, len(order)), x.doc_id)):
-            if rec.task not in task_pos:
-                task_pos[rec.task] = len(tasks)
-                tasks.append(rec.task)
-            where[(r, rec.task, rec.sample_id)] = len(samples)
-            samples.append(pack_sample(rec, r, task_pos[rec.task], metrics, inputs.get(rec.task)))
+            cols = run.columns.get(info.name)
+            for f, m_name in cols.keys if cols is not None else []:
+                metrics(m_name, f)
     data = {
         "runs": [{"label": label, "css": RUN_CSS[i % len(RUN_CSS)]} for i, label in enumerate(labels)],
         "tasks": tasks,
         "metrics": metrics.as_data(),
-        "samples": samples,
         "cap": TEXT_CAP,
         "themes": [],
     }
-    return data, where
+    return data, metrics
+
+
+def iter_samples(runs: Sequence[Run], tasks: Sequence[str], metrics: MetricIndex) -> Iterator[dict[str, Any]]:
+    """Every sample of every run packed for the page (:func:`pack_sample`), read from disk one at a time: runs in
+    order, tasks in manifest order, doc_id order (records of a task run.json does not list are left out)."""
+    task_pos = {name: i for i, name in enumerate(tasks)}
+    for r, run in enumerate(runs):
+        inputs = {info.name: input_field(info.config) for info in run.manifest.tasks}
+        for name in run.task_names:
+            for rec in run.task_records(name):
+                yield pack_sample(rec, r, task_pos[name], metrics, inputs.get(name))
+
+
+def sample_data(runs: Sequence[Run], labels: Sequence[str]) -> tuple[dict[str, Any], SamplePositions]:
+    """The browser's data for all runs with every sample in memory (small runs and tests; pages are written
+    streaming by :mod:`assay.report.html`), and the positions of the samples."""
+    data, metrics = sample_meta(runs, labels)
+    data["samples"] = list(iter_samples(runs, data["tasks"], metrics))
+    return data, SamplePositions(runs)
 
 
 # --- comparisons --------------------------------------------------------------------------------------------
@@ -637,9 +685,6 @@ def fmt_delta(d: float | None) -> str:
 
 def compare_view(comparison: Any, runs: Sequence[Run], a: int, b: int, labels: Sequence[str]) -> CompareView:
     """The comparison section for run ``b`` against baseline ``a`` from a :class:`assay.results.Comparison`."""
-    run_a, run_b = runs[a], runs[b]
-    ids_a = {(r.task, r.doc_id): r.sample_id for r in run_a.records}
-    ids_b = {(r.task, r.doc_id): r.sample_id for r in run_b.records}
     rows: list[DeltaView] = []
     regressed: list[ChangeView] = []
     improved: list[ChangeView] = []
@@ -670,22 +715,22 @@ def compare_view(comparison: Any, runs: Sequence[Run], a: int, b: int, labels: S
         )
         if not (m.regressed or m.improved):
             continue
-        va = run_a.sample_values(m.task, m.filter, m.metric).as_dict()
-        vb = run_b.sample_values(m.task, m.filter, m.metric).as_dict()
         label = m.metric if m.filter == "none" else f"{m.metric} · {m.filter}"
-        for kind, doc_ids, out in (("regressed", m.regressed, regressed), ("improved", m.improved, improved)):
-            totals[kind] += len(doc_ids)
-            for doc_id in doc_ids:
+        for kind, ids, pairs, out in (
+            ("regressed", m.regressed_ids, m.regressed_values, regressed),
+            ("improved", m.improved_ids, m.improved_values, improved),
+        ):
+            totals[kind] += len(ids)
+            for sid, (va, vb) in zip(ids, pairs, strict=True):
                 if len(out) >= MAX_CHANGES_LISTED:
                     break
-                sid = ids_b.get((m.task, doc_id)) or ids_a.get((m.task, doc_id)) or str(doc_id)
                 out.append(
                     ChangeView(
                         task=m.task,
                         sample_id=sid,
                         metric=label,
-                        a_s=fmt_value(va.get(doc_id)),
-                        b_s=fmt_value(vb.get(doc_id)),
+                        a_s=fmt_value(va),
+                        b_s=fmt_value(vb),
                         href=sample_href(m.task, sid, b),
                     )
                 )
@@ -698,7 +743,7 @@ def compare_view(comparison: Any, runs: Sequence[Run], a: int, b: int, labels: S
         b_css=RUN_CSS[b % len(RUN_CSS)],
         alpha=comparison.alpha,
         confidence_label=f"{100 * comparison.confidence:g}%",
-        n_shared_label="the samples both runs scored, joined by doc_id",
+        n_shared_label="the samples both runs scored, paired by sample id where the input is the same",
         rows=rows,
         regressed=regressed,
         improved=improved,
@@ -735,7 +780,8 @@ def build_page(
     from assay.models.base import display_name
 
     labels = run_labels(runs)
-    data, where = sample_data(runs, labels)
+    data, metrics = sample_meta(runs, labels)
+    where = SamplePositions(runs)
     views: list[RunView] = []
     methods: set[str] = set()
     confidences: set[float] = set()
@@ -761,7 +807,7 @@ def build_page(
                 judges=[display_name(j) for j in manifest.judges],
                 created=fmt_time(manifest.created_at),
                 duration=fmt_seconds(manifest.total_seconds) if manifest.total_seconds else None,
-                n_samples=len(run.records),
+                n_samples=run.n_records,
                 error_policy=run.settings.get("error_policy"),
                 git_hash=manifest.git_hash,
                 tasks=tasks,
@@ -790,6 +836,7 @@ def build_page(
         runs=views,
         comparisons=[compare_view(c, runs, a, b, labels) for a, b, c in comparisons],
         data=data,
+        samples=lambda: iter_samples(runs, data["tasks"], metrics),
     )
 
 
@@ -797,7 +844,7 @@ def build_page(
 
 
 def theme_section(
-    themes: Sequence[Any] | None, run: Run, run_index: int, where: Mapping[tuple[int, str, str], int]
+    themes: Sequence[Any] | None, run: Run, run_index: int, where: SamplePositions
 ) -> tuple[list[ThemeView], list[dict[str, Any]], str]:
     """The themes of one run (``assay.feedback.Theme`` objects) for the page, their sample positions for the
     browser, and a note for when there are none. Only the MAX_THEMES most frequent themes are listed."""
@@ -808,7 +855,8 @@ def theme_section(
     views: list[ThemeView] = []
     data: list[dict[str, Any]] = []
     for n, theme in enumerate(themes[:MAX_THEMES]):
-        positions = [where[(run_index, t, sid)] for t, sid in theme.samples if (run_index, t, sid) in where]
+        found = (where.get((run_index, t, sid)) for t, sid in theme.samples)
+        positions = [p for p in found if p is not None]
         example = next((e.reason or e.feedback for e in theme.examples if e.reason or e.feedback), None)
         common = theme.feedback[0] if theme.feedback else None
         views.append(

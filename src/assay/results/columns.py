@@ -70,7 +70,8 @@ class FileSource:
         return iter_indexed(self.index, positions)
 
 
-def _hash64(text: str) -> int:
+def hash64(text: str) -> int:
+    """A 64-bit hash of a string (blake2b), stable across processes."""
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
 
 
@@ -303,7 +304,7 @@ def _scan_once(
             else:
                 acc.cluster_codes.append(acc.cluster_index.setdefault(repr(value), len(acc.cluster_index)))
         if with_ids:
-            acc.id_hashes.append(_hash64(rec.sample_id))
+            acc.id_hashes.append(hash64(rec.sample_id))
             acc.doc_hashes.append(doc_hash64(rec.doc))
             acc.ids += rec.sample_id.encode("utf-8")
             acc.id_ends.append(len(acc.ids))

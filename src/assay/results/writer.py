@@ -263,7 +263,7 @@ def _metric_warnings(task: str, filter_name: str, metric: str, sv: Any, entry: M
 
 
 @contextmanager
-def _atomic_file(path: Path) -> Iterator[IO[str]]:
+def atomic_file(path: Path) -> Iterator[IO[str]]:
     """A text file written in pieces that appears at ``path`` complete or not at all (mode as an ordinary write)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -295,7 +295,7 @@ def write_sample_logs(root: Path, computed: _Computed, source: RecordSource) -> 
         for f, _ in cols.keys:
             if f not in filters:
                 filters.append(f)
-        with _atomic_file(root / schema.samples_filename(task)) as out, ExitStack() as stack:
+        with atomic_file(root / schema.samples_filename(task)) as out, ExitStack() as stack:
             sinks: list[IO[str]] = [out] + [
                 stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8")) for _ in filters[1:]
             ]
