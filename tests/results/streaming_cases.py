@@ -26,8 +26,14 @@ CASES: dict[str, dict[str, Any]] = {
 def _mixed(path: Path) -> None:
     rng = random.Random(1)
     tasks = [
-        rf.task("alpha", (("exact_match", True), ("loss", False)), filters=("none", "strict"), groups=("g",), n=70,
-                n_selected=64),
+        rf.task(
+            "alpha",
+            (("exact_match", True), ("loss", False)),
+            filters=("none", "strict"),
+            groups=("g",),
+            n=70,
+            n_selected=64,
+        ),
         rf.task("beta", (("exact_match", True),), groups=("g",), n=40),
     ]
     recs = []
@@ -42,15 +48,21 @@ def _mixed(path: Path) -> None:
                     "loss": [rf.verdict(None, error="no response to evaluate: HTTP 500")],
                 }
                 continue
-            em = rf.verdict(None, error="regex broke") if i % 13 == 3 and f == "strict" else rf.verdict(
-                0.0 if fails else 1.0
+            em = (
+                rf.verdict(None, error="regex broke")
+                if i % 13 == 3 and f == "strict"
+                else rf.verdict(0.0 if fails else 1.0)
             )
             per[f] = {"exact_match": [em], "loss": [rf.verdict(rng.random(), True)]}
             if i >= 20 and f == "none":  # a metric run.json does not declare, found only in later records
                 per[f]["extra"] = [rf.verdict(float(i % 2))]
         recs.append(
             rf.record(
-                "alpha", i, filters=per, texts=texts, metadata={"topic": f"t{i % 6}"},
+                "alpha",
+                i,
+                filters=per,
+                texts=texts,
+                metadata={"topic": f"t{i % 6}"},
                 doc={"question": f"вопрос {i} — «{'длинный ' * (i % 5)}»", "n": i},
             )
         )
