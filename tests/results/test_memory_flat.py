@@ -49,7 +49,7 @@ def test_peak_memory_does_not_grow_with_the_records(tmp_path, operation):
     for run in (small, large):
         if operation != "write_results":
             write_results(run, bootstrap_iters=0)
-    load_run(small).results  # warm imports and caches outside the measurement
+    assert load_run(small).results  # warm imports and caches outside the measurement
     OPERATIONS[operation](small)
     grown = _peak(lambda: OPERATIONS[operation](large)) - _peak(lambda: OPERATIONS[operation](small))
     per_sample = grown / 300
