@@ -39,6 +39,10 @@ class RecordSource(Protocol):
         """(position, record) for the records at ``positions``, in that order."""
         ...
 
+    def fetch_raw(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord | dict[str, Any]]]:
+        """Like :meth:`fetch`, as the parsed JSON of the line where that is cheaper (records already scanned)."""
+        ...
+
 
 class ListSource:
     """Records already in memory (the Python API's ``build_results``)."""
@@ -51,6 +55,9 @@ class ListSource:
 
     def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
         return ((int(i), self.records[int(i)]) for i in positions)
+
+    def fetch_raw(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord | dict[str, Any]]]:
+        return self.fetch(positions)
 
 
 class FileSource:
@@ -68,6 +75,11 @@ class FileSource:
         from assay.runner.rundir import iter_indexed
 
         return iter_indexed(self.index, positions)
+
+    def fetch_raw(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord | dict[str, Any]]]:
+        from assay.runner.rundir import iter_raw
+
+        return iter_raw(self.index, positions)
 
 
 def hash64(text: str) -> int:

@@ -300,10 +300,13 @@ def write_sample_logs(root: Path, computed: _Computed, source: RecordSource) -> 
                 stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8")) for _ in filters[1:]
             ]
             by_filter = {f: [(m, cols.values[(f, m)].values) for ff, m in cols.keys if ff == f] for f in filters}
-            for i, (_, rec) in enumerate(source.fetch(cols.positions)):
+            for i, (_, rec) in enumerate(source.fetch_raw(cols.positions)):
                 for f, sink in zip(filters, sinks, strict=True):
                     present = {m: float(v[i]) for m, v in by_filter[f] if not math.isnan(v[i])}
-                    line = schema.sample_log_line(rec, f, present)
+                    if isinstance(rec, SampleRecord):
+                        line = schema.sample_log_line(rec, f, present)
+                    else:
+                        line = schema.sample_log_line_raw(rec, f, present)
                     sink.write(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n")
             for sink in sinks[1:]:
                 sink.seek(0)

@@ -119,7 +119,10 @@ def iter_sample_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 _JSON_STR = rb'("(?:[^"\\]|\\.)*")'
-_KEY_PREFIX = re.compile(rb'\{"task":' + _JSON_STR + rb',"task_hash":"[^"\\]*","doc_id":-?\d+,"sample_id":' + _JSON_STR)
+_KEY_PREFIX = re.compile(  # the first keys of a record as SampleRecord.model_dump_json (or json.dumps) writes them
+    rb'\{\s*"task"\s*:\s*' + _JSON_STR + rb'\s*,\s*"task_hash"\s*:\s*"[^"\\]*"\s*,\s*"doc_id"\s*:\s*-?\d+\s*,'
+    rb'\s*"sample_id"\s*:\s*' + _JSON_STR
+)
 
 
 @dataclass
@@ -179,7 +182,7 @@ def index_samples(run_dir: Path) -> SampleIndex:
         for raw in fh:
             lineno += 1
             start, pos = pos, pos + len(raw)
-            if not raw.strip():
+            if raw.isspace():  # a blank line (isspace copies nothing, unlike strip)
                 continue
             if pending is not None:
                 _add_line(pending, path, offsets, linenos, hashes)
@@ -265,6 +268,14 @@ def iter_indexed(index: SampleIndex, order: npt.NDArray[np.int64] | None = None)
         for i in order:
             fh.seek(int(index.offsets[i]))
             yield int(i), parse_record(fh.readline(), index.path, int(index.linenos[i]))
+
+
+def iter_raw(index: SampleIndex, order: npt.NDArray[np.int64]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(position, parsed JSON object) of the lines at ``order``: for lines a scan has already validated."""
+    with open(index.path, "rb") as fh:
+        for i in order:
+            fh.seek(int(index.offsets[i]))
+            yield int(i), json.loads(fh.readline())
 
 
 def parse_record(raw: bytes, path: Path, lineno: int) -> SampleRecord:
