@@ -142,12 +142,20 @@ class SampleIndex:
         return int(self.offsets.size)
 
 
+def _json_string(quoted: bytes) -> str:
+    """A JSON string literal's value (without the JSON parser when it has no escapes)."""
+    if b"\\" not in quoted:
+        return quoted[1:-1].decode("utf-8")
+    value = json.loads(quoted.decode("utf-8"))
+    return value if isinstance(value, str) else str(value)
+
+
 def _line_key(raw: bytes) -> tuple[Any, Any] | None:
     """The (task, sample_id) of a line (None when the line is not a JSON object)."""
     found = _KEY_PREFIX.match(raw, 0, 4096)
     try:
         if found is not None:  # the layout SampleRecord.model_dump_json writes: no need to parse the whole line
-            return json.loads(found.group(1)), json.loads(found.group(2))
+            return _json_string(found.group(1)), _json_string(found.group(2))
         obj = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError):
         return None
