@@ -106,3 +106,15 @@ def test_html_compare_view_pairs_by_id(tmp_path):
         ]
     )
     assert len(data["samples"]) == 15 + 14
+
+
+def test_ids_that_share_a_hash_still_pair_exactly(tmp_path, monkeypatch):
+    from assay.results import columns
+
+    monkeypatch.setattr(columns, "hash64", lambda text: len(text))  # every id of one length collides
+    a = _run(tmp_path / "a", ROWS)
+    b = _run(tmp_path / "b", list(reversed(ROWS[:4] + ROWS[5:])))
+    comp = compare_runs(a, b)
+    (m,) = comp.metrics
+    assert m.regressed == [] and m.improved == [] and m.n_shared == 14
+    assert comp.pairing["qa"].only_a_examples == ["row4"]
