@@ -6,7 +6,8 @@ Builds two synthetic run folders of N samples each (default 1,000,000; ``--quick
 A in one sample in 20. Each step runs in its own subprocess, which reports its peak RSS (``ru_maxrss``); figures
 are printed with the ratio to the run folder's size and to a bare ``import assay`` process (the floor).
 With N <= 200,000 the list-based baseline (every record in one list, as results were written before) is measured
-too. Run: ``python -m benchmarks memory`` or ``python -m benchmarks.bench_memory --quick``.
+too. Run: ``python -m benchmarks memory`` or ``python -m benchmarks.bench_memory --quick``
+(``BENCH_MEMORY_STEPS="write_results A,HTML report"`` runs only those steps).
 """
 
 from __future__ import annotations
@@ -169,6 +170,9 @@ def main(argv: list[str] | None = None) -> None:
         print(f"samples: {n:,} per run; samples.jsonl {size / 2**20:,.0f} MiB", end=" ")
         print(f"(two run folders written in {time.perf_counter() - start:.0f} s)", flush=True)
         steps = dict(STEPS)
+        only = os.environ.get("BENCH_MEMORY_STEPS")  # e.g. "write_results A,HTML report"
+        if only:
+            steps = {name: code for name, code in steps.items() if name in only.split(",") or "floor" in name}
         if n <= LIST_BASELINE_MAX:
             steps = {"records in one list (before)": LIST_BASELINE, **steps}
         floor = None

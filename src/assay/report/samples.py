@@ -189,7 +189,7 @@ class SamplePositions:
     is read): runs in order, then tasks in manifest order, then doc_id order, as :func:`iter_samples` packs them."""
 
     def __init__(self, runs: Sequence[Run]) -> None:
-        self._tasks: dict[tuple[int, str], tuple[int, Any, Any]] = {}
+        self._tasks: dict[tuple[int, str], tuple[int, Any, Any, Any]] = {}
         start = 0
         for r, run in enumerate(runs):
             for name in run.task_names:
@@ -197,7 +197,7 @@ class SamplePositions:
                 if cols is None or cols.id_hashes is None:
                     continue
                 order = np.argsort(cols.id_hashes, kind="stable")
-                self._tasks[(r, name)] = (start, cols, order)
+                self._tasks[(r, name)] = (start, cols, order, cols.id_hashes[order])  # sorted once, looked up often
                 start += len(cols)
         self.total = start
 
@@ -208,9 +208,8 @@ class SamplePositions:
         found = self._tasks.get((key[0], key[1]))
         if found is None:
             return None
-        start, cols, order = found
+        start, cols, order, ranked = found
         h = hash64(key[2])
-        ranked = cols.id_hashes[order]
         lo, hi = np.searchsorted(ranked, h, "left"), np.searchsorted(ranked, h, "right")
         for i in order[lo:hi]:
             if cols.sample_ids[int(i)] == key[2]:
