@@ -23,11 +23,12 @@ def test_markdown_table_has_lm_eval_columns_interval_and_errors(run):
     assert lines[0] == "|Tasks|Version|Filter|n-shot|Metric|↑↓|Value|±|Stderr|95% CI|Scored|Errors|"
     e = run.results["assay"]["tasks"]["arith"]["filters"]["none"]["exact_match"]
     lo, hi = e["ci"]  # the headline interval: Wilson for this pass/fail metric
-    expected = f"|arith|1.0|none|0|exact_match|↑|0.8000|±|{e['stderr']:.4f}|[{lo:.4f}, {hi:.4f}]|5/7|2 (excluded)|"
+    errors = "2 (1 model, 1 evaluator; excluded)"  # a failed request and a judge error are told apart
+    expected = f"|arith|1.0|none|0|exact_match|↑|0.8000|±|{e['stderr']:.4f}|[{lo:.4f}, {hi:.4f}]|5/7|{errors}|"
     assert expected in lines
     # algebra kept a value for every sample, but one repeat's verdict errored: that is shown, not hidden
-    assert any(line.startswith("|algebra|1.0|none|0|exact_match|") and line.endswith("|4/4|0 (1 verdict, excluded)|")
-               for line in lines)  # fmt: skip
+    algebra = "|4/4|0 (1 evaluator verdict; excluded)|"
+    assert any(line.startswith("|algebra|1.0|none|0|exact_match|") and line.endswith(algebra) for line in lines)
     # the second metric of a task leaves the name and version blank, as lm-eval does
     assert any(line.startswith("|||none|0|f1|↑|") for line in lines)
     assert "|judged|1.0|none|0|judge|↑|" in md and "|||none|0|length|↓|" in md

@@ -1,7 +1,8 @@
 """``assay report`` (tables, JUnit, HTML, ``--fail-under`` gates) and ``assay compare`` (paired tests).
 
 Exit codes: 0 fine; 1 a ``--fail-under`` threshold was missed (report) or a metric is significantly
-worse (compare); 2 a usage error (bad option, not a run folder, unknown metric).
+worse (compare); 2 a usage error (bad option, not a run folder, unknown metric, or two runs whose samples
+do not pair up by sample id and input).
 """
 
 from __future__ import annotations
@@ -195,9 +196,7 @@ def report_command(
     candidate = runs[-1]
     comparison = None
     if len(runs) == 2:
-        from assay.results.compare import compare_runs
-
-        comparison = compare_runs(runs[0], runs[1], alpha=alpha)
+        comparison = _compare(runs[0], runs[1], alpha=alpha)
     failures = check_thresholds(candidate, thresholds)
     console = _console()
     if fmt == "json":
@@ -223,6 +222,16 @@ def report_command(
         for line in failures:
             click.echo(f"FAIL {line}", err=True)
         raise SystemExit(1)
+
+
+def _compare(run_a: Run, run_b: Run, **options: Any) -> Comparison:
+    """compare_runs, with runs whose samples do not pair up (and other bad input) as a usage error (exit 2)."""
+    from assay.results.compare import compare_runs
+
+    try:
+        return compare_runs(run_a, run_b, **options)
+    except AssayError as err:
+        raise UsageFailure(str(err)) from None
 
 
 def _print_comparison(comparison: Comparison, fmt: str, console: Console) -> None:
@@ -251,17 +260,24 @@ def _print_comparison(comparison: Comparison, fmt: str, console: Console) -> Non
     "--iters", type=click.IntRange(min=1), default=10_000, show_default=True, help="Bootstrap/permutation draws."
 )
 @click.option("--seed", type=int, default=1234, show_default=True, help="Seed of the resampling.")
-def compare_command(run_a: Path, run_b: Path, alpha: float, fmt: str, iters: int, seed: int) -> None:
+@click.option(
+    "--min-paired",
+    type=click.FloatRange(0, 1),
+    default=0.5,
+    show_default=True,
+    help="Refuse (exit 2) when a task pairs fewer than this share of the smaller run's samples.",
+)
+def compare_command(run_a: Path, run_b: Path, alpha: float, fmt: str, iters: int, seed: int, min_paired: float) -> None:
     """Compare RUN_B (candidate) with RUN_A (baseline) on the samples both scored.
 
+    Samples pair by sample id, and only where their input (the dataset row) is the same in both runs.
     Pass/fail metrics: exact McNemar test; continuous ones: sign-flip permutation test; intervals
     from a paired bootstrap. Exit code 1 when any metric is significantly worse, 2 on usage errors
-    (including runs that share no task and metric, so there is nothing to compare).
+    (including runs that share no task and metric, or whose samples do not pair up).
     """
     from assay.report.table import comparison_renderables, render_comparison
-    from assay.results.compare import compare_runs
 
-    comparison = compare_runs(_load(run_a), _load(run_b), alpha=alpha, iters=iters, seed=seed)
+    comparison = _compare(_load(run_a), _load(run_b), alpha=alpha, iters=iters, seed=seed, min_paired=min_paired)
     if not comparison.metrics:  # a CI gate must not pass because there was nothing to compare
         raise UsageFailure(
             "nothing to compare: the runs share no task and metric" + "".join(f"\n  {w}" for w in comparison.warnings)

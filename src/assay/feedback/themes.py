@@ -357,6 +357,8 @@ def _source(source: Any) -> tuple[Iterable[SampleRecord | Mapping[str, Any]], Ru
 
         run_dir = Path(source)
         return iter_record_dicts(run_dir), read_manifest(run_dir)
+    if hasattr(source, "iter_records"):  # a loaded Run: its records streamed from disk, never all in memory
+        return source.iter_records(), getattr(source, "manifest", None)
     if hasattr(source, "records"):
         return source.records, getattr(source, "manifest", None)
     return source, None

@@ -10,13 +10,11 @@ JavaScript line separators escaped, so no text can close the block; the page scr
 from __future__ import annotations
 
 import base64
-import gc
 import hashlib
 import json
 import math
 import os
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -130,17 +128,46 @@ def _themes(runs: list[Run]) -> list[Any]:
     return [group_failures(run) for run in runs]
 
 
-@contextmanager
-def _paused_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector: packing 50,000 samples allocates millions of small objects (no cycles)
-    while the loaded run keeps millions alive, and each full collection would scan them all (4x slower)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
+_DATA_MARK = "\x00assay-sample-data\x00"  # where the data goes in the rendered page (never in a template)
+
+
+def _page_parts(
+    runs: Sequence[Run | str | os.PathLike[str]], compare: Comparison | None, title: str | None
+) -> Iterator[str]:
+    """The page in pieces: the HTML up to the data block, the data JSON one sample at a time, the rest.
+
+    Samples are read from the run folders while the pieces are consumed, so writing a page holds one sample
+    at a time (the page of a million samples is written in the memory of a few)."""
+    from assay.report.viewmodel import build_page
+
+    loaded = _load(runs)
+    if not loaded:
+        raise ValueError("render_html needs at least one run")
+    # the collector stays on: records are read and dropped one at a time, and pausing it would keep every
+    # record's cyclic garbage until the page is written
+    page = build_page(loaded, _comparisons(loaded, compare), _themes(loaded), title=title)
+    script, style = _asset("report.js"), _asset("report.css")
+    html = (
+        _environment()
+        .get_template("report.html.j2")
+        .render(
+            page=page,
+            csp=content_security_policy(script, style),
+            script=Markup(script),
+            style=Markup(style),
+            data_json=Markup(_DATA_MARK),
+        )
+    )
+    head, mark, tail = html.partition(_DATA_MARK)
+    if not mark:
+        raise RuntimeError("report.html.j2 must place data_json once")
+    yield head
+    meta = embed_json(page.data)
+    yield '{"samples":['
+    for i, sample in enumerate(page.samples()):
+        yield ("," if i else "") + embed_json(sample)
+    yield "]," + meta[1:]
+    yield tail
 
 
 def render_html(
@@ -151,27 +178,10 @@ def render_html(
 ) -> str:
     """The report page for one or more runs (loaded ``Run`` objects or run folders) as one HTML string.
 
-    With two or more runs and no ``compare``, every run is compared with the first.
+    With two or more runs and no ``compare``, every run is compared with the first. A page of a large run is
+    better written to a file with :func:`write_html`, which streams it.
     """
-    from assay.report.viewmodel import build_page
-
-    loaded = _load(runs)
-    if not loaded:
-        raise ValueError("render_html needs at least one run")
-    with _paused_gc():
-        page = build_page(loaded, _comparisons(loaded, compare), _themes(loaded), title=title)
-    script, style = _asset("report.js"), _asset("report.css")
-    return (
-        _environment()
-        .get_template("report.html.j2")
-        .render(
-            page=page,
-            csp=content_security_policy(script, style),
-            script=Markup(script),
-            style=Markup(style),
-            data_json=Markup(embed_json(page.data)),
-        )
-    )
+    return "".join(_page_parts(runs, compare, title))
 
 
 def write_html(
@@ -179,11 +189,11 @@ def write_html(
     path: str | os.PathLike[str],
     compare: Comparison | None = None,
 ) -> Path:
-    """Write the report page to ``path`` (atomically; parent folders created) and return the path."""
-    from assay.runner.rundir import atomic_write_text
+    """Write the report page to ``path`` (atomically, streamed; parent folders created) and return the path."""
+    from assay.results.writer import atomic_file
 
     out = Path(path)
-    html = render_html(runs, compare)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, html)
+    with atomic_file(out) as fh:
+        for part in _page_parts(runs, compare, None):
+            fh.write(part)
     return out

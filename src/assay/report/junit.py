@@ -68,14 +68,11 @@ def build_junit(run: Run) -> ET.Element:
     totals = {"tests": 0, "failures": 0, "errors": 0}
     total_time = 0.0
     for task in run.manifest.tasks:
-        records = run.task_records(task.name)
-        filters = list(task.filters)
-        for rec in records:
-            filters.extend(f for f in rec.filters if f not in filters)
-        metrics = [m.name for m in task.metrics]
-        for rec in records:
-            for fr in rec.filters.values():
-                metrics.extend(m for m in fr.verdicts if m not in metrics)
+        cols = run.columns.get(task.name)  # declared filters and metrics, then those found in the records
+        keys = cols.keys if cols is not None else [(f, m.name) for f in task.filters for m in task.metrics]
+        filters = list(dict.fromkeys(f for f, _ in keys))
+        metrics = list(dict.fromkeys(m for _, m in keys))
+        records = run.task_records(task.name)  # read one at a time
         suite = ET.SubElement(root, "testsuite", name=xml_text(task.name))
         props = ET.SubElement(suite, "properties")
         for prop, text in (("task_hash", task.task_hash), ("model", display_name(run.manifest.model))):

@@ -33,16 +33,24 @@ def _ci_text(ci: Sequence[float] | None) -> str:
 
 
 def _errors_text(row: MetricRow) -> str:
-    """Errored samples and how they were counted; errored verdicts of repeats are named too, even when every
-    sample kept a value (an errored repeat is left out of its sample's value under ``exclude``)."""
+    """Errored samples and how they were counted, with the errored verdicts by cause: the model request failed
+    (``model``) or the evaluator could not judge (``evaluator``), e.g. ``12 (2 model, 10 evaluator; excluded)``.
+    Verdicts are counted even when every sample kept a value (an errored repeat is left out of its sample's
+    value under ``exclude``)."""
     verdicts = int(row.entry.get("n_errored_verdicts") or 0)
     if not row.n_errored and not verdicts:
         return "0"
     how = {"exclude": "excluded", "as_zero": "scored 0"}.get(row.error_policy or "", row.error_policy or "")
-    notes = ([f"{verdicts} verdict{'s' if verdicts != 1 else ''}"] if verdicts > row.n_errored else []) + (
-        [how] if how else []
-    )
-    return f"{row.n_errored} ({', '.join(notes)})" if notes else str(row.n_errored)
+    causes: list[str] = []
+    if "n_model_errors" in row.entry:
+        model, evaluator = int(row.entry.get("n_model_errors") or 0), int(row.entry.get("n_eval_errors") or 0)
+        causes = [f"{n} {what}" for n, what in ((model, "model"), (evaluator, "evaluator")) if n]
+        if causes and verdicts > row.n_errored:
+            causes[-1] += f" verdict{'s' if verdicts != 1 else ''}"
+    elif verdicts > row.n_errored:
+        causes = [f"{verdicts} verdict{'s' if verdicts != 1 else ''}"]
+    notes = ", ".join(causes) + ("; " if causes and how else "") + how
+    return f"{row.n_errored} ({notes})" if notes else str(row.n_errored)
 
 
 def _as_results(obj: Run | dict[str, Any]) -> dict[str, Any]:
@@ -126,6 +134,9 @@ def build_tables(obj: Run | dict[str, Any], width: int | None = None) -> list[Ta
         tables = [_rich_table("Tasks", tasks, results, drop)]
         if groups:
             tables.append(_rich_table("Groups", groups, results, drop))
+    pass_k = _pass_k_table(tasks)
+    if pass_k is not None:
+        tables.append(pass_k)
     return tables
 
 
@@ -163,6 +174,46 @@ def _rich_table(title: str, rows: list[MetricRow], results: dict[str, Any], drop
     return table
 
 
+PASS_K_HEADERS = ["Task", "Filter", "Metric", "k", "pass@k", "± pass@k", "pass^k", "± pass^k", "Samples"]
+
+
+def _pass_k_cells(rows: list[MetricRow]) -> list[list[str]]:
+    """pass@k (at least one of k repeats passes) and pass^k (all k pass) per task metric with repeats > 1."""
+    out: list[list[str]] = []
+    for r in rows:
+        at, hat = r.entry.get("pass_at_k") or {}, r.entry.get("pass_hat_k") or {}
+        for k, fig in at.items():
+            other = hat.get(k) or {}
+            out.append(
+                [
+                    r.alias or r.task,
+                    r.filter,
+                    r.metric,
+                    str(k),
+                    _fmt(fig.get("value")),
+                    _fmt(fig.get("stderr")),
+                    _fmt(other.get("value")),
+                    _fmt(other.get("stderr")),
+                    str(fig.get("n", "")) + (f" ({fig['n_excluded']} excluded)" if fig.get("n_excluded") else ""),
+                ]
+            )
+    return out
+
+
+def _pass_k_table(rows: list[MetricRow]) -> Table | None:
+    from rich.table import Table
+
+    cells = _pass_k_cells(rows)
+    if not cells:
+        return None
+    table = Table(title="pass@k / pass^k over repeats", header_style="bold")
+    for i, h in enumerate(PASS_K_HEADERS):
+        table.add_column(h, justify="right" if i >= 3 else "left")
+    for c in cells:
+        table.add_row(*c)
+    return table
+
+
 def _markdown(header: list[str], rows: list[list[str]]) -> str:
     def esc(text: str) -> str:
         return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
@@ -192,8 +243,14 @@ def _row_json(r: MetricRow) -> dict[str, Any]:
         "n_scored": r.n_scored,
         "n_errored": r.n_errored,
         "n_errored_verdicts": r.entry.get("n_errored_verdicts"),
+        "n_model_errors": r.entry.get("n_model_errors"),
+        "n_eval_errors": r.entry.get("n_eval_errors"),
+        "unscorable": r.entry.get("unscorable"),
         "error_policy": r.error_policy,
         "pass_rate": r.pass_rate,
+        "n_passed": r.entry.get("n_passed"),
+        **({"pass_at_k": r.entry["pass_at_k"]} if r.entry.get("pass_at_k") else {}),
+        **({"pass_hat_k": r.entry["pass_hat_k"]} if r.entry.get("pass_hat_k") else {}),
     }
 
 
@@ -225,6 +282,9 @@ def render_table(run_or_results: Run | dict[str, Any], fmt: str = "rich") -> str
         parts = [_markdown(["Tasks", *header], _cells(tasks))]
         if groups:
             parts.append(_markdown(["Groups", *header], _cells(groups)))
+        pass_k = _pass_k_cells(tasks)
+        if pass_k:
+            parts.append("pass@k / pass^k over repeats:\n\n" + _markdown(PASS_K_HEADERS, pass_k))
         if notes:
             parts.append("\n".join(f"- {n}" for n in notes))
         return "\n\n".join(parts)
@@ -382,8 +442,19 @@ def _compare_headers(comp: Comparison) -> list[str]:
     return [conf if h == "CI" else h for h in COMPARE_HEADERS] + ["Result"]
 
 
+def _pairing_notes(comp: Comparison) -> list[str]:
+    out = []
+    for p in comp.pairing.values():
+        out.append(
+            f"{p.task}: {p.paired} sample(s) paired by sample id with the same input; {p.only_in_a} only in A, "
+            f"{p.only_in_b} only in B, {p.changed_input} with a changed input"
+        )
+    return out
+
+
 def _compare_notes(comp: Comparison) -> list[str]:
-    return [f"A = {comp.run_a}, B = {comp.run_b}; alpha = {comp.alpha:g}", *comp.warnings, *_listing(comp)]
+    head = f"A = {comp.run_a}, B = {comp.run_b}; alpha = {comp.alpha:g}"
+    return [head, *_pairing_notes(comp), *comp.warnings, *_listing(comp)]
 
 
 def render_comparison(comp: Comparison, fmt: str = "rich") -> str:

@@ -7,90 +7,46 @@ packed compactly (short keys, capped texts) so a page for 50,000 samples stays s
 
 from __future__ import annotations
 
-import json
 import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from markupsafe import Markup
 
 from assay.report import svg
+from assay.report.compareview import ChangeView, CompareView, DeltaView, compare_view  # noqa: F401
+from assay.report.fmt import (  # noqa: F401 - re-exported
+    fmt_int,
+    fmt_interval,
+    fmt_percent,
+    fmt_seconds,
+    fmt_time,
+    fmt_value,
+    raw,
+    sample_href,
+)
+from assay.report.samples import (  # noqa: F401 - re-exported: the sample browser's data lived here
+    RUN_CSS,
+    TEXT_CAP,
+    MetricIndex,
+    SamplePositions,
+    cap_text,
+    clip,
+    input_field,
+    iter_samples,
+    pack_sample,
+    sample_data,
+    sample_input,
+    sample_meta,
+)
+from assay.report.themeview import ThemeView, theme_section
 
 if TYPE_CHECKING:
     from assay.record import RunManifest, SampleRecord
     from assay.results import Run
-
-TEXT_CAP = 20_000  # characters of one text kept for the detail view; the rest is cut with a note
-RUN_CSS = ("run-0", "run-1", "run-2", "run-3")
-MAX_CHANGES_LISTED = 500  # regressed / improved samples listed per comparison
-MAX_THEMES = 50  # failure themes listed per run
-
-
-# --- formatting ------------------------------------------------------------------------------------------
-
-
-def fmt_value(value: float | None) -> str:
-    """A metric value as shown in tables: four decimals, an em dash when undefined."""
-    if value is None or not math.isfinite(value):
-        return "—"
-    return f"{value:.4f}"
-
-
-def fmt_interval(ci: Sequence[float] | None) -> str:
-    """``[lo, hi]`` with four decimals, an em dash when undefined."""
-    if not ci or len(ci) != 2 or any(v is None or not math.isfinite(v) for v in ci):
-        return "—"
-    return f"[{ci[0]:.4f}, {ci[1]:.4f}]"
-
-
-def fmt_percent(value: float | None) -> str:
-    """A share as a percentage with one decimal."""
-    if value is None or not math.isfinite(value):
-        return "—"
-    return f"{100 * value:.1f}%"
-
-
-def fmt_seconds(seconds: float | None) -> str:
-    """A duration for people: 850 ms, 4.2 s, 3m 05s, 2h 01m."""
-    if seconds is None or not math.isfinite(seconds):
-        return "—"
-    if seconds < 1:
-        return f"{seconds * 1000:.0f} ms"
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, secs = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
-
-
-def fmt_time(epoch: float | None) -> str:
-    """A timestamp in UTC."""
-    if not epoch:
-        return "—"
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(epoch))
-
-
-def fmt_int(n: int | None) -> str:
-    """An integer with thousands separators."""
-    return "—" if n is None else f"{n:,}"
-
-
-def raw(value: float | None) -> str:
-    """A number exactly as Python's ``repr`` (for data attributes that tests and scripts read), '' if none."""
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return ""
-    return repr(float(value))
-
-
-def sample_href(task: str, sample_id: str, run: int | None = None) -> str:
-    """The deep link to one sample: ``#sample=<task>/<id>`` (each part percent-encoded), ``&run=<n>`` optional."""
-    href = f"#sample={quote(task, safe='')}/{quote(sample_id, safe='')}"
-    return href if run is None else f"{href}&run={run}"
 
 
 # --- the page -----------------------------------------------------------------------------------------------
@@ -145,20 +101,6 @@ class OpsView:
 
 
 @dataclass
-class ThemeView:
-    """One failure theme: its label, how many samples it covers and the link that filters to them."""
-
-    index: int
-    kind: str  # "failure" or "error"
-    label: str
-    count: int  # samples
-    verdicts: int
-    href: str
-    example: str | None
-    feedback: str | None  # the most common feedback with its count
-
-
-@dataclass
 class RunView:
     """Everything the page shows about one run."""
 
@@ -183,70 +125,6 @@ class RunView:
 
 
 @dataclass
-class ChangeView:
-    """A sample that regressed or improved between two runs."""
-
-    task: str
-    sample_id: str
-    metric: str
-    a_s: str
-    b_s: str
-    href: str
-
-
-@dataclass
-class DeltaView:
-    """One metric's change between two runs, with its paired test."""
-
-    task: str
-    metric: str
-    filter: str
-    a_s: str
-    b_s: str
-    delta_raw: str
-    delta_s: str
-    direction: str  # "up" (better), "down" (worse) or "" (no significant change)
-    ci_s: str
-    test: str
-    p_s: str
-    significant: bool
-    n_paired: str
-    n_regressed: int
-    n_improved: int
-
-
-@dataclass
-class CompareView:
-    """Two runs side by side: metric deltas and the samples that changed."""
-
-    a_index: int
-    b_index: int
-    a_label: str
-    b_label: str
-    a_css: str
-    b_css: str
-    alpha: float
-    confidence_label: str
-    n_shared_label: str
-    rows: list[DeltaView]
-    regressed: list[ChangeView]
-    improved: list[ChangeView]
-    regressed_total: int
-    improved_total: int
-    notes: list[str]
-
-    @property
-    def regressed_more(self) -> bool:
-        """True when the list was cut at MAX_CHANGES_LISTED."""
-        return self.regressed_total > len(self.regressed)
-
-    @property
-    def improved_more(self) -> bool:
-        """True when the list was cut at MAX_CHANGES_LISTED."""
-        return self.improved_total > len(self.improved)
-
-
-@dataclass
 class PageView:
     """The whole page: runs, comparisons and the packed sample data for the browser script."""
 
@@ -257,7 +135,8 @@ class PageView:
     ci_method_label: str
     runs: list[RunView]
     comparisons: list[CompareView]
-    data: dict[str, Any]
+    data: dict[str, Any]  # everything the page script reads except "samples"
+    samples: Callable[[], Iterator[dict[str, Any]]]  # the packed samples, read from disk when the page is written
 
 
 # --- runs -----------------------------------------------------------------------------------------------
@@ -317,7 +196,7 @@ def task_views(run: Run, css: str) -> tuple[list[TaskView], set[str]]:
     return list(tasks.values()), methods
 
 
-def latencies(records: Iterable[SampleRecord], manifest: RunManifest) -> dict[tuple[str, str], list[float]]:
+def latencies(records: Iterable[SampleRecord], manifest: RunManifest) -> dict[tuple[str, str], array[float]]:
     """Per (role, name), the latencies of requests that reached a model (not cached), for the histograms.
 
     Attributes requests exactly as :func:`assay.results.operational.operational_figures` does (which reports
@@ -328,8 +207,8 @@ def latencies(records: Iterable[SampleRecord], manifest: RunManifest) -> dict[tu
     from assay.results.operational import judge_calls
 
     model = display_name(manifest.model)
-    out: dict[tuple[str, str], list[float]] = {}
-    model_lat = out.setdefault(("model", model), [])
+    out: dict[tuple[str, str], array[float]] = {}  # 8 bytes a request, read one record at a time
+    model_lat = out.setdefault(("model", model), array("d"))
     for rec in records:
         for resp in rec.responses:
             if resp is not None and not resp.cached and math.isfinite(resp.latency_s):
@@ -341,7 +220,7 @@ def latencies(records: Iterable[SampleRecord], manifest: RunManifest) -> dict[tu
                         lat = call.get("latency_s")
                         if call.get("cached") or not isinstance(lat, int | float) or not math.isfinite(lat):
                             continue
-                        out.setdefault(("judge", str(call.get("model") or "judge")), []).append(float(lat))
+                        out.setdefault(("judge", str(call.get("model") or "judge")), array("d")).append(float(lat))
     return out
 
 
@@ -354,7 +233,7 @@ def _cost(value: Any, priced: bool) -> str:
 def ops_views(run: Run) -> tuple[list[OpsView], list[tuple[str, str]]]:
     """Operational figures per model and judge, each with a latency histogram; and the run's totals."""
     figures = run.operational
-    lat = latencies(run.records, run.manifest)
+    lat = latencies(run.iter_records(), run.manifest)
     priced = bool(figures.get("prices_configured"))
     views: list[OpsView] = []
     for role, by_name in (figures.get("roles") or {}).items():
@@ -375,7 +254,9 @@ def ops_views(run: Run) -> tuple[list[OpsView], list[tuple[str, str]]]:
                     latency_s=lat_s,
                     cost=_cost(f.get("cost_usd"), priced),
                     histogram=Markup(
-                        svg.histogram_chart(lat.get((role, name), []), title=f"{role} {name}: latency of requests")
+                        svg.histogram_chart(
+                            lat.get((role, name), array("d")), title=f"{role} {name}: latency of requests"
+                        )
                     ),
                 )
             )
@@ -411,303 +292,6 @@ def run_notes(run: Run) -> list[str]:
     return notes
 
 
-# --- the sample browser's data ------------------------------------------------------------------------------
-
-
-def cap_text(value: Any) -> Any:
-    """A text for the page: as is up to TEXT_CAP characters, else ``[first TEXT_CAP chars, full length]``."""
-    if value is None:
-        return None
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return text if len(text) <= TEXT_CAP else [text[:TEXT_CAP], len(text)]
-
-
-def clip(value: Any) -> str | None:
-    """A short text (reason, feedback, error, details) cut at TEXT_CAP with a marker."""
-    if value is None:
-        return None
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str, indent=1)
-    return text if len(text) <= TEXT_CAP else f"{text[:TEXT_CAP]}… [{len(text) - TEXT_CAP:,} more characters]"
-
-
-def _trim(items: list[Any]) -> list[Any]:
-    while items and items[-1] is None:
-        items.pop()
-    return items
-
-
-def _tri(value: bool | None) -> int | None:
-    return None if value is None else int(bool(value))
-
-
-def _score(value: Any) -> float | int | None:
-    if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
-        return None
-    return int(value) if float(value).is_integer() else round(float(value), 6)
-
-
-class MetricIndex:
-    """Numbers the (metric, filter) pairs of all runs, so samples refer to them by position."""
-
-    def __init__(self) -> None:
-        self.keys: list[tuple[str, str]] = []
-        self._pos: dict[tuple[str, str], int] = {}
-
-    def __call__(self, metric: str, filter_name: str) -> int:
-        key = (metric, filter_name)
-        pos = self._pos.get(key)
-        if pos is None:
-            pos = self._pos[key] = len(self.keys)
-            self.keys.append(key)
-        return pos
-
-    def as_data(self) -> list[dict[str, str]]:
-        """The list the page script reads: metric, filter and the results key."""
-        return [{"m": m, "f": f, "k": f"{m},{f}"} for m, f in self.keys]
-
-
-_NO_FIELD: Any = object()
-
-
-def input_field(task_config: Mapping[str, Any]) -> str | None:
-    """The dataset field a task reads its input from (``fields.input`` of its config), if it names one."""
-    fields = task_config.get("fields")
-    value = fields.get("input") if isinstance(fields, Mapping) else None
-    return value if isinstance(value, str) and value else None
-
-
-def sample_input(rec: SampleRecord, field_path: str | None = None) -> Any:
-    """What a person calls the sample's input: the task's input field of the doc (``fields.input``, else the doc's
-    ``input``), else the last user message, else the whole prompt; never the prompt's fixed template lines."""
-    from assay.tasks.sample import get_path
-
-    value = get_path(rec.doc, field_path, _NO_FIELD) if field_path else rec.doc.get("input", _NO_FIELD)
-    if value is not _NO_FIELD and value is not None and value != "":
-        return value
-    for message in reversed(rec.messages):
-        if isinstance(message, Mapping) and message.get("role") == "user" and message.get("content") is not None:
-            content = message["content"]
-            if isinstance(content, list):  # content parts: their text
-                texts = [str(p["text"]) for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)]
-                return "\n".join(texts) if texts else content
-            return content
-    return rec.prompt
-
-
-def pack_sample(
-    rec: SampleRecord, run_index: int, task_index: int, metrics: MetricIndex, field_path: str | None = None
-) -> dict[str, Any]:
-    """One sample for the page: short keys, texts capped, verdicts as positional lists, empty fields left out.
-
-    ``{r: run, t: task, i: sample_id, d: doc_id, n: input, p: prompt, g: target, o: [response], v: [verdicts],
-    fl, md}`` where ``n`` (see :func:`sample_input`) is left out when it is the prompt itself, a response is
-    ``{x: text, c: [[tool, args, result]], l: latency, u: [in, out], k: cached, f: finish, m: model, e: error}``
-    and a verdict entry is ``[metric, score, passed, [[score, passed, reason, feedback, error, details] per
-    repeat]]`` (``passed`` 1/0, null when errored).
-    """
-    out: dict[str, Any] = {"r": run_index, "t": task_index, "i": rec.sample_id, "d": rec.doc_id}
-    given = sample_input(rec, field_path)
-    if given != rec.prompt:
-        out["n"] = cap_text(given)
-    out["p"] = cap_text(rec.prompt)
-    if rec.target is not None:
-        out["g"] = cap_text(rec.target)
-    responses: list[dict[str, Any]] = []
-    n = max(len(rec.responses), len(rec.response_errors))
-    raw_texts: list[Any] = []
-    for i in range(n):
-        resp = rec.responses[i] if i < len(rec.responses) else None
-        err = rec.response_errors[i] if i < len(rec.response_errors) else None
-        item: dict[str, Any] = {}
-        if resp is not None:
-            raw_texts.append(resp.text)
-            if resp.text is not None:
-                item["x"] = cap_text(resp.text)
-            if resp.tool_calls:
-                item["c"] = [
-                    _trim(
-                        [
-                            clip(tc.name) or "",
-                            clip(json.dumps(tc.arguments, ensure_ascii=False, default=str)),
-                            clip(tc.result),
-                        ]
-                    )
-                    for tc in resp.tool_calls
-                ]
-            item["l"] = round(resp.latency_s, 4)
-            if resp.usage.input_tokens or resp.usage.output_tokens:
-                item["u"] = [resp.usage.input_tokens, resp.usage.output_tokens]
-            if resp.cached:
-                item["k"] = 1
-            if resp.finish_reason:
-                item["f"] = resp.finish_reason
-            if resp.model:
-                item["m"] = resp.model
-        if err:
-            item["e"] = clip(err)
-        responses.append(item)
-    if responses:
-        out["o"] = responses
-    verdicts: list[list[Any]] = []
-    filtered: dict[str, list[Any]] = {}
-    for filter_name, fr in rec.filters.items():
-        if list(fr.filtered) != raw_texts:
-            filtered[filter_name] = [cap_text(v) for v in fr.filtered]
-        for metric, vs in fr.verdicts.items():
-            per_repeat = [
-                _trim(
-                    [
-                        _score(v.get("score")),
-                        _tri(None if v.get("error") else bool(v.get("passed"))),
-                        clip(v.get("reason")),
-                        clip(v.get("feedback")),
-                        clip(v.get("error")),
-                        clip(v.get("details")) if v.get("details") else None,
-                    ]
-                )
-                for v in vs
-            ]
-            verdicts.append(
-                [metrics(metric, filter_name), _score(fr.scores.get(metric)), _tri(fr.passed.get(metric)), per_repeat]
-            )
-    if verdicts:
-        out["v"] = verdicts
-    if filtered:
-        out["fl"] = filtered
-    if rec.metadata:
-        md = json.dumps(rec.metadata, ensure_ascii=False, default=str)
-        out["md"] = rec.metadata if len(md) <= TEXT_CAP else {"note": f"metadata of {len(md):,} characters not shown"}
-    return out
-
-
-def sample_data(runs: Sequence[Run], labels: Sequence[str]) -> tuple[dict[str, Any], dict[tuple[int, str, str], int]]:
-    """The browser's data for all runs, and the position of each (run, task, sample_id) in its sample list."""
-    tasks: list[str] = []
-    task_pos: dict[str, int] = {}
-    metrics = MetricIndex()
-    for run in runs:
-        for info in run.manifest.tasks:
-            if info.name not in task_pos:
-                task_pos[info.name] = len(tasks)
-                tasks.append(info.name)
-            for m in info.metrics:
-                for f in info.filters:
-                    metrics(m.name, f)
-    samples: list[dict[str, Any]] = []
-    where: dict[tuple[int, str, str], int] = {}
-    for r, run in enumerate(runs):
-        order = {name: i for i, name in enumerate(run.task_names)}
-        inputs = {info.name: input_field(info.config) for info in run.manifest.tasks}
-        for rec in sorted(run.records, key=lambda x: (order.get(x.task, len(order)), x.doc_id)):
-            if rec.task not in task_pos:
-                task_pos[rec.task] = len(tasks)
-                tasks.append(rec.task)
-            where[(r, rec.task, rec.sample_id)] = len(samples)
-            samples.append(pack_sample(rec, r, task_pos[rec.task], metrics, inputs.get(rec.task)))
-    data = {
-        "runs": [{"label": label, "css": RUN_CSS[i % len(RUN_CSS)]} for i, label in enumerate(labels)],
-        "tasks": tasks,
-        "metrics": metrics.as_data(),
-        "samples": samples,
-        "cap": TEXT_CAP,
-        "themes": [],
-    }
-    return data, where
-
-
-# --- comparisons --------------------------------------------------------------------------------------------
-
-
-_TEST_NAMES = {"mcnemar": "McNemar, exact", "sign_flip": "sign-flip permutation", "none": "—"}
-
-
-def fmt_p(p: float | None) -> str:
-    """A p-value: four decimals, or ``< 0.0001``."""
-    if p is None or not math.isfinite(p):
-        return "—"
-    return "< 0.0001" if p < 1e-4 else f"{p:.4f}"
-
-
-def fmt_delta(d: float | None) -> str:
-    """A signed difference with four decimals."""
-    if d is None or not math.isfinite(d):
-        return "—"
-    return f"{d:+.4f}"
-
-
-def compare_view(comparison: Any, runs: Sequence[Run], a: int, b: int, labels: Sequence[str]) -> CompareView:
-    """The comparison section for run ``b`` against baseline ``a`` from a :class:`assay.results.Comparison`."""
-    run_a, run_b = runs[a], runs[b]
-    ids_a = {(r.task, r.doc_id): r.sample_id for r in run_a.records}
-    ids_b = {(r.task, r.doc_id): r.sample_id for r in run_b.records}
-    rows: list[DeltaView] = []
-    regressed: list[ChangeView] = []
-    improved: list[ChangeView] = []
-    totals = {"regressed": 0, "improved": 0}
-    for m in comparison.metrics:
-        test = _TEST_NAMES.get(m.test, m.test)
-        if m.test == "sign_flip":
-            test += ", exact" if m.exact else f", {comparison.iters:,} resamples"
-        direction = "up" if m.better else "down" if m.worse else ""
-        rows.append(
-            DeltaView(
-                task=m.task,
-                metric=m.metric,
-                filter=m.filter,
-                a_s=fmt_value(m.mean_a),
-                b_s=fmt_value(m.mean_b),
-                delta_raw=raw(m.diff),
-                delta_s=fmt_delta(m.diff),
-                direction=direction,
-                ci_s=fmt_interval(m.ci),
-                test=test,
-                p_s=fmt_p(m.p_value),
-                significant=bool(m.significant),
-                n_paired=fmt_int(m.n_shared),
-                n_regressed=len(m.regressed),
-                n_improved=len(m.improved),
-            )
-        )
-        if not (m.regressed or m.improved):
-            continue
-        va = run_a.sample_values(m.task, m.filter, m.metric).as_dict()
-        vb = run_b.sample_values(m.task, m.filter, m.metric).as_dict()
-        label = m.metric if m.filter == "none" else f"{m.metric} · {m.filter}"
-        for kind, doc_ids, out in (("regressed", m.regressed, regressed), ("improved", m.improved, improved)):
-            totals[kind] += len(doc_ids)
-            for doc_id in doc_ids:
-                if len(out) >= MAX_CHANGES_LISTED:
-                    break
-                sid = ids_b.get((m.task, doc_id)) or ids_a.get((m.task, doc_id)) or str(doc_id)
-                out.append(
-                    ChangeView(
-                        task=m.task,
-                        sample_id=sid,
-                        metric=label,
-                        a_s=fmt_value(va.get(doc_id)),
-                        b_s=fmt_value(vb.get(doc_id)),
-                        href=sample_href(m.task, sid, b),
-                    )
-                )
-    return CompareView(
-        a_index=a,
-        b_index=b,
-        a_label=labels[a],
-        b_label=labels[b],
-        a_css=RUN_CSS[a % len(RUN_CSS)],
-        b_css=RUN_CSS[b % len(RUN_CSS)],
-        alpha=comparison.alpha,
-        confidence_label=f"{100 * comparison.confidence:g}%",
-        n_shared_label="the samples both runs scored, joined by doc_id",
-        rows=rows,
-        regressed=regressed,
-        improved=improved,
-        regressed_total=totals["regressed"],
-        improved_total=totals["improved"],
-        notes=[str(w) for w in comparison.warnings],
-    )
-
-
 # --- the whole page -----------------------------------------------------------------------------------------
 
 
@@ -735,7 +319,8 @@ def build_page(
     from assay.models.base import display_name
 
     labels = run_labels(runs)
-    data, where = sample_data(runs, labels)
+    data, metrics = sample_meta(runs, labels)
+    where = SamplePositions(runs)
     views: list[RunView] = []
     methods: set[str] = set()
     confidences: set[float] = set()
@@ -761,7 +346,7 @@ def build_page(
                 judges=[display_name(j) for j in manifest.judges],
                 created=fmt_time(manifest.created_at),
                 duration=fmt_seconds(manifest.total_seconds) if manifest.total_seconds else None,
-                n_samples=len(run.records),
+                n_samples=run.n_records,
                 error_policy=run.settings.get("error_policy"),
                 git_hash=manifest.git_hash,
                 tasks=tasks,
@@ -790,45 +375,5 @@ def build_page(
         runs=views,
         comparisons=[compare_view(c, runs, a, b, labels) for a, b, c in comparisons],
         data=data,
+        samples=lambda: iter_samples(runs, data["tasks"], metrics),
     )
-
-
-# --- failure themes -----------------------------------------------------------------------------------------
-
-
-def theme_section(
-    themes: Sequence[Any] | None, run: Run, run_index: int, where: Mapping[tuple[int, str, str], int]
-) -> tuple[list[ThemeView], list[dict[str, Any]], str]:
-    """The themes of one run (``assay.feedback.Theme`` objects) for the page, their sample positions for the
-    browser, and a note for when there are none. Only the MAX_THEMES most frequent themes are listed."""
-    if themes is None:
-        return [], [], "Failure themes were not computed for this run."
-    if not themes:
-        return [], [], "No failing or errored verdict: nothing to group."
-    views: list[ThemeView] = []
-    data: list[dict[str, Any]] = []
-    for n, theme in enumerate(themes[:MAX_THEMES]):
-        positions = [where[(run_index, t, sid)] for t, sid in theme.samples if (run_index, t, sid) in where]
-        example = next((e.reason or e.feedback for e in theme.examples if e.reason or e.feedback), None)
-        common = theme.feedback[0] if theme.feedback else None
-        views.append(
-            ThemeView(
-                index=n,
-                kind=theme.kind,
-                label=_short(theme.label, 300),
-                count=theme.n_samples,
-                verdicts=theme.count,
-                href=f"#theme={run_index}.{n}",
-                example=_short(example, 300) if example else None,
-                feedback=f"{_short(common[0], 300)} (×{common[1]})" if common else None,
-            )
-        )
-        data.append({"r": run_index, "n": n, "label": _short(theme.label, 120), "idx": positions})
-    more = len(themes) - len(views)
-    note = f"{more} less frequent theme(s) not listed; `assay feedback` prints them all." if more > 0 else ""
-    return views, data, note
-
-
-def _short(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -8,8 +8,11 @@ which lm-eval's readers ignore and which holds the figures that schema has no ro
       "error_policy": "exclude" | "as_zero", "bootstrap_iters": int, "seed": int, "confidence": 0.95,
       "cluster_key": str | null, "repeat_reduction": "mean" | "max" | "min" | "majority",
       "group_weighting": "size" | "equal", "torn_lines": int, "warnings": [str], "results_seconds": float,
-      "tasks": {task: {"n_docs", "n_selected", "n_records", "n_missing", "n_model_errors",
-                       "model_error_example" ("sample_id: error" of the first, or null), "repeats",
+      "tasks": {task: {"n_docs", "n_selected", "n_records", "n_missing",
+                       "n_model_errors" (samples with a failed model request),
+                       "model_error_example" ("sample_id: error" of the first, or null),
+                       "n_model_error_verdicts", "n_eval_errors" (verdicts the evaluator or filter failed),
+                       "eval_error_example", "unscorable": {"metric,filter": reason}, "repeats",
                        "filters": {filter: {metric: METRIC}}}},
       "groups": {group: {"subtasks": [task], "weighting": str, "filters": {filter: {metric: GROUP_METRIC}}}},
       "operational": {"roles": {"model" | "judge": {model_name: {"requests", "errors", "cache_hits",
@@ -22,8 +25,11 @@ which lm-eval's readers ignore and which holds the figures that schema has no ro
               "ci": [lo, hi] (the headline interval), "ci_method" ("wilson" | "bootstrap_t" | "t"),
               "ci_t": [lo, hi], "ci_bootstrap": [lo, hi] (percentile), "bootstrap_iters",
               "bootstrap_method" ("exact" | "binned", see stats.bootstrap_method), "seed",
-              "n_total", "n_scored", "n_errored" (samples), "n_errored_verdicts", "error_policy",
-              "pass_rate", "n_passed", "binary", "repeats", "repeat_reduction",
+              "n_total", "n_scored", "n_errored" (samples), "n_errored_verdicts" = "n_model_errors" (no response
+              to judge) + "n_eval_errors" (the evaluator or filter failed), "unscorable" (why there is no value,
+              e.g. "all 300 verdicts errored: judge unreachable"; null when there is one), "error_policy",
+              "pass_rate" (mean share of passing repeats), "n_passed" (scored samples whose every judged repeat
+              passed), "binary", "repeats", "repeat_reduction",
               "error_examples": [{"doc_id", "error"}],
               "pass_at_k" / "pass_hat_k": {k: {"value", "stderr", "n", "n_excluded"}}   (repeats > 1),
               "clustered": {"key", "n_clusters", "stderr", "ci", "ci_method" ("cluster_bootstrap" |
@@ -36,7 +42,8 @@ which lm-eval's readers ignore and which holds the figures that schema has no ro
 ``ci`` is the interval reports lead with (see :mod:`assay.results.intervals`): Wilson for pass/fail scores, the
 studentized bootstrap for other scores, clipped to [0, 1]; ``ci_t`` and ``ci_bootstrap`` are kept beside it,
 clipped to the score range too. Undefined figures (no scored sample, fewer than two values) are ``null`` here and
-simply absent from the lm-eval keys. When a cluster key is given, the stderr under lm-eval's
+absent from the lm-eval keys (whose readers expect numbers); a metric without a value is still listed here with
+its ``unscorable`` reason and named in ``warnings``. When a cluster key is given, the stderr under lm-eval's
 ``"metric_stderr,filter"`` key is the clustered one (absent with fewer than two clusters, never replaced by the iid
 one), and groups pool the clustered stderrs and combine the cluster bootstrap distributions. Bootstrap resamples of
 task ``t`` use ``numpy.random.default_rng([seed, crc32(t), 0])`` (``1`` for the cluster bootstrap), so tasks

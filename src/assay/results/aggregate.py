@@ -35,15 +35,26 @@ class SampleValues:
 
     ``values`` is NaN where the sample counts as errored (every verdict errored under ``exclude``);
     ``n_attempts``/``n_passed`` count the repeats that were judged (all repeats under ``as_zero``).
+    Errored verdicts are counted by cause: ``n_model_errors`` had no response to judge (the model request
+    failed), the rest (``n_eval_errors``) failed in the evaluator or filter. ``errors`` lists the first errors
+    (all of them from :func:`sample_values`, the first few from a streamed scan); ``error_counts`` counts each
+    distinct error message (capped at MAX_DISTINCT_ERRORS messages, the rest under ``OTHER_ERRORS``).
     """
 
-    doc_ids: list[int]
+    doc_ids: list[int] | npt.NDArray[np.int64]
     values: npt.NDArray[np.float64]
     passed_frac: npt.NDArray[np.float64]
     n_attempts: npt.NDArray[np.int64]
     n_passed: npt.NDArray[np.int64]
     n_errored_verdicts: int
     errors: list[tuple[int, str]] = field(default_factory=list)  # (doc_id, first error) of samples with any error
+    n_model_errors: int = 0
+    error_counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def n_eval_errors(self) -> int:
+        """Errored verdicts the evaluator (or its filter) caused, not a failed model request."""
+        return self.n_errored_verdicts - self.n_model_errors
 
     @property
     def scored(self) -> npt.NDArray[np.bool_]:
@@ -52,7 +63,25 @@ class SampleValues:
 
     def as_dict(self) -> dict[int, float | None]:
         """doc_id -> value (None where errored)."""
-        return {d: (None if math.isnan(v) else float(v)) for d, v in zip(self.doc_ids, self.values, strict=True)}
+        return {int(d): (None if math.isnan(v) else float(v)) for d, v in zip(self.doc_ids, self.values, strict=True)}
+
+    def main_error(self) -> tuple[str, int] | None:
+        """The most frequent error message and its count (ties: the first seen), or None without errors."""
+        if not self.error_counts:
+            return None
+        return max(self.error_counts.items(), key=lambda kv: kv[1])
+
+
+MAX_DISTINCT_ERRORS = 1000
+OTHER_ERRORS = "(other errors)"
+
+
+def count_error(counts: dict[str, int], message: str) -> None:
+    """Count one error message, keeping at most MAX_DISTINCT_ERRORS distinct ones (memory stays bounded)."""
+    if message in counts or len(counts) < MAX_DISTINCT_ERRORS:
+        counts[message] = counts.get(message, 0) + 1
+    else:
+        counts[OTHER_ERRORS] = counts.get(OTHER_ERRORS, 0) + 1
 
 
 def _reduce(scores: list[float], passes: list[bool], reduction: str) -> float:
@@ -65,6 +94,73 @@ def _reduce(scores: list[float], passes: list[bool], reduction: str) -> float:
     return 1.0 if sum(passes) * 2 > len(passes) else 0.0  # majority of repeats passed
 
 
+def _model_failed(rec: SampleRecord, repeat: int, n_verdicts: int) -> bool:
+    """Whether an errored verdict had no response to judge: its repeat's model request failed (or, after a
+    filter that reduces the repeats to one value, every repeat's did)."""
+    n = max(len(rec.responses), len(rec.response_errors))
+    if not rec.error or n == 0:
+        return False
+    if n_verdicts == n:
+        return repeat >= len(rec.responses) or rec.responses[repeat] is None
+    return all(r is None for r in rec.responses) or len(rec.responses) == 0
+
+
+# (value or NaN, passed share or NaN, attempts, passed, errored verdicts, of them model errors, first error,
+#  every error message of the record's verdicts)
+RecordValue = tuple[float, float, int, int, int, int, str | None, list[str]]
+
+
+def record_value(
+    rec: SampleRecord, filter_name: str, metric: str, *, as_zero: bool, repeat_reduction: str
+) -> RecordValue:
+    """One sample's value of one metric: its verdicts reduced over repeats, errors excluded or scored 0.
+
+    A verdict with ``error`` set (score None) is an error; so is a sample with no verdicts for the
+    metric (its model call failed, or its filter record is missing). Under ``as_zero`` each errored
+    repeat scores 0 and fails; otherwise a sample with no judged repeat is errored (value NaN).
+    """
+    fr = rec.filters.get(filter_name)
+    verdicts = fr.verdicts.get(metric) if fr is not None else None
+    scores: list[float] = []
+    passes: list[bool] = []
+    messages: list[str] = []
+    n_err = n_model = 0
+    if verdicts:
+        for repeat, v in enumerate(verdicts):
+            score, err = v.get("score"), v.get("error")
+            if err is not None or score is None:
+                n_err += 1
+                n_model += _model_failed(rec, repeat, len(verdicts))
+                messages.append(str(err or "verdict has no score"))
+                if as_zero:
+                    scores.append(0.0)
+                    passes.append(False)
+            else:
+                scores.append(float(score))
+                passes.append(bool(v.get("passed", False)))
+    elif fr is not None and fr.scores.get(metric) is not None:  # a record without per-repeat verdicts: its summary
+        scores.append(float(fr.scores[metric]))  # type: ignore[arg-type]
+        passes.append(bool(fr.passed.get(metric)))
+    else:
+        n_err = 1
+        if rec.error:
+            n_model = 1
+            messages.append(f"model error: {rec.error}")
+        elif fr is None:
+            messages.append(f"no record for filter {filter_name!r}")
+        else:
+            messages.append(f"no verdict for metric {metric!r}")
+        if as_zero:
+            scores.append(0.0)
+            passes.append(False)
+    first = messages[0] if messages else None
+    if not scores:
+        return math.nan, math.nan, 0, 0, n_err, n_model, first, messages
+    n_passed = sum(passes)
+    value = _reduce(scores, passes, repeat_reduction)
+    return value, n_passed / len(scores), len(scores), n_passed, n_err, n_model, first, messages
+
+
 def sample_values(
     records: Sequence[SampleRecord],
     filter_name: str,
@@ -73,62 +169,38 @@ def sample_values(
     error_policy: str = "exclude",
     repeat_reduction: str = "mean",
 ) -> SampleValues:
-    """Per-sample values of one metric: verdicts reduced over repeats, errors excluded or scored 0.
-
-    A verdict with ``error`` set (score None) is an error; so is a sample with no verdicts for the
-    metric (its model call failed, or its filter record is missing). Under ``as_zero`` each errored
-    repeat scores 0 and fails; otherwise a sample with no judged repeat is errored (value NaN).
-    """
+    """Per-sample values of one metric over a list of records (see :func:`record_value`); a run folder of any size
+    is scanned column by column instead (:mod:`assay.results.columns`)."""
     n = len(records)
     values = np.full(n, np.nan)
     passed_frac = np.full(n, np.nan)
     n_attempts = np.zeros(n, dtype=np.int64)
     n_passed = np.zeros(n, dtype=np.int64)
     errors: list[tuple[int, str]] = []
-    n_errored_verdicts = 0
+    counts: dict[str, int] = {}
+    n_errored_verdicts = n_model = 0
     as_zero = error_policy == "as_zero"
     for i, rec in enumerate(records):
-        fr = rec.filters.get(filter_name)
-        verdicts = fr.verdicts.get(metric) if fr is not None else None
-        stored = fr.scores.get(metric) if fr is not None else None
-        scores: list[float] = []
-        passes: list[bool] = []
-        first_error: str | None = None
-        if verdicts:
-            for v in verdicts:
-                score, err = v.get("score"), v.get("error")
-                if err is not None or score is None:
-                    n_errored_verdicts += 1
-                    first_error = first_error or str(err or "verdict has no score")
-                    if as_zero:
-                        scores.append(0.0)
-                        passes.append(False)
-                else:
-                    scores.append(float(score))
-                    passes.append(bool(v.get("passed", False)))
-        elif fr is not None and stored is not None:  # a record without per-repeat verdicts: its summary
-            scores.append(float(stored))
-            passes.append(bool(fr.passed.get(metric)))
-        else:
-            n_errored_verdicts += 1
-            if rec.error:
-                first_error = f"model error: {rec.error}"
-            elif fr is None:
-                first_error = f"no record for filter {filter_name!r}"
-            else:
-                first_error = f"no verdict for metric {metric!r}"
-            if as_zero:
-                scores.append(0.0)
-                passes.append(False)
-        if first_error is not None:
-            errors.append((rec.doc_id, first_error))
-        if scores:
-            values[i] = _reduce(scores, passes, repeat_reduction)
-            n_attempts[i] = len(scores)
-            n_passed[i] = sum(passes)
-            passed_frac[i] = n_passed[i] / n_attempts[i]
+        value, frac, att, npass, n_err, n_mod, first, messages = record_value(
+            rec, filter_name, metric, as_zero=as_zero, repeat_reduction=repeat_reduction
+        )
+        values[i], passed_frac[i], n_attempts[i], n_passed[i] = value, frac, att, npass
+        n_errored_verdicts += n_err
+        n_model += n_mod
+        for message in messages:
+            count_error(counts, message)
+        if first is not None:
+            errors.append((rec.doc_id, first))
     return SampleValues(
-        [r.doc_id for r in records], values, passed_frac, n_attempts, n_passed, n_errored_verdicts, errors
+        [r.doc_id for r in records],
+        values,
+        passed_frac,
+        n_attempts,
+        n_passed,
+        n_errored_verdicts,
+        errors,
+        n_model,
+        counts,
     )
 
 
@@ -149,6 +221,16 @@ def k_values(repeats: int) -> list[int]:
     return sorted(ks | {repeats})
 
 
+def _per_sample(estimator: Any, n: npt.NDArray[np.int64], c: npt.NDArray[np.int64], k: int) -> npt.NDArray[np.float64]:
+    """``estimator(n_i, c_i, k)`` for every sample, computed once per distinct (n, c) (a million samples have a
+    handful), in sample order."""
+    if not n.size:
+        return np.zeros(0, dtype=np.float64)
+    pairs, inverse = np.unique(np.stack([n, c], axis=1), axis=0, return_inverse=True)
+    table = np.array([estimator(int(a), int(b), k) for a, b in pairs], dtype=np.float64)
+    return table[inverse.reshape(-1)]
+
+
 def _pass_k_figures(sv: SampleValues, repeats: int, error_policy: str) -> tuple[dict[str, Any], dict[str, Any]]:
     at_k: dict[str, Any] = {}
     hat_k: dict[str, Any] = {}
@@ -157,12 +239,33 @@ def _pass_k_figures(sv: SampleValues, repeats: int, error_policy: str) -> tuple[
         attempts = np.where(attempts > 0, np.maximum(attempts, repeats), 0)
     for k in k_values(repeats):
         ok = attempts >= k
-        at = [stats.pass_at_k(int(n), int(c), k) for n, c in zip(attempts[ok], sv.n_passed[ok], strict=True)]
-        hat = [stats.pass_hat_k(int(n), int(c), k) for n, c in zip(attempts[ok], sv.n_passed[ok], strict=True)]
-        excluded = int(attempts.size - len(at))
-        at_k[str(k)] = {"value": stats.mean(at), "stderr": stats.stderr(at), "n": len(at), "n_excluded": excluded}
-        hat_k[str(k)] = {"value": stats.mean(hat), "stderr": stats.stderr(hat), "n": len(hat), "n_excluded": excluded}
+        at = _per_sample(stats.pass_at_k, attempts[ok], sv.n_passed[ok], k)
+        hat = _per_sample(stats.pass_hat_k, attempts[ok], sv.n_passed[ok], k)
+        excluded = int(attempts.size - at.size)
+        at_k[str(k)] = {"value": stats.mean(at), "stderr": stats.stderr(at), "n": int(at.size), "n_excluded": excluded}
+        hat_k[str(k)] = {
+            "value": stats.mean(hat),
+            "stderr": stats.stderr(hat),
+            "n": int(hat.size),
+            "n_excluded": excluded,
+        }
     return at_k, hat_k
+
+
+def unscorable_reason(sv: SampleValues) -> str | None:
+    """Why a metric has no value (no scored sample), e.g. ``all 300 verdicts errored: judge unreachable``;
+    None when it has one."""
+    if bool(np.any(sv.scored)):
+        return None
+    if not sv.values.size:
+        return "no sample of this task was evaluated"
+    main = sv.main_error()
+    total = sv.n_errored_verdicts
+    what = f"all {total} verdict{'s' if total != 1 else ''} errored"
+    if main is None:
+        return what
+    message, count = main
+    return f"{what}: {message}" if count == total else f"{what}; most often ({count}): {message}"
 
 
 @dataclass
@@ -190,7 +293,7 @@ def summarize_metric(
     bootstrap_iters: int,
     seed: int,
     confidence: float = 0.95,
-    clusters: Sequence[Any] | None = None,
+    clusters: Sequence[Any] | npt.NDArray[np.int64] | None = None,
     cluster_key: str | None = None,
 ) -> MetricSummary:
     """Mean, stderr (ddof=1), t and bootstrap intervals, counts, pass rate, pass@k and clustered stderr."""
@@ -228,6 +331,9 @@ def summarize_metric(
         "n_scored": n_scored,
         "n_errored": int(sv.values.size - n_scored),
         "n_errored_verdicts": sv.n_errored_verdicts,
+        "n_model_errors": sv.n_model_errors,
+        "n_eval_errors": sv.n_eval_errors,
+        "unscorable": unscorable_reason(sv),
         "error_policy": error_policy,
         "pass_rate": stats.mean(sv.passed_frac[mask]),
         "n_passed": int(np.count_nonzero(sv.passed_frac[mask] == 1.0)),
@@ -240,7 +346,9 @@ def summarize_metric(
         entry["pass_at_k"], entry["pass_hat_k"] = _pass_k_figures(sv, repeats, error_policy)
     if clusters is None:
         return MetricSummary(entry, x, dist, se, n_scored - 1)
-    labels = [c for c, ok in zip(clusters, mask, strict=True) if ok]
+    labels: Any = (
+        clusters[mask] if isinstance(clusters, np.ndarray) else [c for c, ok in zip(clusters, mask, strict=True) if ok]
+    )
     entry["clustered"], cluster_dist = clustered_figures(
         x, labels, cluster_key, bootstrap_iters, task_rng(seed, task, 1), confidence
     )

@@ -1,10 +1,17 @@
 """Compare two runs sample by sample: paired tests on the samples both scored, and what regressed or improved.
 
+Samples are paired by sample id, never by position, and only where the sample's input is the same in both runs
+(lm-eval's ``doc_hash`` of the dataset row): a sample whose row changed is not the same test. A sample's value is
+its repeats reduced as in its run's results, so repeats of one sample are never taken for independent samples.
+Per task, the comparison counts the samples only in A, only in B and with a changed input; when fewer than
+``min_paired`` (default 50 %) of the smaller run's samples can be paired, the runs are not comparable and
+:class:`UnpairedRunsError` says why (the CLI exits 2) rather than testing a sliver of them.
+
 Pass/fail metrics use the exact McNemar test on the discordant pairs; continuous ones a sign-flip
 permutation test (exact up to 16 differing samples). Either way the interval is a paired bootstrap
 percentile interval of the mean difference ``B - A``. "Worse" follows each metric's direction.
-Samples that only one run scored (the other errored on them or lacks them) cannot be paired: they are
-counted and listed (``unscored_in_a`` / ``unscored_in_b``) and named in the warnings, never silently dropped.
+Paired samples that only one run scored (the other errored on them) are counted and listed
+(``unscored_in_a`` / ``unscored_in_b``) and named in the warnings, never silently dropped.
 """
 
 from __future__ import annotations
@@ -14,15 +21,42 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
+from assay.errors import AssayError
 from assay.results import stats
 from assay.results.aggregate import task_rng
+from assay.results.columns import TaskColumns
 from assay.results.loader import Run, load_run
+
+MIN_PAIRED = 0.5  # share of the smaller run's samples that must pair for a comparison to mean anything
+Index = npt.NDArray[np.int64]
+
+
+class UnpairedRunsError(AssayError):
+    """Too few samples of a task pair up (same id, same input) for a paired comparison of the two runs."""
+
+
+@dataclass
+class Pairing:
+    """How one task's samples pair up: by sample id, where the input (doc hash) is the same."""
+
+    task: str
+    n_a: int
+    n_b: int
+    paired: int
+    only_in_a: int
+    only_in_b: int
+    changed_input: int
+    share: float  # paired / samples of the smaller run
+    changed_examples: list[str] = field(default_factory=list)  # sample ids whose input changed (first few)
+    only_a_examples: list[str] = field(default_factory=list)
+    only_b_examples: list[str] = field(default_factory=list)
 
 
 @dataclass
 class MetricComparison:
-    """One (task, filter, metric) compared across two runs on their shared, scored samples."""
+    """One (task, filter, metric) compared across two runs on their paired, scored samples."""
 
     task: str
     filter: str
@@ -32,18 +66,20 @@ class MetricComparison:
     mean_b: float | None
     n_a: int
     n_b: int
-    n_shared: int  # samples scored in both runs
+    n_shared: int  # paired samples scored in both runs
     diff: float | None  # mean of B - A over the shared samples
     ci: list[float] | None
     test: str  # "mcnemar" | "sign_flip" | "none"
     p_value: float | None
     exact: bool
-    regressed: list[int] = field(default_factory=list)  # doc_ids where B is worse than A
+    regressed: list[int] = field(default_factory=list)  # B's doc_ids where B is worse than A
     improved: list[int] = field(default_factory=list)
     regressed_ids: list[str] = field(default_factory=list)  # the same samples by sample id (what people search for)
     improved_ids: list[str] = field(default_factory=list)
-    unscored_in_b: list[int] = field(default_factory=list)  # doc_ids A scored that B errored on or lacks
-    unscored_in_a: list[int] = field(default_factory=list)  # doc_ids B scored that A errored on or lacks
+    regressed_values: list[list[float]] = field(default_factory=list)  # [A, B] of each regressed sample
+    improved_values: list[list[float]] = field(default_factory=list)
+    unscored_in_b: list[int] = field(default_factory=list)  # A's doc_ids of paired samples A scored and B did not
+    unscored_in_a: list[int] = field(default_factory=list)  # B's doc_ids of paired samples B scored and A did not
     significant: bool = False
     worse: bool = False  # significantly worse
     better: bool = False  # significantly better
@@ -66,6 +102,8 @@ class Comparison:
     seed: int
     metrics: list[MetricComparison]
     warnings: list[str] = field(default_factory=list)
+    pairing: dict[str, Pairing] = field(default_factory=dict)
+    min_paired: float = MIN_PAIRED
 
     @property
     def significantly_worse(self) -> list[MetricComparison]:
@@ -92,9 +130,53 @@ def _metric_keys(run: Run, task: str) -> list[tuple[str, str, bool]]:
     return [(f, m.name, m.higher_is_better) for f in info.filters for m in info.metrics]
 
 
-def _sample_ids(run: Run, task: str) -> dict[int, str]:
-    """doc_id -> sample id of a task's samples in a run."""
-    return {rec.doc_id: rec.sample_id for rec in run.task_records(task)}
+EXAMPLES = 5
+
+
+def _match_ids(ca: TaskColumns, cb: TaskColumns) -> tuple[Index, Index]:
+    """Positions (in A, in B) of the samples with the same id, from 64-bit id hashes checked against the ids."""
+    assert ca.id_hashes is not None and cb.id_hashes is not None and ca.sample_ids and cb.sample_ids is not None
+    ha, hb = ca.id_hashes, cb.id_hashes
+    unique = np.unique(ha).size == ha.size and np.unique(hb).size == hb.size
+    if unique:
+        _, ia, ib = np.intersect1d(ha, hb, assume_unique=True, return_indices=True)
+        if all(ca.sample_ids[int(i)] == cb.sample_ids[int(j)] for i, j in zip(ia, ib, strict=True)):
+            return ia.astype(np.int64), ib.astype(np.int64)
+    # two ids share a hash (about once in 10^12 pairs): match the ids themselves
+    where_a = {ca.sample_ids[i]: i for i in range(len(ca.sample_ids))}
+    pairs = [(where_a[cb.sample_ids[j]], j) for j in range(len(cb.sample_ids)) if cb.sample_ids[j] in where_a]
+    ia_list = [p[0] for p in pairs]
+    ib_list = [p[1] for p in pairs]
+    return np.asarray(ia_list, dtype=np.int64), np.asarray(ib_list, dtype=np.int64)
+
+
+def pair_samples(task: str, ca: TaskColumns, cb: TaskColumns) -> tuple[Pairing, Index, Index]:
+    """How a task's samples pair up, and the paired positions in A's and B's columns, in B's doc_id order."""
+    assert ca.doc_hashes is not None and cb.doc_hashes is not None and ca.sample_ids and cb.sample_ids is not None
+    ia, ib = _match_ids(ca, cb)
+    same = ca.doc_hashes[ia] == cb.doc_hashes[ib]
+    changed = np.flatnonzero(~same)
+    only_a = np.setdiff1d(np.arange(len(ca), dtype=np.int64), ia)
+    only_b = np.setdiff1d(np.arange(len(cb), dtype=np.int64), ib)
+    changed_b = np.sort(ib[changed])
+    ia, ib = ia[same], ib[same]
+    order = np.argsort(ib, kind="stable")
+    ia, ib = ia[order], ib[order]
+    smaller = min(len(ca), len(cb))
+    pairing = Pairing(
+        task=task,
+        n_a=len(ca),
+        n_b=len(cb),
+        paired=int(ia.size),
+        only_in_a=int(only_a.size),
+        only_in_b=int(only_b.size),
+        changed_input=int(changed.size),
+        share=(ia.size / smaller) if smaller else 0.0,
+        changed_examples=[cb.sample_ids[int(j)] for j in changed_b[:EXAMPLES]],
+        only_a_examples=[ca.sample_ids[int(i)] for i in only_a[:EXAMPLES]],
+        only_b_examples=[cb.sample_ids[int(j)] for j in only_b[:EXAMPLES]],
+    )
+    return pairing, ia, ib
 
 
 def compare_metric(
@@ -109,18 +191,25 @@ def compare_metric(
     iters: int = 10_000,
     seed: int = 1234,
     confidence: float = 0.95,
+    pairs: tuple[Index, Index] | None = None,
 ) -> MetricComparison:
-    """Compare one metric on the samples both runs scored (joined by doc_id)."""
-    sa = run_a.sample_values(task, filter_name, metric).as_dict()
-    sb = run_b.sample_values(task, filter_name, metric).as_dict()
-    shared = sorted(d for d in sa.keys() & sb.keys() if sa[d] is not None and sb[d] is not None)
-    a = np.array([sa[d] for d in shared], dtype=np.float64)
-    b = np.array([sb[d] for d in shared], dtype=np.float64)
-    all_a = [v for v in sa.values() if v is not None]
-    all_b = [v for v in sb.values() if v is not None]
+    """Compare one metric on the paired samples both runs scored (pairs from :func:`pair_samples` when not given)."""
+    ca, cb = run_a.columns[task], run_b.columns[task]
+    if pairs is None:
+        _, ia, ib = pair_samples(task, ca, cb)
+    else:
+        ia, ib = pairs
+    sva, svb = run_a.sample_values(task, filter_name, metric), run_b.sample_values(task, filter_name, metric)
+    va, vb = sva.values[ia], svb.values[ib]
+    ok_a, ok_b = ~np.isnan(va), ~np.isnan(vb)
+    both = ok_a & ok_b
+    a, b = va[both], vb[both]
+    all_a, all_b = sva.values[sva.scored], svb.values[svb.scored]
     sign = 1.0 if higher_is_better else -1.0
     worse_mask = sign * (b - a) < 0
     better_mask = sign * (b - a) > 0
+    shared_b = ib[both]
+    assert cb.sample_ids is not None
     comp = MetricComparison(
         task=task,
         filter=filter_name,
@@ -128,23 +217,24 @@ def compare_metric(
         higher_is_better=higher_is_better,
         mean_a=stats.mean(all_a),
         mean_b=stats.mean(all_b),
-        n_a=len(all_a),
-        n_b=len(all_b),
-        n_shared=len(shared),
+        n_a=int(all_a.size),
+        n_b=int(all_b.size),
+        n_shared=int(a.size),
         diff=None,
         ci=None,
         test="none",
         p_value=None,
         exact=False,
-        regressed=[d for d, w in zip(shared, worse_mask, strict=True) if w],
-        improved=[d for d, w in zip(shared, better_mask, strict=True) if w],
-        unscored_in_b=sorted(d for d, v in sa.items() if v is not None and sb.get(d) is None),
-        unscored_in_a=sorted(d for d, v in sb.items() if v is not None and sa.get(d) is None),
+        regressed=[int(d) for d in cb.doc_ids[shared_b[worse_mask]]],
+        improved=[int(d) for d in cb.doc_ids[shared_b[better_mask]]],
+        regressed_ids=[cb.sample_ids[int(j)] for j in shared_b[worse_mask]],
+        improved_ids=[cb.sample_ids[int(j)] for j in shared_b[better_mask]],
+        regressed_values=[[float(x), float(y)] for x, y in zip(a[worse_mask], b[worse_mask], strict=True)],
+        improved_values=[[float(x), float(y)] for x, y in zip(a[better_mask], b[better_mask], strict=True)],
+        unscored_in_b=sorted(int(d) for d in ca.doc_ids[ia[ok_a & ~ok_b]]),
+        unscored_in_a=sorted(int(d) for d in cb.doc_ids[ib[ok_b & ~ok_a]]),
     )
-    names = _sample_ids(run_b, task) | _sample_ids(run_a, task)
-    comp.regressed_ids = [names.get(d, str(d)) for d in comp.regressed]
-    comp.improved_ids = [names.get(d, str(d)) for d in comp.improved]
-    if not shared:
+    if not a.size:
         return comp
     rng = task_rng(seed, task, 2)
     diff, ci, _ = stats.paired_bootstrap(a, b, iters, rng, confidence)
@@ -162,6 +252,24 @@ def compare_metric(
     return comp
 
 
+def _pairing_warnings(p: Pairing, name_a: str, name_b: str) -> list[str]:
+    out = []
+    if p.changed_input:
+        out.append(
+            f"task {p.task!r}: {p.changed_input} sample(s) have a different input in {name_b} than in {name_a} "
+            f"(doc hash; e.g. {', '.join(p.changed_examples)}): not paired"
+        )
+    if p.only_in_a:
+        out.append(
+            f"task {p.task!r}: {p.only_in_a} sample(s) only in {name_a} (A) (e.g. {', '.join(p.only_a_examples)})"
+        )
+    if p.only_in_b:
+        out.append(
+            f"task {p.task!r}: {p.only_in_b} sample(s) only in {name_b} (B) (e.g. {', '.join(p.only_b_examples)})"
+        )
+    return out
+
+
 def compare_runs(
     run_a: Run | str | os.PathLike[str],
     run_b: Run | str | os.PathLike[str],
@@ -170,10 +278,16 @@ def compare_runs(
     iters: int = 10_000,
     seed: int = 1234,
     confidence: float = 0.95,
+    min_paired: float = MIN_PAIRED,
 ) -> Comparison:
-    """Compare every metric of the tasks both runs share; B is the candidate, A the baseline."""
+    """Compare every metric of the tasks both runs share; B is the candidate, A the baseline.
+
+    Raises :class:`UnpairedRunsError` when, for a shared task, fewer than ``min_paired`` of the smaller run's
+    samples pair up (same sample id, same input)."""
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
+    if not 0.0 <= min_paired <= 1.0:
+        raise ValueError(f"min_paired must be in [0, 1], got {min_paired}")
     ra = run_a if isinstance(run_a, Run) else load_run(run_a)
     rb = run_b if isinstance(run_b, Run) else load_run(run_b)
     warnings: list[str] = []
@@ -189,22 +303,52 @@ def compare_runs(
     if pol_a != pol_b:
         warnings.append(f"the runs used different error policies ({pol_a} vs {pol_b})")
     metrics: list[MetricComparison] = []
+    pairings: dict[str, Pairing] = {}
     for name in (t for t in tasks_b if t in tasks_a):
         if tasks_a[name].task_hash != tasks_b[name].task_hash:
-            warnings.append(f"task {name!r} differs between the runs (task hash); samples are paired by doc_id")
+            warnings.append(
+                f"task {name!r} differs between the runs (task hash); samples are paired by sample id where "
+                "their input is unchanged"
+            )
+        if tasks_a[name].repeats != tasks_b[name].repeats:
+            warnings.append(
+                f"task {name!r}: {tasks_a[name].repeats} repeat(s) in A, {tasks_b[name].repeats} in B; each sample's "
+                "repeats are reduced first, so samples still pair one to one"
+            )
+        pairing, ia, ib = pair_samples(name, ra.columns[name], rb.columns[name])
+        pairings[name] = pairing
+        warnings.extend(_pairing_warnings(pairing, ra.name, rb.name))
+        if min(pairing.n_a, pairing.n_b) and pairing.share < min_paired:
+            raise UnpairedRunsError(
+                f"task {name!r}: only {pairing.paired} of {min(pairing.n_a, pairing.n_b)} samples "
+                f"({100 * pairing.share:.0f}%, below the {100 * min_paired:.0f}% needed) pair up by sample id with "
+                f"the same input ({pairing.only_in_a} only in A, {pairing.only_in_b} only in B, "
+                f"{pairing.changed_input} with a changed input): the runs did not evaluate the same samples. "
+                "Give the dataset an id field (fields.id) that stays with each row, or compare runs of one dataset"
+            )
         keys_a = {(f, m) for f, m, _ in _metric_keys(ra, name)}
         for filter_name, metric, hib in _metric_keys(rb, name):
             if (filter_name, metric) not in keys_a:
                 warnings.append(f"{name}/{metric},{filter_name} is only in {rb.name} (B); not compared")
                 continue
             comp = compare_metric(
-                ra, rb, name, filter_name, metric, hib, alpha=alpha, iters=iters, seed=seed, confidence=confidence
+                ra,
+                rb,
+                name,
+                filter_name,
+                metric,
+                hib,
+                alpha=alpha,
+                iters=iters,
+                seed=seed,
+                confidence=confidence,
+                pairs=(ia, ib),
             )
             metrics.append(comp)
             for ids, scored, lost in ((comp.unscored_in_b, ra.name, rb.name), (comp.unscored_in_a, rb.name, ra.name)):
                 if ids:
                     warnings.append(
-                        f"{comp.key}: {len(ids)} sample(s) scored in {scored} have no score in {lost} (errored or "
-                        "missing) and are left out of the paired test"
+                        f"{comp.key}: {len(ids)} sample(s) scored in {scored} have no score in {lost} "
+                        "(errored) and are left out of the paired test"
                     )
-    return Comparison(ra.name, rb.name, alpha, confidence, iters, seed, metrics, warnings)
+    return Comparison(ra.name, rb.name, alpha, confidence, iters, seed, metrics, warnings, pairings, min_paired)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -12,7 +13,8 @@ from typing import Any
 from assay.errors import DataError
 from assay.record import RunManifest, SampleRecord
 from assay.results.aggregate import SampleValues, sample_values
-from assay.runner.rundir import MANIFEST, SAMPLES, read_manifest, read_samples
+from assay.results.columns import TaskColumns
+from assay.runner.rundir import MANIFEST, SAMPLES, SampleIndex, index_samples, read_manifest
 
 RESULTS = "results.json"
 
@@ -58,26 +60,71 @@ class MetricRow:
 
 @dataclass
 class Run:
-    """A run folder: its manifest, sample records and results (computed on the fly if results.json is missing)."""
+    """A run folder: its manifest, an index of its sample records and its results (computed on the fly if
+    results.json is missing). Records are read from disk when needed, one at a time: nothing here holds them
+    all, so a run of millions of samples loads in a few tens of MB."""
 
     path: Path
     manifest: RunManifest
-    records: list[SampleRecord]
-    torn_lines: int = 0
+    index: SampleIndex
     stored_results: dict[str, Any] | None = None
+
+    @property
+    def torn_lines(self) -> int:
+        """Unfinished lines (a crash mid-write) skipped at the end of samples.jsonl."""
+        return self.index.torn
+
+    @property
+    def n_records(self) -> int:
+        """How many finished samples the run has."""
+        return len(self.index)
+
+    @property
+    def records(self) -> list[SampleRecord]:
+        """Every record in a list, in the order written: for small runs and scripts (use :meth:`iter_records`)."""
+        return list(self.iter_records())
+
+    def iter_records(self) -> Iterator[SampleRecord]:
+        """Every record, in the order written, read one at a time."""
+        from assay.runner.rundir import iter_records
+
+        return iter_records(self.index)
+
+    def _settings_for_scan(self) -> tuple[str, str, dict[str, str]]:
+        policy = str(self.settings.get("error_policy", "exclude"))
+        reduction = str(self.settings.get("repeat_reduction", "mean"))
+        per_task = {t.name: str(t.config.get("repeat_reduction", reduction)) for t in self.manifest.tasks}
+        return policy, reduction, per_task
+
+    @cached_property
+    def columns(self) -> dict[str, TaskColumns]:
+        """Per task, the per-sample values of every metric (under the settings the results were computed with),
+        with sample ids and input hashes, from one streamed pass (see :mod:`assay.results.columns`)."""
+        from assay.results.columns import FileSource, scan
+
+        policy, reduction, per_task = self._settings_for_scan()
+        return scan(
+            self.manifest,
+            FileSource(self.index),
+            error_policy=policy if policy in ("exclude", "as_zero") else "exclude",
+            repeat_reduction=reduction,
+            reductions=per_task,
+            with_ids=True,
+        ).tasks
 
     @cached_property
     def results(self) -> dict[str, Any]:
         """The parsed ``results.json``, or results computed now with the run's configured settings."""
         if self.stored_results is not None:
             return self.stored_results
-        from assay.results.writer import build_results
+        from assay.results.columns import FileSource
+        from assay.results.writer import compute_results
 
         cfg = self.manifest.config
         seed = cfg.get("bootstrap_seed", cfg.get("seed"))
-        return build_results(
+        return compute_results(
             self.manifest,
-            self.records,
+            FileSource(self.index),
             error_policy=str(cfg.get("error_policy", "exclude")),
             bootstrap_iters=int(cfg.get("bootstrap_iters", 10_000)),
             seed=1234 if seed is None else int(seed),
@@ -86,7 +133,7 @@ class Run:
             group_weighting=str(cfg.get("group_weighting", "size")),
             confidence=float(cfg.get("confidence", 0.95)),
             torn_lines=self.torn_lines,
-        )
+        ).doc
 
     @property
     def computed(self) -> bool:
@@ -109,22 +156,27 @@ class Run:
         """Tasks in manifest order."""
         return [t.name for t in self.manifest.tasks]
 
-    def task_records(self, task: str) -> list[SampleRecord]:
-        """The records of one task, by doc_id."""
-        return sorted((r for r in self.records if r.task == task), key=lambda r: r.doc_id)
+    def task_records(self, task: str) -> Iterator[SampleRecord]:
+        """The records of one task, by doc_id, read one at a time."""
+        from assay.runner.rundir import iter_indexed
+
+        cols = self.columns.get(task)
+        if cols is None:
+            return iter(())
+        return (rec for _, rec in iter_indexed(self.index, cols.positions))
 
     def sample_values(self, task: str, filter_name: str, metric: str) -> SampleValues:
         """Per-sample values of a metric under the settings the results were computed with."""
-        info = next((t for t in self.manifest.tasks if t.name == task), None)
-        reduction = self.settings.get("repeat_reduction", "mean")
-        if info is not None:
-            reduction = info.config.get("repeat_reduction", reduction)
+        cols = self.columns.get(task)
+        if cols is not None and (filter_name, metric) in cols.values:
+            return cols.values[(filter_name, metric)]
+        policy, reduction, per_task = self._settings_for_scan()
         return sample_values(
-            self.task_records(task),
+            list(self.task_records(task)),
             filter_name,
             metric,
-            error_policy=str(self.settings.get("error_policy", "exclude")),
-            repeat_reduction=str(reduction),
+            error_policy=policy,
+            repeat_reduction=per_task.get(task, reduction),
         )
 
     def metric_rows(self, *, groups: bool = True) -> list[MetricRow]:
@@ -146,7 +198,7 @@ class Run:
             return figures
         from assay.results.operational import operational_figures
 
-        return operational_figures(self.records, self.manifest)
+        return operational_figures(self.iter_records(), self.manifest)
 
 
 def metric_rows(results: dict[str, Any], *, groups: bool = True) -> list[MetricRow]:
@@ -242,10 +294,10 @@ def _rows_from_lm_eval(res: dict[str, Any], name: str, lm: Any, alias: str, is_g
 
 
 def load_run(path: str | os.PathLike[str]) -> Run:
-    """Load a run folder (or any of its files): manifest, sample records and results.json if present."""
+    """Load a run folder (or any of its files): manifest, an index of its samples and results.json if present."""
     root = run_root(path)
     manifest = read_manifest(root)
-    records, torn = read_samples(root)
+    index = index_samples(root)
     stored = None
     results_path = root / RESULTS
     if results_path.is_file():
@@ -255,4 +307,4 @@ def load_run(path: str | os.PathLike[str]) -> Run:
             raise DataError(f"{results_path}:{err.lineno}: invalid JSON: {err.msg}") from None
         if not isinstance(stored, dict):
             raise DataError(f"{results_path}: expected a JSON object")
-    return Run(root, manifest, records, torn, stored)
+    return Run(root, manifest, index, stored)

@@ -15,7 +15,8 @@ Latency percentiles are over requests that reached the model (cached answers exc
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,7 +38,7 @@ class _Tally:
     output_tokens: int = 0
     billable_input_tokens: int = 0
     billable_output_tokens: int = 0
-    latencies: list[float] = field(default_factory=list)
+    latencies: array[float] = field(default_factory=lambda: array("d"))  # 8 bytes a request
 
     def add(self, *, input_tokens: int, output_tokens: int, latency: float | None, cached: bool) -> None:
         self.requests += 1
@@ -75,10 +76,10 @@ def validate_prices(prices: Mapping[str, Any] | None) -> dict[str, dict[str, flo
     return out
 
 
-def _percentiles(values: list[float]) -> dict[str, float | None]:
+def _percentiles(values: Sequence[float]) -> dict[str, float | None]:
     if not values:
         return {"p50": None, "p95": None, "p99": None, "mean": None, "max": None}
-    arr = np.asarray(values, dtype=np.float64)
+    arr = np.frombuffer(values, dtype=np.float64) if isinstance(values, array) else np.asarray(values, dtype=np.float64)
     p50, p95, p99 = np.percentile(arr, [50, 95, 99])
     return {"p50": float(p50), "p95": float(p95), "p99": float(p99), "mean": float(arr.mean()), "max": float(arr.max())}
 
@@ -129,23 +130,26 @@ def _tally_judge_calls(by_model: dict[str, _Tally], verdict: Mapping[str, Any]) 
             tally.errors += 1
 
 
-def operational_figures(
-    records: Iterable[SampleRecord],
-    manifest: RunManifest | None = None,
-    prices: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Per role and model: requests, errors, cache hits, tokens in/out, latency p50/p95/p99 and cost."""
-    table = validate_prices(prices if prices is not None else (manifest.config.get("prices") if manifest else None))
-    default_model = display_name(manifest.model) if manifest else "model"
-    tallies: dict[str, dict[str, _Tally]] = {role: {} for role in ROLES}
-    n_samples = 0
-    for rec in records:
-        n_samples += 1
+class OperationalTally:
+    """Operational figures built one record at a time (a streamed scan feeds it), then :meth:`figures`."""
+
+    def __init__(self, manifest: RunManifest | None = None, prices: Mapping[str, Any] | None = None) -> None:
+        self.manifest = manifest
+        self.table = validate_prices(
+            prices if prices is not None else (manifest.config.get("prices") if manifest else None)
+        )
+        self.default_model = display_name(manifest.model) if manifest else "model"
+        self.tallies: dict[str, dict[str, _Tally]] = {role: {} for role in ROLES}
+        self.n_samples = 0
+
+    def add(self, rec: SampleRecord) -> None:
+        """Count one sample's model requests and judge calls."""
+        self.n_samples += 1
         n_repeats = max(len(rec.responses), len(rec.response_errors))
         for i in range(n_repeats):
             resp = rec.responses[i] if i < len(rec.responses) else None
             err = rec.response_errors[i] if i < len(rec.response_errors) else None
-            tally = tallies["model"].setdefault(default_model, _Tally())
+            tally = self.tallies["model"].setdefault(self.default_model, _Tally())
             if resp is None:
                 tally.requests += 1
                 tally.errors += 1
@@ -161,21 +165,39 @@ def operational_figures(
         for fr in rec.filters.values():
             for verdicts in fr.verdicts.values():
                 for v in verdicts:
-                    _tally_judge_calls(tallies["judge"], v)
-    roles = {
-        role: {name: _figures(t, table.get(name)) for name, t in sorted(by.items())} for role, by in tallies.items()
-    }
-    costs = [f["cost_usd"] for by in roles.values() for f in by.values()]
-    total_cost = math.fsum(c for c in costs if c is not None) if any(c is not None for c in costs) else None
-    seconds = manifest.total_seconds if manifest else None
-    return {
-        "roles": roles,
-        "samples": n_samples,
-        "total_seconds": seconds,
-        "samples_per_second": (n_samples / seconds) if seconds else None,
-        "prices_configured": bool(table),
-        "cost_usd": total_cost,
-        "unpriced_models": sorted({n for by in roles.values() for n, f in by.items() if f["cost_usd"] is None})
-        if table
-        else [],
-    }
+                    _tally_judge_calls(self.tallies["judge"], v)
+
+    def figures(self) -> dict[str, Any]:
+        """Per role and model: requests, errors, cache hits, tokens in/out, latency p50/p95/p99 and cost."""
+        table = self.table
+        roles = {
+            role: {name: _figures(t, table.get(name)) for name, t in sorted(by.items())}
+            for role, by in self.tallies.items()
+        }
+        costs = [f["cost_usd"] for by in roles.values() for f in by.values()]
+        total_cost = math.fsum(c for c in costs if c is not None) if any(c is not None for c in costs) else None
+        seconds = self.manifest.total_seconds if self.manifest else None
+        n_samples = self.n_samples
+        return {
+            "roles": roles,
+            "samples": n_samples,
+            "total_seconds": seconds,
+            "samples_per_second": (n_samples / seconds) if seconds else None,
+            "prices_configured": bool(table),
+            "cost_usd": total_cost,
+            "unpriced_models": sorted({n for by in roles.values() for n, f in by.items() if f["cost_usd"] is None})
+            if table
+            else [],
+        }
+
+
+def operational_figures(
+    records: Iterable[SampleRecord],
+    manifest: RunManifest | None = None,
+    prices: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Per role and model: requests, errors, cache hits, tokens in/out, latency p50/p95/p99 and cost."""
+    tally = OperationalTally(manifest, prices)
+    for rec in records:
+        tally.add(rec)
+    return tally.figures()

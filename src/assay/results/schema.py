@@ -118,3 +118,32 @@ def sample_log_line(record: SampleRecord, filter_name: str, metric_values: dict[
     for name, value in metric_values.items():
         line[name] = float(value)
     return line
+
+
+def sample_log_line_raw(obj: dict[str, Any], filter_name: str, metric_values: dict[str, float]) -> dict[str, Any]:
+    """:func:`sample_log_line` from a record's parsed JSON (already validated), without building the model:
+    the same line, at a fraction of the cost, for runs of millions of samples."""
+    target = str(obj.get("target"))
+    prompt = obj["prompt"]
+    doc = obj["doc"]
+    fr = (obj.get("filters") or {}).get(filter_name)
+    filtered: list[Any] = []
+    if fr is not None:
+        values = [_as_text(v) for v in fr.get("filtered") or []]
+        filtered = values if len(values) == 1 else [values]
+    line: dict[str, Any] = {
+        "doc_id": int(obj["doc_id"]),
+        "doc": doc,
+        "target": target,
+        "arguments": {"gen_args_0": {"arg_0": prompt, "arg_1": dict(obj.get("gen_kwargs") or {})}},
+        "resps": [[_as_text(r.get("text")) if r is not None else "" for r in obj.get("responses") or []]],
+        "filtered_resps": filtered,
+        "filter": filter_name,
+        "metrics": list(metric_values),
+        "doc_hash": doc_hash(doc),
+        "prompt_hash": hash_string(prompt),
+        "target_hash": hash_string(target),
+    }
+    for name, value in metric_values.items():
+        line[name] = float(value)
+    return line

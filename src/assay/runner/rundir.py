@@ -5,13 +5,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
 import threading
 import time
+from array import array
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 from pydantic import ValidationError
 
 from assay.errors import DataError
@@ -134,37 +139,196 @@ def iter_sample_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 raise DataError(f"{path}:{lineno}: corrupt sample line: {err.msg}") from None
 
 
-def read_samples(run_dir: Path) -> tuple[list[SampleRecord], int]:
-    """Every finished sample of a run folder, and how many torn lines (a crash mid-write) were skipped.
+_JSON_STR = rb'("(?:[^"\\]|\\.)*")'
+_KEY_PREFIX = re.compile(  # the first keys of a record as SampleRecord.model_dump_json (or json.dumps) writes them
+    rb'\{\s*"task"\s*:\s*' + _JSON_STR + rb'\s*,\s*"task_hash"\s*:\s*"[^"\\]*"\s*,\s*"doc_id"\s*:\s*-?\d+\s*,'
+    rb'\s*"sample_id"\s*:\s*' + _JSON_STR
+)
 
-    A bad line elsewhere is a DataError naming file and line; a sample written twice keeps its last record.
+
+@dataclass
+class SampleIndex:
+    """Where each finished sample of ``samples.jsonl`` starts: one byte offset and line number per kept line.
+
+    A sample written twice (a resume) keeps its last line; a torn last line (a crash mid-write) is left out and
+    counted. Two int64 arrays, so a run of millions of samples is indexed in a few tens of MB.
+    """
+
+    path: Path
+    offsets: npt.NDArray[np.int64]
+    linenos: npt.NDArray[np.int64]
+    torn: int = 0
+
+    def __len__(self) -> int:
+        return int(self.offsets.size)
+
+
+def _json_string(quoted: bytes) -> str:
+    """A JSON string literal's value (without the JSON parser when it has no escapes)."""
+    if b"\\" not in quoted:
+        return quoted[1:-1].decode("utf-8")
+    value = json.loads(quoted.decode("utf-8"))
+    return value if isinstance(value, str) else str(value)
+
+
+def _line_key(raw: bytes) -> tuple[Any, Any] | None:
+    """The (task, sample_id) of a line (None when the line is not a JSON object)."""
+    found = _KEY_PREFIX.match(raw, 0, 4096)
+    try:
+        if found is not None:  # the layout SampleRecord.model_dump_json writes: no need to parse the whole line
+            return _json_string(found.group(1)), _json_string(found.group(2))
+        obj = json.loads(raw)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    return (obj.get("task"), obj.get("sample_id")) if isinstance(obj, dict) else None
+
+
+def _corrupt(path: Path, lineno: int, raw: bytes) -> DataError:
+    try:
+        SampleRecord.model_validate_json(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(line)"
+        return DataError(f"{path}:{lineno}: invalid sample record at {where}: {first['msg']}")
+    return DataError(f"{path}:{lineno}: corrupt sample line")
+
+
+def index_samples(run_dir: Path) -> SampleIndex:
+    """Index ``samples.jsonl`` in one pass over its bytes, holding no record (see :class:`SampleIndex`).
+
+    A line that is not JSON is a DataError naming file and line, unless it is the last one (torn by a crash).
     """
     path = run_dir / SAMPLES
+    empty = np.zeros(0, dtype=np.int64)
     if not path.is_file():
-        return [], 0
-    lines = path.read_bytes().split(b"\n")
-    while lines and not lines[-1].strip():
-        lines.pop()
-    by_key: dict[tuple[str, str], SampleRecord] = {}
+        return SampleIndex(path, empty, empty, 0)
+    offsets, linenos, hashes = array("q"), array("q"), array("q")
     torn = 0
-    for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = SampleRecord.model_validate_json(raw)
-        except ValidationError as err:
-            if number == len(lines):  # the last line was cut mid-write by a crash: not a finished sample
-                torn += 1
+    pos = 0
+    with open(path, "rb") as fh:
+        lineno = 0
+        pending: tuple[bytes, int, int] | None = None  # the last non-blank line, checked once the file ends
+        for raw in fh:
+            lineno += 1
+            start, pos = pos, pos + len(raw)
+            if raw.isspace():  # a blank line (isspace copies nothing, unlike strip)
                 continue
-            first = err.errors()[0]
-            where = ".".join(str(p) for p in first["loc"]) or "(line)"
-            raise DataError(f"{path}:{number}: invalid sample record at {where}: {first['msg']}") from None
-        by_key[(record.task, record.sample_id)] = record
-    return list(by_key.values()), torn
+            if pending is not None:
+                _add_line(pending, path, offsets, linenos, hashes)
+            pending = (raw, start, lineno)
+        if pending is not None:
+            try:
+                SampleRecord.model_validate_json(pending[0])
+                _add_line(pending, path, offsets, linenos, hashes)
+            except ValidationError:
+                torn = 1  # the last line was cut mid-write by a crash: not a finished sample
+    off = np.frombuffer(offsets, dtype=np.int64).copy() if offsets else empty
+    num = np.frombuffer(linenos, dtype=np.int64).copy() if linenos else empty
+    dropped = _rewritten(path, off, np.frombuffer(hashes, dtype=np.int64) if hashes else empty)
+    if dropped.size:
+        keep = np.ones(off.size, dtype=bool)
+        keep[dropped] = False
+        off, num = off[keep], num[keep]
+    return SampleIndex(path, off, num, torn)
+
+
+def _add_line(
+    line: tuple[bytes, int, int], path: Path, offsets: array[int], linenos: array[int], hashes: array[int]
+) -> None:
+    raw, start, lineno = line
+    key = _line_key(raw)
+    if key is None:
+        raise _corrupt(path, lineno, raw)
+    offsets.append(start)
+    linenos.append(lineno)
+    hashes.append(hash(key))
+
+
+def _rewritten(path: Path, offsets: npt.NDArray[np.int64], hashes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Positions of lines that a later line of the same sample replaces (equal hashes, then keys compared)."""
+    none = np.zeros(0, dtype=np.int64)
+    if hashes.size < 2:
+        return none
+    order = np.argsort(hashes, kind="stable")
+    ranked = hashes[order]
+    same = np.flatnonzero(ranked[1:] == ranked[:-1])
+    if not same.size:
+        return none
+    candidates = np.unique(np.concatenate([order[same], order[same + 1]]))
+    last: dict[tuple[Any, Any], int] = {}
+    dropped: list[int] = []
+    with open(path, "rb") as fh:
+        for i in candidates:  # ascending: file order
+            fh.seek(int(offsets[i]))
+            key = _line_key(fh.readline())
+            if key is None:
+                continue
+            before = last.get(key)
+            if before is not None:
+                dropped.append(before)
+            last[key] = int(i)
+    return np.asarray(dropped, dtype=np.int64)
+
+
+def iter_records(source: Path | SampleIndex) -> Iterator[SampleRecord]:
+    """Every finished sample of a run folder (or of an index of one), one at a time, in file order.
+
+    Memory stays flat in the size of the run; a bad line is a DataError naming file and line.
+    """
+    for _, record in iter_indexed(source if isinstance(source, SampleIndex) else index_samples(source)):
+        yield record
+
+
+def iter_indexed(index: SampleIndex, order: npt.NDArray[np.int64] | None = None) -> Iterator[tuple[int, SampleRecord]]:
+    """(position in the index, record) for each indexed line, in file order or in the positions of ``order``."""
+    if not len(index):
+        return
+    with open(index.path, "rb") as fh:
+        if order is None:
+            wanted = 0
+            offsets = index.offsets
+            pos = 0
+            for raw in fh:
+                if wanted < offsets.size and pos == offsets[wanted]:
+                    yield wanted, parse_record(raw, index.path, int(index.linenos[wanted]))
+                    wanted += 1
+                pos += len(raw)
+            return
+        for i in order:
+            fh.seek(int(index.offsets[i]))
+            yield int(i), parse_record(fh.readline(), index.path, int(index.linenos[i]))
+
+
+def iter_raw(index: SampleIndex, order: npt.NDArray[np.int64]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(position, parsed JSON object) of the lines at ``order``: for lines a scan has already validated."""
+    with open(index.path, "rb") as fh:
+        for i in order:
+            fh.seek(int(index.offsets[i]))
+            yield int(i), json.loads(fh.readline())
+
+
+def parse_record(raw: bytes, path: Path, lineno: int) -> SampleRecord:
+    """One line of samples.jsonl as a record; a DataError names file, line and the bad key."""
+    try:
+        return SampleRecord.model_validate_json(raw)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(line)"
+        raise DataError(f"{path}:{lineno}: invalid sample record at {where}: {first['msg']}") from None
+
+
+def read_samples(run_dir: Path) -> tuple[list[SampleRecord], int]:
+    """Every finished sample of a run folder in a list, and how many torn lines (a crash mid-write) were skipped.
+
+    For small runs and tests: large runs stream with :func:`iter_records`. A sample written twice keeps its last
+    record; a bad line elsewhere is a DataError naming file and line.
+    """
+    index = index_samples(run_dir)
+    return list(iter_records(index)), index.torn
 
 
 def read_records(run_dir: Path) -> list[SampleRecord]:
-    """Every finished sample of a run folder, in the order first written."""
+    """Every finished sample of a run folder, in the order written (a list: see :func:`iter_records`)."""
     return read_samples(run_dir)[0]
 
 

@@ -1,0 +1,361 @@
+"""A run's per-sample figures as columns, built in one streamed pass over its records (memory flat in run size).
+
+Results, statistics and comparisons need, per task and (filter, metric), only numbers per sample: the value,
+pass share, attempts and passes (see :func:`assay.results.aggregate.record_value`), plus each sample's doc_id,
+position in ``samples.jsonl``, cluster and, for comparisons, hashes of its sample id and input. A scan keeps
+those in numpy arrays, never the records, so a run of ten million samples costs a few hundred bytes a sample.
+Columns come out in doc_id order (ties in the order written), the order of the list-based computation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import json
+import math
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from assay.record import RunManifest, SampleRecord, TaskInfo
+from assay.results.aggregate import MAX_ERROR_EXAMPLES, SampleValues, count_error, record_value
+
+Int64Array = npt.NDArray[np.int64]
+EXAMPLES_KEPT = max(MAX_ERROR_EXAMPLES, 5)  # first errors (by doc_id) kept per column, for messages
+
+
+class RecordSource(Protocol):
+    """Records that can be read again: all of them in a stable order, or some by position."""
+
+    def scan(self) -> Iterator[tuple[int, SampleRecord]]:
+        """(position, record) for every record."""
+        ...
+
+    def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
+        """(position, record) for the records at ``positions``, in that order."""
+        ...
+
+    def fetch_raw(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord | dict[str, Any]]]:
+        """Like :meth:`fetch`, as the parsed JSON of the line where that is cheaper (records already scanned)."""
+        ...
+
+
+class ListSource:
+    """Records already in memory (the Python API's ``build_results``)."""
+
+    def __init__(self, records: Iterable[SampleRecord]) -> None:
+        self.records = records if isinstance(records, list) else list(records)
+
+    def scan(self) -> Iterator[tuple[int, SampleRecord]]:
+        return iter(enumerate(self.records))
+
+    def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
+        return ((int(i), self.records[int(i)]) for i in positions)
+
+    def fetch_raw(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord | dict[str, Any]]]:
+        return self.fetch(positions)
+
+
+class FileSource:
+    """A run folder's ``samples.jsonl`` through its index: records are parsed as they are read, then dropped."""
+
+    def __init__(self, index: Any) -> None:
+        self.index = index  # assay.runner.rundir.SampleIndex
+
+    def scan(self) -> Iterator[tuple[int, SampleRecord]]:
+        from assay.runner.rundir import iter_indexed
+
+        return iter_indexed(self.index)
+
+    def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
+        from assay.runner.rundir import iter_indexed
+
+        return iter_indexed(self.index, positions)
+
+    def fetch_raw(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord | dict[str, Any]]]:
+        from assay.runner.rundir import iter_raw
+
+        return iter_raw(self.index, positions)
+
+
+def hash64(text: str) -> int:
+    """A 64-bit hash of a string (blake2b), stable across processes."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
+
+
+def doc_hash64(doc: Any) -> int:
+    """The first 8 bytes of lm-eval's ``doc_hash`` (sha256 of the doc as indented JSON) as an int64."""
+    text = json.dumps(doc, indent=2, ensure_ascii=False, default=str)
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little", signed=True)
+
+
+class _MetricAcc:
+    """One (filter, metric) column while scanning (file order)."""
+
+    __slots__ = ("attempts", "counts", "examples", "frac", "n_err", "n_model", "passed", "values")
+
+    def __init__(self) -> None:
+        self.values = array("d")
+        self.frac = array("d")
+        self.attempts = array("q")
+        self.passed = array("q")
+        self.n_err = 0
+        self.n_model = 0
+        self.examples: list[tuple[int, int, str]] = []  # max-heap (negated) of the first errors by (doc_id, seq)
+        self.counts: dict[str, int] = {}
+
+    def add(self, seq: int, doc_id: int, rv: tuple[Any, ...]) -> None:
+        value, frac, att, npass, n_err, n_model, first, messages = rv
+        self.values.append(value)
+        self.frac.append(frac)
+        self.attempts.append(att)
+        self.passed.append(npass)
+        if n_err:
+            self.n_err += n_err
+            self.n_model += n_model
+            for message in messages:
+                count_error(self.counts, message)
+        if first is not None:
+            item = (-doc_id, -seq, first)
+            if len(self.examples) < EXAMPLES_KEPT:
+                heapq.heappush(self.examples, item)
+            elif item > self.examples[0]:
+                heapq.heapreplace(self.examples, item)
+
+    def finish(self, order: Int64Array, doc_ids: Int64Array) -> SampleValues:
+        def col(a: array[Any], dtype: Any) -> Any:
+            return np.frombuffer(a, dtype=dtype)[order] if len(a) else np.zeros(0, dtype=dtype)
+
+        errors = [(-d, msg) for d, _, msg in sorted(self.examples, reverse=True)]
+        return SampleValues(
+            doc_ids,
+            col(self.values, np.float64),
+            col(self.frac, np.float64),
+            col(self.attempts, np.int64),
+            col(self.passed, np.int64),
+            self.n_err,
+            errors,
+            self.n_model,
+            self.counts,
+        )
+
+
+@dataclass
+class TaskColumns:
+    """One task's samples as columns in doc_id order."""
+
+    name: str
+    positions: Int64Array  # where each sample's record is in its source
+    doc_ids: Int64Array
+    keys: list[tuple[str, str]]  # (filter, metric) in the order results list them
+    values: dict[tuple[str, str], SampleValues]
+    n_model_errors: int = 0  # samples with a failed model request
+    model_error_example: str | None = None
+    clusters: Int64Array | None = None  # cluster code per sample (with a cluster key)
+    id_hashes: Int64Array | None = None  # hash of the sample id (with ids)
+    doc_hashes: Int64Array | None = None  # first 8 bytes of the doc hash (with ids)
+    sample_ids: StringColumn | None = None
+
+    def __len__(self) -> int:
+        return int(self.doc_ids.size)
+
+
+@dataclass
+class StringColumn:
+    """Many short strings in one UTF-8 buffer and an offsets array (no Python object per string)."""
+
+    data: bytes
+    ends: Int64Array
+
+    def __getitem__(self, i: int) -> str:
+        start = int(self.ends[i - 1]) if i > 0 else 0
+        return self.data[start : int(self.ends[i])].decode("utf-8")
+
+    def __len__(self) -> int:
+        return int(self.ends.size)
+
+    def take(self, order: Int64Array) -> StringColumn:
+        """The strings at ``order`` as a new column."""
+        parts = bytearray()
+        ends = np.empty(order.size, dtype=np.int64)
+        for j, i in enumerate(order):
+            start = int(self.ends[i - 1]) if i > 0 else 0
+            parts += self.data[start : int(self.ends[i])]
+            ends[j] = len(parts)
+        return StringColumn(bytes(parts), ends)
+
+
+@dataclass
+class _TaskAcc:
+    info: TaskInfo | None
+    keys: list[tuple[str, str]]
+    with_ids: bool
+    cluster_key: str | None
+    positions: array[int] = field(default_factory=lambda: array("q"))
+    doc_ids: array[int] = field(default_factory=lambda: array("q"))
+    metrics: dict[tuple[str, str], _MetricAcc] = field(default_factory=dict)
+    n_model_errors: int = 0
+    model_error_example: tuple[int, int, str] | None = None
+    cluster_codes: array[int] = field(default_factory=lambda: array("q"))
+    cluster_index: dict[str, int] = field(default_factory=dict)
+    id_hashes: array[int] = field(default_factory=lambda: array("q"))
+    doc_hashes: array[int] = field(default_factory=lambda: array("q"))
+    ids: bytearray = field(default_factory=bytearray)
+    id_ends: array[int] = field(default_factory=lambda: array("q"))
+
+
+def _declared_keys(info: TaskInfo) -> tuple[list[str], list[str]]:
+    return list(info.filters), [m.name for m in info.metrics]
+
+
+@dataclass
+class ScanResult:
+    """Every task's columns, and how many records named a task the manifest does not have."""
+
+    tasks: dict[str, TaskColumns]
+    unknown: dict[str, int]
+
+
+def scan(
+    manifest: RunManifest,
+    source: RecordSource,
+    *,
+    error_policy: str,
+    repeat_reduction: str = "mean",
+    reductions: dict[str, str] | None = None,
+    cluster_key: str | None = None,
+    with_ids: bool = False,
+    observers: Sequence[Callable[[SampleRecord], None]] = (),
+) -> ScanResult:
+    """One pass over the records (two when a record has a filter or metric no earlier record of its task had)."""
+    filters: dict[str, list[str]] = {}
+    metrics: dict[str, list[str]] = {}
+    for info in manifest.tasks:
+        filters[info.name], metrics[info.name] = _declared_keys(info)
+    while True:
+        result, grown = _scan_once(
+            manifest,
+            source,
+            filters,
+            metrics,
+            error_policy=error_policy,
+            repeat_reduction=repeat_reduction,
+            reductions=reductions or {},
+            cluster_key=cluster_key,
+            with_ids=with_ids,
+            observers=observers,
+        )
+        if not grown:
+            return result
+        observers = ()  # they saw every record in the first pass
+
+
+def _scan_once(
+    manifest: RunManifest,
+    source: RecordSource,
+    filters: dict[str, list[str]],
+    metrics: dict[str, list[str]],
+    *,
+    error_policy: str,
+    repeat_reduction: str,
+    reductions: dict[str, str],
+    cluster_key: str | None,
+    with_ids: bool,
+    observers: Sequence[Callable[[SampleRecord], None]],
+) -> tuple[ScanResult, bool]:
+    as_zero = error_policy == "as_zero"
+    accs: dict[str, _TaskAcc] = {}
+    for info in manifest.tasks:
+        keys = [(f, m) for f in filters[info.name] for m in metrics[info.name]]
+        acc = accs[info.name] = _TaskAcc(info, keys, with_ids, cluster_key)
+        acc.metrics = {k: _MetricAcc() for k in keys}
+    unknown: dict[str, int] = {}
+    grown = False
+    seq = 0
+    for pos, rec in source.scan():
+        for observe in observers:
+            observe(rec)
+        acc_or_none = accs.get(rec.task)
+        if acc_or_none is None:
+            unknown[rec.task] = unknown.get(rec.task, 0) + 1
+            continue
+        acc = acc_or_none
+        task_filters, task_metrics = filters[rec.task], metrics[rec.task]
+        for fname, fr in rec.filters.items():  # a filter or metric run.json does not declare: found in records
+            if fname not in task_filters:
+                task_filters.append(fname)
+                grown = grown or bool(len(acc.positions))
+            for mname in fr.verdicts:
+                if mname not in task_metrics:
+                    task_metrics.append(mname)
+                    grown = grown or bool(len(acc.positions))
+        if grown:  # columns of earlier records would miss the new key: finish reading names, then scan again
+            continue
+        for k in [(f, m) for f in task_filters for m in task_metrics if (f, m) not in acc.metrics]:
+            acc.keys.append(k)
+            acc.metrics[k] = _MetricAcc()
+        doc_id = rec.doc_id
+        acc.positions.append(pos)
+        acc.doc_ids.append(doc_id)
+        reduction = reductions.get(rec.task, repeat_reduction)
+        for (fname, mname), col in acc.metrics.items():
+            col.add(seq, doc_id, record_value(rec, fname, mname, as_zero=as_zero, repeat_reduction=reduction))
+        if rec.error:
+            acc.n_model_errors += 1
+            item = (doc_id, seq, f"{rec.sample_id}: {rec.error}")
+            if acc.model_error_example is None or item < acc.model_error_example:
+                acc.model_error_example = item
+        if cluster_key:
+            value = rec.metadata.get(cluster_key, rec.doc.get(cluster_key, None))
+            if value is None:
+                acc.cluster_codes.append(-1 - len(acc.cluster_codes))  # its own cluster
+            else:
+                acc.cluster_codes.append(acc.cluster_index.setdefault(repr(value), len(acc.cluster_index)))
+        if with_ids:
+            acc.id_hashes.append(hash64(rec.sample_id))
+            acc.doc_hashes.append(doc_hash64(rec.doc))
+            acc.ids += rec.sample_id.encode("utf-8")
+            acc.id_ends.append(len(acc.ids))
+        seq += 1
+    if grown:
+        return ScanResult({}, unknown), True
+    out = {}
+    for name, acc in accs.items():
+        acc.keys = [(f, m) for f in filters[name] for m in metrics[name]]
+        out[name] = _finish(acc)
+    return ScanResult(out, unknown), False
+
+
+def _ints(a: array[int]) -> Int64Array:
+    return np.frombuffer(a, dtype=np.int64).copy() if len(a) else np.zeros(0, dtype=np.int64)
+
+
+def _finish(acc: _TaskAcc) -> TaskColumns:
+    doc_ids_file = _ints(acc.doc_ids)
+    order = np.argsort(doc_ids_file, kind="stable")
+    doc_ids = doc_ids_file[order]
+    cols = TaskColumns(
+        name=acc.info.name if acc.info else "",
+        positions=_ints(acc.positions)[order],
+        doc_ids=doc_ids,
+        keys=list(acc.keys),
+        values={k: acc.metrics[k].finish(order, doc_ids) for k in acc.keys},
+        n_model_errors=acc.n_model_errors,
+        model_error_example=acc.model_error_example[2] if acc.model_error_example else None,
+    )
+    if acc.cluster_key:
+        cols.clusters = _ints(acc.cluster_codes)[order]
+    if acc.with_ids:
+        cols.id_hashes = _ints(acc.id_hashes)[order]
+        cols.doc_hashes = _ints(acc.doc_hashes)[order]
+        cols.sample_ids = StringColumn(bytes(acc.ids), _ints(acc.id_ends)).take(order)
+    return cols
+
+
+def finite_or_none(value: float) -> float | None:
+    """A float for JSON: None when NaN or infinite."""
+    return value if math.isfinite(value) else None
