@@ -14,7 +14,7 @@ from typing import Any
 from assay.errors import AssayError, ConfigError
 from assay.models.base import display_name
 from assay.record import RunManifest, SampleRecord, TaskInfo
-from assay.results import schema
+from assay.results import corpus, schema
 from assay.results.aggregate import (
     ERROR_POLICIES,
     GROUP_WEIGHTINGS,
@@ -25,6 +25,7 @@ from assay.results.aggregate import (
     combine_group,
     sample_values,
     summarize_metric,
+    task_rng,
 )
 from assay.results.independence import SharedContext, independence_warning
 from assay.results.judging import judging_figures
@@ -210,6 +211,7 @@ def _compute(
             "sample_len": len(recs),
         }
         filters_out: dict[str, dict[str, Any]] = {}
+        corpus_infos = {m.name: m for m in task.metrics if m.aggregation == "corpus"}
         summaries[task.name], values[task.name] = {}, {}
         for filter_name in _filter_names(task, recs):
             for metric, hib in _metric_infos(task, recs):
@@ -231,6 +233,17 @@ def _compute(
                     clusters=labels,
                     cluster_key=cluster_key,
                 )
+                info = corpus_infos.get(metric)
+                if info is not None:  # corpus BLEU/chrF/TER: the figure comes from summed per-sample statistics
+                    figures = corpus.corpus_figures(
+                        info.evaluator,
+                        corpus.collect(recs, filter_name, metric),
+                        bootstrap_iters=bootstrap_iters,
+                        rng=task_rng(seed, task.name, 2),
+                        confidence=confidence,
+                    )
+                    summary.bootstrap = corpus.apply_corpus(summary.entry, figures)
+                    summary.stderr = summary.entry["stderr"]
                 summaries[task.name][(filter_name, metric)] = summary
                 values[task.name][(filter_name, metric)] = sv.values
                 filters_out.setdefault(filter_name, {})[metric] = summary.entry
