@@ -81,7 +81,8 @@ def test_the_program_never_sees_the_users_environment(monkeypatch: pytest.Monkey
     if ROOT:  # nor other processes' environments through /proc
         scan = (
             "import os\nFOUND = []\nfor p in os.listdir('/proc'):\n    if p.isdigit():\n"
-            "        try:\n            FOUND += [p] if b'sk-secret' in open(f'/proc/{p}/environ', 'rb').read() else []\n"
+            "        try:\n"
+            "            FOUND += [p] if b'sk-secret' in open(f'/proc/{p}/environ', 'rb').read() else []\n"
             "        except OSError:\n            pass"
         )
         assert _exec(scan, ["assert not FOUND, FOUND"]).passed

@@ -2,7 +2,8 @@
 
 Test styles: a test program (HumanEval: it may define ``check(candidate)``, called with ``entry_point``), a
 list of assert statements (MBPP), or a function name with input/output cases. Prints one ``ASSAY-RESULT`` JSON
-line (marked with a nonce read from stdin): ``outcome`` passed | failed | crashed, the failing test and its message. Standard library only.
+line (marked with a nonce read from stdin): ``outcome`` passed | failed | crashed, the failing test and its
+message. Standard library only.
 """
 
 from __future__ import annotations

@@ -10,7 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from assay.testing.evaltest import EvalAssertionError, SampleCase, aassert_eval, assert_eval
+    from assay.testing.evaltest import EvalAssertionError as EvalAssertionError
+    from assay.testing.evaltest import SampleCase as SampleCase
+    from assay.testing.evaltest import aassert_eval as aassert_eval
+    from assay.testing.evaltest import assert_eval as assert_eval
     from assay.testing.server import FaultPlan, OpenAITestServer, ScriptedReplies
 
 _EVALTEST = ("EvalAssertionError", "SampleCase", "aassert_eval", "assert_eval")

@@ -76,8 +76,8 @@ def _as_task(task_or_cases: Any, evaluators: Sequence[Any] | None) -> Task:
 
     if isinstance(task_or_cases, Task):
         return task_or_cases
-    if isinstance(task_or_cases, str | Path) or isinstance(task_or_cases, Mapping):
-        return load_task(task_or_cases)
+    if isinstance(task_or_cases, str | Path | Mapping):
+        return load_task(task_or_cases if not isinstance(task_or_cases, Mapping) else dict(task_or_cases))
     if isinstance(task_or_cases, Sequence):
         return cases_task(task_or_cases, evaluators)
     raise ConfigError(
