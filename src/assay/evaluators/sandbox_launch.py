@@ -112,10 +112,12 @@ def _as_root(spec: dict) -> None:
 
 
 def _unprivileged(spec: dict) -> None:
-    isolation = {"network": "none", "filesystem": "not isolated", "pids": "shared", "processes": "RLIMIT_NPROC"}
-    if _libc.unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0:
+    isolation = {"network": "not isolated", "filesystem": "not isolated", "pids": "shared", "processes": "RLIMIT_NPROC"}
+    unshare, prctl = getattr(_libc, "unshare", None), getattr(_libc, "prctl", None)  # Linux only
+    if unshare is not None and unshare(CLONE_NEWUSER | CLONE_NEWNET) == 0:
         isolation["network"] = "namespace"
-    _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    if prctl is not None:
+        prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
     _exec(spec, isolation)
 
 
