@@ -120,6 +120,7 @@ def test_corpus_figures_equal_sacrebleu_corpus_scores(tmp_path: Path) -> None:
     assert res["rouge1,none"] == pytest.approx(np.mean([scorer.score(r, h)["rouge1"].fmeasure for h, r in PAIRS]))
     entry = run.results["assay"]["tasks"]["gen"]["filters"]["none"]["bleu"]
     assert entry["aggregation"] == "corpus" and entry["bootstrap_method"] == "corpus_resample"
+    assert entry["ci"] == entry["ci_bootstrap"] and entry["ci_method"] == "corpus_bootstrap"
     assert (
         entry["corpus"]["signature"] == "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:" + sacrebleu.__version__
     )
@@ -178,3 +179,15 @@ def test_corpus_aggregation_is_checked_against_the_evaluator() -> None:
                 "evaluators": [{"name": "bleu", "aggregation": "median"}],
             }
         )
+
+
+def test_a_corpus_figure_that_cannot_be_computed_is_absent_with_its_reason(tmp_path: Path) -> None:
+    acc = corpus.CorpusStats()
+    acc.add([{"score": 0.5, "passed": True, "details": {"stats": [1.0, 2.0]}}])
+    figures = corpus.corpus_figures(
+        {"name": "exact_match"}, acc, bootstrap_iters=10, rng=np.random.default_rng(0), confidence=0.95
+    )
+    assert figures["value"] is None and "no corpus aggregation" in figures["error"]
+    entry: dict[str, Any] = {"mean": 0.5, "stderr": 0.1}
+    corpus.apply_corpus(entry, figures)
+    assert entry["mean"] is None and entry["sentence_mean"] == 0.5 and "error" in entry["corpus"]

@@ -45,7 +45,7 @@ def test_a_failing_evaluation_explains_itself_and_keeps_its_run_folder(tmp_path:
     assert proc.returncode == 1, proc.stdout
     out = proc.stdout
     assert "qa_tools: exact_match = 0.762 < 0.9" in out
-    assert "95% CI [" in out and "(bootstrap); n=21 scored, 0 errored" in out
+    assert "95% CI [" in out and "95% CI [0.549, 0.894] (wilson); n=21 scored, 0 errored" in out
     assert "sample 'cap-09'" in out and "reason: output 'I could not find the capital of Peru.'" in out
     assert "feedback: Answer with exactly 'Lima'" in out
     run_line = next(line for line in out.splitlines() if "run folder: " in line)
@@ -62,7 +62,7 @@ def test_assert_eval_in_process_returns_the_run_or_raises(tmp_path: Path) -> Non
     assert run.path.parent == tmp_path
     with pytest.raises(EvalAssertionError) as info:
         assert_eval(TASK, answer, min_score={"exact_match": 0.7}, use="ci_low", output_dir=tmp_path)
-    assert "exact_match (CI lower bound) = 0.571 < 0.7" in str(info.value) and info.value.run_dir is not None
+    assert "exact_match (CI lower bound) = 0.549 < 0.7" in str(info.value) and info.value.run_dir is not None
     with pytest.raises(EvalAssertionError, match="did not measure"):
         assert_eval(TASK, answer, min_score={"bleu": 0.1}, output_dir=tmp_path)
     # a lower-is-better metric takes min_score as a maximum

@@ -104,12 +104,19 @@ def corpus_figures(
     from assay.evaluators.base import Evaluator
     from assay.evaluators.generation import CorpusEvaluator
 
-    evaluator = Evaluator.from_config(dict(evaluator_config))
-    if not isinstance(evaluator, CorpusEvaluator):
-        raise ConfigError(f"evaluator {evaluator.name!r} has no corpus aggregation (use aggregation: mean)")
-    matrix = acc.matrix()
+    out: dict[str, Any] = {"aggregation": "corpus", "value": None, "ci_bootstrap": None, "stderr": None}
+    out["n_without_stats"] = acc.n_without_stats
+    try:  # e.g. reading a run on a machine without assay[metrics]: no figure, and the reason, never a wrong one
+        evaluator = Evaluator.from_config(dict(evaluator_config))
+        if not isinstance(evaluator, CorpusEvaluator):
+            raise ConfigError(f"evaluator {evaluator.name!r} has no corpus aggregation (use aggregation: mean)")
+        matrix = acc.matrix()
+    except ConfigError as err:
+        out["error"] = f"corpus figure not computed: {err}"
+        out["n_corpus"] = len(acc.rows)
+        return out
     n = int(matrix.shape[0])
-    out: dict[str, Any] = {"aggregation": "corpus", "n_corpus": n, "value": None, "ci_bootstrap": None, "stderr": None}
+    out["n_corpus"] = n
     if n == 0:
         return out
     total = matrix.sum(axis=0)
@@ -135,6 +142,8 @@ def apply_corpus(entry: dict[str, Any], figures: dict[str, Any]) -> npt.NDArray[
     entry["stderr"] = figures["stderr"]
     entry["ci_t"] = None  # no t interval for a ratio of sums: the bootstrap one is the interval
     entry["ci_bootstrap"] = figures["ci_bootstrap"]
+    entry["ci"] = figures["ci_bootstrap"]  # the headline interval: resample samples, recompute the corpus figure
+    entry["ci_method"] = "corpus_bootstrap" if dist is not None else None
     entry["bootstrap_method"] = "corpus_resample" if dist is not None else None
     entry["aggregation"] = "corpus"
     entry["corpus"] = {k: v for k, v in figures.items() if k not in ("value", "ci_bootstrap", "stderr")}

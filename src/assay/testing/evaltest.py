@@ -114,12 +114,20 @@ def _failing_samples(run: Run, task: str, metric: str, filter_name: str) -> list
     return lines
 
 
+def _headline_ci(entry: Mapping[str, Any]) -> tuple[list[float] | None, str]:
+    """The metric's headline interval and how it was computed (older results have only the t / bootstrap ones)."""
+    if entry.get("ci"):
+        return entry["ci"], str(entry.get("ci_method") or "interval")
+    if entry.get("ci_bootstrap"):
+        return entry["ci_bootstrap"], "bootstrap"
+    return entry.get("ci_t"), "t"
+
+
 def _interval(entry: Mapping[str, Any]) -> str:
-    ci = entry.get("ci_bootstrap") or entry.get("ci_t")
+    ci, method = _headline_ci(entry)
     if not ci or ci[0] is None:
         return "no interval (fewer than 2 scored samples)"
-    kind = "bootstrap" if entry.get("ci_bootstrap") else "t"
-    return f"{round(100 * float(entry.get('confidence', 0.95)))}% CI [{ci[0]:.3f}, {ci[1]:.3f}] ({kind})"
+    return f"{round(100 * float(entry.get('confidence', 0.95)))}% CI [{ci[0]:.3f}, {ci[1]:.3f}] ({method})"
 
 
 def check_run(run: Run, min_score: Mapping[str, float], *, use: str = "mean", max_errors: int | None = 0) -> list[str]:
@@ -136,7 +144,7 @@ def check_run(run: Run, min_score: Mapping[str, float], *, use: str = "mean", ma
                 if entry is None:
                     continue
                 value = entry.get("mean")
-                ci = entry.get("ci_bootstrap") or entry.get("ci_t")
+                ci, _ = _headline_ci(entry)
                 checked = value if use == "mean" else (ci[0] if ci else None)
                 errored = int(entry.get("n_errored", 0))
                 hib = entry.get("higher_is_better", True)
