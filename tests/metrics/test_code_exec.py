@@ -181,3 +181,34 @@ def test_in_a_run_with_repeats(tmp_path: Path) -> None:
     entry = run.results["assay"]["tasks"]["code"]["filters"]["none"]["code_exec"]
     assert entry["mean"] == 0.5 and entry["n_errored"] == 0
     assert entry["pass_at_k"]["1"]["value"] == 0.5
+
+
+def test_humaneval_prompt_as_code_prefix(tmp_path: Path) -> None:
+    row = {
+        "task_id": "HumanEval/0",
+        "prompt": 'def double(x):\n    """Twice x."""\n',
+        "canonical_solution": "    return 2 * x\n",
+        "test": "def check(candidate):\n    assert candidate(2) == 4\n    assert candidate(-1) == -2\n",
+        "entry_point": "double",
+    }
+    task = Task.from_config(
+        {
+            "name": "humaneval",
+            "dataset": {"rows": [row]},
+            "fields": {"id": "task_id", "input": "prompt"},
+            "template": "{{ prompt }}",
+            "evaluators": [
+                {"name": "code_exec", "allow_untrusted_code": True, "code_prefix": "doc.prompt", "expected": "doc"}
+            ],
+        }
+    )
+
+    def completes(prompt: str) -> str:
+        return "    return 2 * x\n"
+
+    run = assay.run(task, completes, output_dir=tmp_path / "runs", cache=False, progress=False)
+    assert run.results["results"]["humaneval"]["code_exec,none"] == 1.0
+    ev = evaluators.get("code_exec", allow_untrusted_code=True, code_prefix="doc.prompt")
+    v = ev.evaluate("    return x + 1\n", row, context={"doc": row})
+    assert v.reason == "test `assert candidate(2) == 4` failed: AssertionError"
+    assert ev.evaluate("    return 2 * x\n", row, context={}).is_error  # no prompt to prefix: cannot judge

@@ -37,6 +37,7 @@ class CodeExecOptions(Options):
     entry_point: str | None = None
     function: str | None = None
     extract_code: bool = True
+    code_prefix: str | None = Field(None, pattern=r"^(doc|metadata)\..+", description="e.g. doc.prompt (HumanEval)")
     max_parallel: int | None = Field(None, ge=1)
 
 
@@ -175,11 +176,25 @@ class CodeExec(Evaluator):
             sem = self._semaphores[id(loop)] = asyncio.Semaphore(o.max_parallel or os.cpu_count() or 1)
         return sem
 
-    async def _run(self, actual: Any, expected: Any) -> Verdict:
+    def _prefix(self, context: Mapping[str, Any] | None) -> str:
+        """The code that goes before the output's (HumanEval: the prompt with the signature), from the sample."""
+        o = self.options
+        assert isinstance(o, CodeExecOptions)
+        if o.code_prefix is None:
+            return ""
+        source, _, path = o.code_prefix.partition(".")
+        value: Any = (context or {}).get(source)
+        for part in path.split("."):
+            if not isinstance(value, Mapping) or part not in value:
+                raise EvaluationInputError(f"code_exec: code_prefix {o.code_prefix!r}: the sample has no such field")
+            value = value[part]
+        return value if isinstance(value, str) else str(value)
+
+    async def _run(self, actual: Any, expected: Any, context: Mapping[str, Any] | None = None) -> Verdict:
         o = self.options
         assert isinstance(o, CodeExecOptions)
         text = as_text(actual, self.name)
-        code = extract_code(text) if o.extract_code else text
+        code = self._prefix(context) + (extract_code(text) if o.extract_code else text)
         spec = tests_spec(expected, o)
         async with self._semaphore():
             outcome = await run_python(code, spec, self._limits)
@@ -189,16 +204,20 @@ class CodeExec(Evaluator):
         self, actual: Any, expected: Any = None, *, context: Mapping[str, Any] | None = None
     ) -> Verdict:
         try:
-            return await self._run(actual, expected)
+            return await self._run(actual, expected, context)
         except (EvaluationInputError, SandboxError) as exc:
             return Verdict.errored(str(exc))
         except Exception as exc:
             return Verdict.errored(f"{self.name} raised {type(exc).__name__}: {exc}")
 
-    def check(self, actual: Any, expected: Any) -> Verdict:
+    def evaluate(self, actual: Any, expected: Any = None, *, context: Mapping[str, Any] | None = None) -> Verdict:
+        """Synchronous form (also from inside a running event loop, in a thread)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.aevaluate(actual, expected))
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:  # called from inside an event loop
-            return pool.submit(asyncio.run, self.aevaluate(actual, expected)).result()
+            return asyncio.run(self.aevaluate(actual, expected, context=context))
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, self.aevaluate(actual, expected, context=context)).result()
+
+    def check(self, actual: Any, expected: Any) -> Verdict:
+        return self.evaluate(actual, expected)

@@ -18,7 +18,7 @@ AGGREGATIONS = ("mean", "corpus")
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """One metric of a task. ``expected`` is ``"target"`` (default), ``"none"``, ``"doc.<field>"`` or
+    """One metric of a task. ``expected`` is ``"target"`` (default), ``"none"``, ``"doc"``, ``"doc.<field>"`` or
     ``"metadata.<field>"``; ``filters`` restricts it to some filter pipelines (None: all). ``aggregation`` is
     ``"mean"`` or ``"corpus"`` (corpus BLEU/chrF/TER from summed statistics); None takes the evaluator's default."""
 
@@ -77,13 +77,15 @@ def aggregation_problem(evaluator: Evaluator, aggregation: str) -> str | None:
 
 
 def check_expected(expected: str) -> None:
-    """Raise ValueError unless ``expected`` is target, none, doc.<field> or metadata.<field>."""
-    if expected in ("target", "none"):
+    """Raise ValueError unless ``expected`` is target, none, doc (the whole row), doc.<field> or metadata.<field>."""
+    if expected in ("target", "none", "doc"):
         return
     for prefix in ("doc.", "metadata."):
         if expected.startswith(prefix) and len(expected) > len(prefix):
             return
-    raise ValueError(f"expected must be 'target', 'none', 'doc.<field>' or 'metadata.<field>', got {expected!r}")
+    raise ValueError(
+        f"expected must be 'target', 'none', 'doc', 'doc.<field>' or 'metadata.<field>', got {expected!r}"
+    )
 
 
 def expected_value(sample: Sample, expected: str, where: str = "") -> Any:
@@ -92,6 +94,8 @@ def expected_value(sample: Sample, expected: str, where: str = "") -> Any:
         return sample.target
     if expected == "none":
         return None
+    if expected == "doc":  # the whole row: tests spread over several fields (HumanEval's test + entry_point)
+        return sample.doc
     source, _, path = expected.partition(".")
     container = sample.doc if source == "doc" else sample.metadata
     try:
