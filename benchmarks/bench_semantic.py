@@ -4,7 +4,9 @@ device) against plain baselines in the same run:
 - batch: ``evaluate_batch`` over N (output, reference) pairs with a cold encoding cache (2N sentences encoded);
 - loop: ``evaluate`` pair by pair with a cold cache (two sentences per model call: what unbatched scoring costs);
 - direct: ``SentenceTransformer.encode`` on the same 2N sentences in one call (the library's own best case);
-- cached: ``evaluate_batch`` again on the same pairs (every encoding from the cache by text hash).
+- cached: ``evaluate_batch`` again on the same pairs (every encoding from the cache by text hash);
+- one thread: ``evaluate_batch`` with ``cpu_threads=1`` (on a machine busy with other work, torch's spinning
+  threads can cost more than they bring).
 
 Prints sentences/s for each and the ratios batch/loop, batch/direct and cached/batch; also the model load time.
 """
@@ -99,9 +101,19 @@ def main() -> None:
     ev.evaluate_batch(outs, refs)
     cached = 2 * N_PAIRS / (time.perf_counter() - t)
 
+    import torch
+
+    default_threads = torch.get_num_threads()
+    one = evaluators.get("semantic_similarity", cpu_threads=1, cache_size=0)
+    t = time.perf_counter()
+    one.evaluate_batch(outs, refs)
+    one_thread = 2 * N_PAIRS / (time.perf_counter() - t)
+    torch.set_num_threads(default_threads)
+
     print(f"batch  evaluate_batch, cold cache : {batch:10.0f} sentences/s  ({N_PAIRS} pairs)")
     print(f"loop   evaluate per pair, no cache: {loop:10.0f} sentences/s  ({LOOP_PAIRS} pairs)")
     print(f"direct SentenceTransformer.encode : {direct:10.0f} sentences/s")
     print(f"cached evaluate_batch, warm cache : {cached:10.0f} sentences/s")
+    print(f"batch  with cpu_threads=1         : {one_thread:10.0f} sentences/s  (default: {default_threads} threads)")
     ratios = f"batch/loop {batch / loop:.1f}x  batch/direct {batch / direct:.2f}x  cached/batch {cached / batch:.1f}x"
     print(f"ratios: {ratios}")

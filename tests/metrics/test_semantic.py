@@ -86,3 +86,15 @@ def test_cli_start_up_does_not_import_sentence_transformers() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_cpu_threads_sets_torchs_thread_count(sim: SemanticSimilarity) -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        ev = evaluators.get("semantic_similarity", device="cpu", cpu_threads=1)
+        assert torch.get_num_threads() == 1
+        assert ev.evaluate(*PAIRS[0]).score == pytest.approx(sim.evaluate(*PAIRS[0]).score, abs=1e-5)
+    finally:
+        torch.set_num_threads(before)

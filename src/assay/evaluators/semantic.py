@@ -135,6 +135,7 @@ class SemanticOptions(Options):
     batch_size: int = Field(64, ge=1)
     allow_download: bool = False
     cache_size: int = Field(100_000, ge=0, description="encodings kept, by text hash (0: no cache)")
+    cpu_threads: int | None = Field(None, ge=1, description="torch's CPU threads (process-wide); None: torch's own")
 
 
 @register("semantic_similarity")
@@ -148,6 +149,10 @@ class SemanticSimilarity(Evaluator):
         o = self.options
         assert isinstance(o, SemanticOptions)
         self._model = load_model(o.model, o.device, o.allow_download)
+        if o.cpu_threads is not None:  # on a busy machine one thread can be several times faster than spinning two
+            import torch
+
+            torch.set_num_threads(o.cpu_threads)
         self._device = str(self._model.device)
         self._cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._cache_lock = threading.Lock()

@@ -83,9 +83,7 @@ def check_expected(expected: str) -> None:
     for prefix in ("doc.", "metadata."):
         if expected.startswith(prefix) and len(expected) > len(prefix):
             return
-    raise ValueError(
-        f"expected must be 'target', 'none', 'doc', 'doc.<field>' or 'metadata.<field>', got {expected!r}"
-    )
+    raise ValueError(f"expected must be 'target', 'none', 'doc', 'doc.<field>' or 'metadata.<field>', got {expected!r}")
 
 
 def expected_value(sample: Sample, expected: str, where: str = "") -> Any:
