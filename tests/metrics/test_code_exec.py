@@ -212,3 +212,18 @@ def test_humaneval_prompt_as_code_prefix(tmp_path: Path) -> None:
     v = ev.evaluate("    return x + 1\n", row, context={"doc": row})
     assert v.reason == "test `assert candidate(2) == 4` failed: AssertionError"
     assert ev.evaluate("    return 2 * x\n", row, context={}).is_error  # no prompt to prefix: cannot judge
+
+
+def test_printing_without_end_times_out_with_bounded_output() -> None:
+    from assay.evaluators import sandbox
+
+    outcome = asyncio.run(
+        sandbox.run_python(
+            "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)",
+            {"style": "asserts", "tests": ["assert True"]},
+            sandbox.Limits(timeout_s=2, memory_mb=256),
+        )
+    )
+    assert outcome.outcome == "timed_out"
+    if ROOT:
+        assert outcome.isolation.get("network") == "namespace"  # what was set up is known even after a kill

@@ -191,3 +191,21 @@ def test_a_corpus_figure_that_cannot_be_computed_is_absent_with_its_reason(tmp_p
     entry: dict[str, Any] = {"mean": 0.5, "stderr": 0.1}
     corpus.apply_corpus(entry, figures)
     assert entry["mean"] is None and entry["sentence_mean"] == 0.5 and "error" in entry["corpus"]
+
+
+def test_aggregation_survives_the_task_config_and_reaches_run_json() -> None:
+    task = Task.from_config(
+        {
+            "name": "t",
+            "dataset": {"rows": [{"q": "a", "a": "b"}]},
+            "fields": {"input": "q", "target": "a"},
+            "template": "{{ q }}",
+            "evaluators": ["bleu", {"name": "bleu", "metric": "bleu_mean", "aggregation": "mean"}, "rouge1"],
+        }
+    )
+    config = task.to_config()
+    assert config["evaluators"][1]["aggregation"] == "mean" and "aggregation" not in config["evaluators"][0]
+    again = Task.from_config(config)
+    assert [m.aggregation for m in again.metrics] == ["corpus", "mean", "mean"]
+    assert again.hash == task.hash
+    assert [m.aggregation for m in task.info(1).metrics] == ["corpus", "mean", "mean"]

@@ -107,6 +107,25 @@ def _kill_cgroup(path: Path, *, remove: bool = True) -> None:
             time.sleep(0.02)
 
 
+async def _bounded(stream: asyncio.StreamReader) -> bytes:
+    """Read a pipe to its end keeping at most the first and the last MAX_OUTPUT // 2 bytes: a program that
+    prints without end costs the parent no more memory than that (the isolation line comes first, the result last)."""
+    half = MAX_OUTPUT // 2
+    head = bytearray()
+    tail = bytearray()
+    dropped = False
+    while chunk := await stream.read(65536):
+        if len(head) < half:
+            take = half - len(head)
+            head += chunk[:take]
+            chunk = chunk[take:]
+        tail += chunk
+        if len(tail) > half:
+            del tail[: len(tail) - half]
+            dropped = True
+    return bytes(head) + (b"\n" if dropped else b"") + bytes(tail)
+
+
 def _marker_result(stdout: str, nonce: str) -> dict[str, Any] | None:
     marker = f"ASSAY-RESULT-{nonce} "
     for line in reversed(stdout.splitlines()):
@@ -170,25 +189,31 @@ async def run_python(code: str, tests: dict[str, Any], limits: Limits) -> Outcom
         except OSError as err:
             raise SandboxError(f"cannot start {sys.executable}: {err}") from None
         timed_out = False
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        readers = asyncio.gather(_bounded(proc.stdout), _bounded(proc.stderr))
         try:
-            out, err_bytes = await asyncio.wait_for(proc.communicate((nonce + "\n").encode()), limits.timeout_s)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                proc.stdin.write((nonce + "\n").encode())
+                await proc.stdin.drain()
+                proc.stdin.close()
+            await asyncio.wait_for(proc.wait(), limits.timeout_s)
         except TimeoutError:
             timed_out = True
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             if cgroup is not None:  # a process that left the group (setsid) is still in the cgroup
                 _kill_cgroup(cgroup, remove=False)
-            try:  # a descendant that escaped every kill may hold the pipes open: stop reading after a grace
-                out, err_bytes = await asyncio.wait_for(proc.communicate(), 5.0)
-            except TimeoutError:
-                out, err_bytes = b"", b""
         finally:
             if proc.returncode is None:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
                 await proc.wait()
-        stdout = out[-MAX_OUTPUT:].decode("utf-8", "replace")
-        stderr = err_bytes[-MAX_OUTPUT:].decode("utf-8", "replace")
+        try:  # a descendant that escaped every kill may hold the pipes open: stop reading after a grace
+            out, err_bytes = await asyncio.wait_for(readers, 5.0)
+        except TimeoutError:
+            out, err_bytes = b"", b""
+        stdout = out.decode("utf-8", "replace")
+        stderr = err_bytes.decode("utf-8", "replace")
         seconds = time.perf_counter() - started
         isolation = _isolation(stderr)
         tail = "\n".join(ln for ln in stderr.splitlines() if not ln.startswith("ASSAY-ISOLATION "))[-2000:]

@@ -17,6 +17,23 @@ from typing import Any
 MAX_OUT = 2000
 
 
+class _Tail(io.TextIOBase):
+    """Captured prints, keeping only the last MAX_OUT characters (a program printing without end stays small)."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, s: str) -> int:
+        self.text = (self.text + s)[-MAX_OUT:]
+        return len(s)
+
+    def getvalue(self) -> str:
+        return self.text
+
+
 def _result(outcome: str, **fields: Any) -> dict[str, Any]:
     return {"outcome": outcome, **fields}
 
@@ -116,7 +133,7 @@ def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as fh:
         spec = json.load(fh)
     real_stdout = sys.stdout
-    captured = io.StringIO()
+    captured = _Tail()
     sys.stdout = captured  # the program's prints are kept (a tail of them) but cannot fake the result line
     g: dict[str, Any] = {"__name__": "__solution__"}
     try:
