@@ -75,6 +75,7 @@ class MetricInfo(BaseModel):
     name: str  # metric key, e.g. "exact_match" or an alias such as "em_strict"
     evaluator: dict[str, Any]  # Evaluator.to_config()
     higher_is_better: bool = True
+    aggregation: str = "mean"  # "corpus": a figure from summed per-sample statistics (assay.results.corpus)
 
 
 class TaskInfo(BaseModel):

@@ -25,6 +25,16 @@ _BUILTIN_MODULES: dict[str, str] = {
     "tool_usage": "assay.evaluators.agent",
     "custom": "assay.evaluators.custom",
     "llm_judge": "assay.evaluators.judge",
+    "bleu": "assay.evaluators.generation",
+    "chrf": "assay.evaluators.generation",
+    "ter": "assay.evaluators.generation",
+    "rouge": "assay.evaluators.generation",
+    "rouge1": "assay.evaluators.generation",
+    "rouge2": "assay.evaluators.generation",
+    "rougeL": "assay.evaluators.generation",
+    "rougeLsum": "assay.evaluators.generation",
+    "semantic_similarity": "assay.evaluators.semantic",
+    "code_exec": "assay.evaluators.code_exec",
 }
 
 _REGISTRY: dict[str, type[Evaluator]] = {}

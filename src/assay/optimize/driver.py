@@ -24,7 +24,7 @@ from assay.optimize.journal import Journal
 from assay.optimize.outputs import write_outputs
 from assay.optimize.spec import OptimizeSpec, parse_spec
 from assay.optimize.splits import make_splits
-from assay.results.writer import _scrub as scrub
+from assay.results.document import _scrub as scrub
 
 MANIFEST = "optimization.json"
 

@@ -17,7 +17,7 @@ import yaml
 from assay.optimize.candidate import apply
 from assay.optimize.engine import interval
 from assay.optimize.journal import JOURNAL
-from assay.results.writer import _scrub as scrub
+from assay.results.document import _scrub as scrub
 
 if TYPE_CHECKING:
     from assay.optimize.candidate import Candidate

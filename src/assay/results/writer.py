@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from assay.errors import AssayError, ConfigError
 from assay.record import RunManifest, SampleRecord
-from assay.results import schema
+from assay.results import corpus, schema
 from assay.results.aggregate import (
     ERROR_POLICIES,
     GROUP_WEIGHTINGS,
@@ -29,6 +29,7 @@ from assay.results.aggregate import (
     MetricSummary,
     check_choice,
     summarize_metric,
+    task_rng,
 )
 from assay.results.columns import ListSource, RecordSource, TaskColumns, scan
 from assay.results.document import RecordFacts, groups_figures, json_safe, lm_eval_document, put_metric
@@ -123,6 +124,18 @@ def compute_results(
         if detector is not None:
             detector.observe(rec)
 
+    corpus_metrics = {t.name: [m.name for m in t.metrics if m.aggregation == "corpus"] for t in manifest.tasks}
+    corpus_stats: dict[tuple[str, str, str], corpus.CorpusStats] = {}
+
+    def observe_corpus(rec: SampleRecord) -> None:  # corpus metrics: each sample's sufficient statistics, columnar
+        for metric in corpus_metrics.get(rec.task, ()):
+            for filter_name, fr in rec.filters.items():
+                key = (rec.task, filter_name, metric)
+                stats = corpus_stats.get(key)
+                if stats is None:
+                    stats = corpus_stats[key] = corpus.CorpusStats()
+                stats.add(fr.verdicts.get(metric))
+
     scanned = scan(
         manifest,
         source,
@@ -130,7 +143,7 @@ def compute_results(
         repeat_reduction=repeat_reduction,
         reductions=reductions,
         cluster_key=cluster_key,
-        observers=(ops.add, facts.add, observe_shared, judging.add),
+        observers=(ops.add, facts.add, observe_shared, judging.add, observe_corpus),
     )
     warnings = [
         f"{n} sample(s) of task {t!r}, which is not in run.json, were ignored" for t, n in scanned.unknown.items()
@@ -157,6 +170,7 @@ def compute_results(
         }
         filters_out: dict[str, dict[str, Any]] = {}
         summaries[task.name] = {}
+        corpus_infos = {m.name: m for m in task.metrics if m.aggregation == "corpus"}
         n_eval_errors = n_model_error_verdicts = 0
         eval_example: str | None = None
         for filter_name, metric in cols.keys:
@@ -180,6 +194,17 @@ def compute_results(
                 clusters=cols.clusters,
                 cluster_key=cluster_key,
             )
+            info = corpus_infos.get(metric)
+            if info is not None:  # corpus BLEU/chrF/TER: the figure comes from summed per-sample statistics
+                figures = corpus.corpus_figures(
+                    info.evaluator,
+                    corpus_stats.get((task.name, filter_name, metric)) or corpus.CorpusStats(),
+                    bootstrap_iters=bootstrap_iters,
+                    rng=task_rng(seed, task.name, 2),
+                    confidence=confidence,
+                )
+                summary.bootstrap = corpus.apply_corpus(summary.entry, figures)
+                summary.stderr = summary.entry["stderr"]
             summaries[task.name][(filter_name, metric)] = summary
             filters_out.setdefault(filter_name, {})[metric] = summary.entry
             put_metric(task_result, metric, filter_name, summary.entry)

@@ -12,22 +12,30 @@ from assay.tasks.loader import ConfigContext, KeyPath, did_you_mean
 from assay.tasks.sample import Sample, get_path
 
 # keys of an evaluator entry that configure the metric rather than the evaluator
-METRIC_KEYS = ("name", "metric", "higher_is_better", "expected", "filters")
+METRIC_KEYS = ("name", "metric", "higher_is_better", "expected", "filters", "aggregation")
+AGGREGATIONS = ("mean", "corpus")
 
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """One metric of a task. ``expected`` is ``"target"`` (default), ``"none"``, ``"doc.<field>"`` or
-    ``"metadata.<field>"``; ``filters`` restricts it to some filter pipelines (None: all)."""
+    """One metric of a task. ``expected`` is ``"target"`` (default), ``"none"``, ``"doc"``, ``"doc.<field>"`` or
+    ``"metadata.<field>"``; ``filters`` restricts it to some filter pipelines (None: all). ``aggregation`` is
+    ``"mean"`` or ``"corpus"`` (corpus BLEU/chrF/TER from summed statistics); None takes the evaluator's default."""
 
     name: str
     evaluator: Evaluator
     higher_is_better: bool = True
     expected: str = "target"
     filters: tuple[str, ...] | None = None
+    aggregation: str | None = None
 
     def __post_init__(self) -> None:
         check_expected(self.expected)
+        if self.aggregation is None:
+            object.__setattr__(self, "aggregation", default_aggregation(self.evaluator))
+        problem = aggregation_problem(self.evaluator, str(self.aggregation))
+        if problem:
+            raise ValueError(problem)
 
     def to_config(self) -> dict[str, Any]:
         """The metric as a task-file entry: the evaluator's config plus the metric keys that differ from defaults."""
@@ -40,6 +48,8 @@ class MetricSpec:
             config["expected"] = self.expected
         if self.filters is not None:
             config["filters"] = list(self.filters)
+        if self.aggregation != default_aggregation(self.evaluator):
+            config["aggregation"] = self.aggregation
         return config
 
     def applies_to(self, pipeline: str) -> bool:
@@ -52,14 +62,28 @@ def default_higher_is_better(evaluator: Evaluator) -> bool:
     return bool(getattr(evaluator, "higher_is_better", True))
 
 
+def default_aggregation(evaluator: Evaluator) -> str:
+    """The evaluator's own ``default_aggregation`` ("corpus" for BLEU, chrF, TER), "mean" when it has none."""
+    return str(getattr(evaluator, "default_aggregation", "mean"))
+
+
+def aggregation_problem(evaluator: Evaluator, aggregation: str) -> str | None:
+    """Why ``aggregation`` does not fit ``evaluator`` (unknown, or corpus without per-sample statistics), or None."""
+    if aggregation not in AGGREGATIONS:
+        return f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {aggregation!r}"
+    if aggregation == "corpus" and getattr(evaluator, "default_aggregation", None) != "corpus":
+        return f"evaluator {evaluator.name!r} has no corpus aggregation (it has: mean); corpus is for bleu, chrf, ter"
+    return None
+
+
 def check_expected(expected: str) -> None:
-    """Raise ValueError unless ``expected`` is target, none, doc.<field> or metadata.<field>."""
-    if expected in ("target", "none"):
+    """Raise ValueError unless ``expected`` is target, none, doc (the whole row), doc.<field> or metadata.<field>."""
+    if expected in ("target", "none", "doc"):
         return
     for prefix in ("doc.", "metadata."):
         if expected.startswith(prefix) and len(expected) > len(prefix):
             return
-    raise ValueError(f"expected must be 'target', 'none', 'doc.<field>' or 'metadata.<field>', got {expected!r}")
+    raise ValueError(f"expected must be 'target', 'none', 'doc', 'doc.<field>' or 'metadata.<field>', got {expected!r}")
 
 
 def expected_value(sample: Sample, expected: str, where: str = "") -> Any:
@@ -68,6 +92,8 @@ def expected_value(sample: Sample, expected: str, where: str = "") -> Any:
         return sample.target
     if expected == "none":
         return None
+    if expected == "doc":  # the whole row: tests spread over several fields (HumanEval's test + entry_point)
+        return sample.doc
     source, _, path = expected.partition(".")
     container = sample.doc if source == "doc" else sample.metadata
     try:
@@ -144,7 +170,11 @@ def _from_mapping(entry: dict[str, Any], path: KeyPath, ctx: ConfigContext) -> M
         filters = [filters]
     if filters is not None and (not isinstance(filters, list) or not all(isinstance(f, str) for f in filters)):
         raise ctx.error((*path, "filters"), f"a list of filter pipeline names, got {filters!r}")
-    return MetricSpec(metric, evaluator, hib, expected, tuple(filters) if filters is not None else None)
+    aggregation = entry.get("aggregation", default_aggregation(evaluator))
+    problem = aggregation_problem(evaluator, aggregation) if isinstance(aggregation, str) else "must be a string"
+    if problem:
+        raise ctx.error((*path, "aggregation"), problem)
+    return MetricSpec(metric, evaluator, hib, expected, tuple(filters) if filters is not None else None, aggregation)
 
 
 def _evaluator_error(err: ConfigError, entry: dict[str, Any], path: KeyPath, ctx: ConfigContext) -> ConfigError:

@@ -517,7 +517,12 @@ class Task:
             config=self.to_config(),
             n_shot=self.n_shot,
             metrics=[
-                MetricInfo(name=m.name, evaluator=m.evaluator.to_config(), higher_is_better=m.higher_is_better)
+                MetricInfo(
+                    name=m.name,
+                    evaluator=m.evaluator.to_config(),
+                    higher_is_better=m.higher_is_better,
+                    aggregation=m.aggregation,
+                )
                 for m in self.metrics
             ],
             filters=self.filters,
