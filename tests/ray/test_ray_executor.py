@@ -148,10 +148,10 @@ def test_driver_sigkill_then_resume_exactly_once(tmp_path: Path, cluster: LocalC
     assert sum(1 for line in lines if line["filters"]["none"]["passed"]["exact_match"]) == n - len(range(0, n, 7))
 
 
-def test_a_worker_asking_for_gpus_the_cluster_lacks_is_a_clear_error(tmp_path: Path, cluster: LocalCluster) -> None:
-    task = write_task(tmp_path, 3)
+def test_a_task_asking_for_gpus_the_cluster_lacks_is_a_clear_error(tmp_path: Path, cluster: LocalCluster) -> None:
+    task = write_task(tmp_path, 3, extra={"resources": {"num_gpus": 1}})
     with OpenAITestServer(arithmetic_reply) as server:
-        cmd = _cmd(task, server, cluster, "--ray-num-gpus", "1")
+        cmd = _cmd(task, server, cluster)
         out = subprocess.run(cmd, cwd=tmp_path, env=_env(tmp_path, cluster), capture_output=True, text=True)
     assert out.returncode == 2, out.stderr
-    assert "asks for 1 GPU(s) (--ray-num-gpus) but the cluster has 0" in out.stderr
+    assert "each Ray worker asks for 1 GPU(s) (--ray-num-gpus or a task's resources:) but the cluster has 0" in out.stderr

@@ -29,8 +29,10 @@ class RayOptions(BaseModel):
 
     address: str | None = None  # "auto", "ray://host:10001", "host:6379"; None: start a local Ray instance
     workers: int | None = Field(default=None, ge=1)  # worker actors; None: one per `num_cpus` CPUs of the cluster
-    num_cpus: float = Field(default=1.0, ge=0)  # CPUs each worker reserves (it holds the model client and evaluators)
-    num_gpus: float = Field(default=0.0, ge=0)  # GPUs each worker reserves (an evaluator that loads a model)
+    # what each worker reserves (it holds the model client and the evaluators); None: the most any task's
+    # ``resources:`` asks for, else 1 CPU and no GPU
+    num_cpus: float | None = Field(default=None, ge=0)
+    num_gpus: float | None = Field(default=None, ge=0)
     shard_size: int | None = Field(default=None, ge=1)  # samples per shard; None: the worker's share of concurrency
 
 

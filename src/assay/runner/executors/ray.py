@@ -237,16 +237,35 @@ def connect(options: RayOptions) -> bool:
     return True
 
 
+def with_resources(options: RayOptions, tasks: list[Task]) -> RayOptions:
+    """``options`` with what each worker reserves settled: as given, else the most any task's ``resources:`` asks
+    for (the workers run every task's evaluators), else 1 CPU and no GPU."""
+    asked = [task.config.resources for task in tasks if task.config.resources is not None]
+
+    def pick(given: float | None, key: str, default: float) -> float:
+        if given is not None:
+            return given
+        values = [value for value in (getattr(r, key) for r in asked) if value is not None]
+        return max(values) if values else default
+
+    return options.model_copy(
+        update={
+            "num_cpus": pick(options.num_cpus, "num_cpus", 1.0),
+            "num_gpus": pick(options.num_gpus, "num_gpus", 0.0),
+        }
+    )
+
+
 def _check_resources(options: RayOptions) -> None:
     """A worker that asks for more than the cluster has would wait for ever: say so now."""
     total = ray.cluster_resources()
-    for name, wanted in (("CPU", options.num_cpus), ("GPU", options.num_gpus)):
+    for name, wanted in (("CPU", options.num_cpus or 0.0), ("GPU", options.num_gpus or 0.0)):
         have = float(total.get(name, 0.0))
         if wanted > have:
             flag = f"--ray-num-{name.lower()}s"
             raise ConfigError(
-                f"each Ray worker asks for {wanted:g} {name}(s) ({flag}) but the cluster has {have:g}; "
-                "lower it or add nodes that have them"
+                f"each Ray worker asks for {wanted:g} {name}(s) ({flag} or a task's resources:) but the cluster "
+                f"has {have:g}; lower it or add nodes that have them"
             )
 
 
@@ -275,6 +294,7 @@ class RayExecutor(Scheduler):
         started = time.perf_counter()
         if not work:
             return self.stats
+        self.options = with_resources(self.options, list({task.name: task for task, _ in work}.values()))
         connected = connect(self.options)
         actors: list[Any] = []
         try:
