@@ -85,11 +85,11 @@ def _verdicts(lines: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def test_faults_every_sample_exactly_once_and_results_equal_local(tmp_path: Path, cluster: LocalCluster) -> None:
-    n = 120
+    n = 80
     faults = FaultPlan(rate_500=0.1, rate_429=0.05, rate_drop=0.05, retry_after_s=0.01)
     task = write_task(tmp_path, n)
     with OpenAITestServer(arithmetic_reply, faults=faults, seed=3) as server:
-        out = _run(_cmd(task, server, cluster, "--concurrency", "8", "--max-attempts", "10"), tmp_path, cluster)
+        out = _run(_cmd(task, server, cluster, "--concurrency", "16", "--max-attempts", "10"), tmp_path, cluster)
         assert server.status_counts.get(500, 0) > 0, "the faults were not injected"
     ray_dir = only_run_dir(tmp_path / "runs")
     ray_lines = _exactly_once(ray_dir, n)

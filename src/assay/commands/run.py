@@ -222,8 +222,8 @@ def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) ->
     "--resume",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Resume a run folder with its recorded tasks, model and settings; only --concurrency, --timeout, "
-    "--max-attempts, --max-error-rate and the cache options may change. Task files given with it must be the run's "
-    "own (needed when run.json holds a task without the credentials of a URL in it).",
+    "--max-attempts, --max-error-rate, the cache options, --executor and --ray-* may change. Task files given "
+    "with it must be the run's own (needed when run.json holds a task without the credentials of a URL in it).",
 )
 @click.option(
     "--retry-errors",
