@@ -88,12 +88,17 @@ class LocalCluster:
         self.cpus = cpus
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        self.head = self._node("head", ["--head", "--port", str(self.port), "--include-dashboard", "false",
-                                        "--ray-client-server-port", str(free_port())])  # fmt: skip
+        self.client_address = f"ray://127.0.0.1:{free_port()}"  # Ray Client
         self.workers: list[Node] = []
-        self._wait_nodes(1)
-        for _ in range(workers):
-            self.add_worker()
+        self.head = self._node("head", ["--head", "--port", str(self.port), "--include-dashboard", "false",
+                                        "--ray-client-server-port", self.client_address.rsplit(":", 1)[1]])  # fmt: skip
+        try:
+            self._wait_nodes(1)
+            for _ in range(workers):
+                self.add_worker()
+        except BaseException:
+            self.stop()  # a cluster that did not come up is not left behind either
+            raise
 
     def _node(self, name: str, extra: list[str]) -> Node:
         temp = self.root / f"{name}{len(list(self.root.iterdir()))}"
@@ -121,7 +126,8 @@ class LocalCluster:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.head.proc.poll() is not None:
-                raise RuntimeError(f"the Ray head exited; see {self.root}")
+                log = (self.root / f"{self.head.temp_dir.name}.log").read_text(errors="replace")
+                raise RuntimeError(f"the Ray head exited:\n{log[-2000:]}")
             if self._count_from_logs() >= n:
                 return
             time.sleep(0.5)

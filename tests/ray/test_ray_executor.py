@@ -154,4 +154,15 @@ def test_a_task_asking_for_gpus_the_cluster_lacks_is_a_clear_error(tmp_path: Pat
         cmd = _cmd(task, server, cluster)
         out = subprocess.run(cmd, cwd=tmp_path, env=_env(tmp_path, cluster), capture_output=True, text=True)
     assert out.returncode == 2, out.stderr
-    assert "each Ray worker asks for 1 GPU(s) (--ray-num-gpus or a task's resources:) but the cluster has 0" in out.stderr
+    wanted = "each Ray worker asks for 1 GPU(s) (--ray-num-gpus or a task's resources:) but the cluster has 0"
+    assert wanted in out.stderr
+
+
+def test_a_run_through_ray_client_finishes_exactly_once(tmp_path: Path, cluster: LocalCluster) -> None:
+    """ray://host:port (Ray Client) cannot stream a shard's records: they come back when the shard ends."""
+    n = 30
+    task = write_task(tmp_path, n)
+    with OpenAITestServer(arithmetic_reply) as server:
+        cmd = _cmd(task, server, None, "--executor", "ray", "--ray-address", cluster.client_address)
+        _run(cmd, tmp_path, cluster)
+    _exactly_once(only_run_dir(tmp_path / "runs"), n)

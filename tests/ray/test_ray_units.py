@@ -6,9 +6,9 @@ import pytest
 
 pytest.importorskip("ray", reason="the Ray executor's tests need ray: pip install 'assay[ray]' (make test does)")
 
-from assay.runner.executors import RayOptions  # noqa: E402
-from assay.runner.executors.ray import _shards, _shares, with_resources  # noqa: E402
-from assay.tasks import Task, load_task  # noqa: E402
+from assay.runner.executors import RayOptions
+from assay.runner.executors.ray import _shards, _shares, with_resources
+from assay.tasks import Task, load_task
 
 
 def _task(name: str, resources: dict[str, float] | None = None) -> Task:

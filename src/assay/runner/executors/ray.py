@@ -7,7 +7,8 @@ across shards, start in about a second, and stream records back as they finish (
 the measurements). Exactly-once is the driver's: it alone writes, it writes a sample only while that sample is
 outstanding in its shard, and a shard whose worker died is sent again with only its unfinished samples, on the
 worker Ray restarted or another one. Ray's own method retries are off on purpose: a streamed shard redone by Ray
-would send some records twice and, with a different completion order, lose others.
+would send some records twice and, with a different completion order, lose others. Through Ray Client
+(``ray://``), which cannot stream, a shard's records come back together when it ends.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import ray
 import ray.exceptions
+import ray.util.client
 
 from assay.errors import AssayError, ConfigError
 from assay.models.base import Model, Request, Response
@@ -166,6 +168,12 @@ class ShardWorker:
             if not job.done():
                 job.cancel()
         yield "done", stats, _drain(cache)
+
+    async def run_shard_whole(
+        self, task_name: str, items: list[tuple[Sample, list[Request]]], hits: dict[str, Response] | None
+    ) -> list[tuple[str, Any, dict[str, Response]]]:
+        """:meth:`run_shard`'s messages all at once, for Ray Client (``ray://``), which cannot stream them."""
+        return [message async for message in self.run_shard(task_name, items, hits)]
 
     async def close(self) -> None:
         """Release the model's and evaluators' connections."""
@@ -425,8 +433,7 @@ class RayExecutor(Scheduler):
         outstanding = {sample.id: sample for sample, _ in items}
         requests = {_local_key(r): r for _, reqs in items for r in reqs}
         try:
-            async for ref in actor.run_shard.remote(shard.task.name, items, hits):
-                kind, payload, puts = await ref
+            async for kind, payload, puts in self._messages(actor, shard.task.name, items, hits):
                 self._store(puts, requests)
                 if kind == "done":
                     self._merge(payload)
@@ -440,6 +447,15 @@ class RayExecutor(Scheduler):
             cause = err.cause
             raise cause if isinstance(cause, AssayError) else err from None
         return list(outstanding.values()) or None  # a worker never skips samples; if it did, they are redone
+
+    async def _messages(self, actor: Any, *args: Any) -> AsyncIterator[tuple[str, Any, dict[str, Response]]]:
+        """A shard's messages as the worker sends them: streamed, or (Ray Client) all at the shard's end."""
+        if ray.util.client.ray.is_connected():
+            for message in await actor.run_shard_whole.remote(*args):
+                yield message
+            return
+        async for ref in actor.run_shard.remote(*args):
+            yield await ref
 
     def _account(self, record: SampleRecord) -> None:
         """Write one finished sample and count it, as the local loop does."""
