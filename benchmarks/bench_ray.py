@@ -128,9 +128,9 @@ def _latency_bound(out: Path) -> None:
 
 def _writer_ceiling(out: Path) -> None:
     """What the driver does per record, without any worker: render the request (and look the cache up, here
-    off), unpickle the record as Ray delivers it, count it and append it to samples.jsonl."""
+    off), unpickle the encoded record as Ray delivers it, count it and append it to samples.jsonl."""
     from assay.models.registry import load_model
-    from assay.runner.executors.ray import RayExecutor, _Shard
+    from assay.runner.executors.ray import RayExecutor, _Shard, finished
     from assay.runner.scheduler import Scheduler
     from assay.testing.server import OpenAITestServer
 
@@ -145,7 +145,8 @@ def _writer_ceiling(out: Path) -> None:
     from assay.results import load_run
 
     records = load_run(next((out / "w").iterdir())).records
-    blobs = [pickle.dumps(records[i : i + 64]) for i in range(0, len(records), 64)]
+    sent = [finished(record) for record in records]  # what workers send: encoded lines and counts
+    blobs = [pickle.dumps(sent[i : i + 64]) for i in range(0, len(sent), 64)]
     with SampleWriter(out / "ceiling.jsonl") as writer:
         executor = RayExecutor(
             load_model("openai:m", base_url="http://127.0.0.1:9/v1"),  # never called here
@@ -159,8 +160,8 @@ def _writer_ceiling(out: Path) -> None:
         for i in range(0, n, 64):
             executor._requests(_Shard(task, samples[i : i + 64]))
         for blob in blobs:
-            for record in pickle.loads(blob):
-                executor._account(record)
+            for done in pickle.loads(blob):
+                executor._account(done)
         seconds = time.perf_counter() - started
     assert isinstance(executor, Scheduler)
     print(f"single writer (driver), {n} records: {n / seconds:,.0f} records/s ({1e6 * seconds / n:.0f} us/record)")

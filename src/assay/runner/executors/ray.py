@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import ray
 import ray.exceptions
@@ -100,18 +100,59 @@ class _ShardCache:
         self.puts[key] = response
 
 
+class Finished(NamedTuple):
+    """One finished sample as a worker sends it: its samples.jsonl line, already encoded (so the driver only
+    appends it), and what the driver counts."""
+
+    line: str
+    task: str
+    sample_id: str
+    error: str | None  # the first model error
+    evaluator_error: str | None  # the first error verdict ("metric: error")
+    cache_hits: int
+
+
+def finished(record: SampleRecord) -> Finished:
+    """``record`` as a worker sends it to the driver."""
+    evaluator_error = next(
+        (
+            f"{metric}: {verdict['error']}"
+            for filtered in record.filters.values()
+            for metric, verdicts in filtered.verdicts.items()
+            for verdict in verdicts
+            if verdict.get("error")
+        ),
+        None,
+    )
+    return Finished(
+        record.model_dump_json(), record.task, record.sample_id, record.error, evaluator_error, record.cache_hits
+    )
+
+
+class _Line:
+    """An encoded record, in the shape the run folder's writer takes (it writes ``model_dump_json()``)."""
+
+    __slots__ = ("line",)
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+
+    def model_dump_json(self) -> str:
+        return self.line
+
+
 class _Outbox:
     """The worker's stand-in for the run folder's writer: finished records wait here to be streamed back."""
 
     def __init__(self) -> None:
-        self.records: list[SampleRecord] = []
+        self.records: list[Finished] = []
         self.ready = asyncio.Event()
 
     def write(self, record: SampleRecord) -> None:
-        self.records.append(record)
+        self.records.append(finished(record))
         self.ready.set()
 
-    def take(self) -> list[SampleRecord]:
+    def take(self) -> list[Finished]:
         out, self.records = self.records, []
         self.ready.clear()
         return out
@@ -142,7 +183,7 @@ class ShardWorker:
     async def run_shard(
         self, task_name: str, items: list[tuple[Sample, list[Request]]], hits: dict[str, Response] | None
     ) -> AsyncIterator[tuple[str, Any, dict[str, Response]]]:
-        """Answer and score a shard; yield ``("records", [SampleRecord], cache puts)`` as samples finish and, last,
+        """Answer and score a shard; yield ``("records", [Finished], cache puts)`` as samples finish and, last,
         ``("done", RunStats, cache puts)``. A StopRun (the model refuses access) is raised after the records."""
         task = cast("Task", _ShippedTask(self.tasks[task_name], {sample.id: reqs for sample, reqs in items}))
         outbox = _Outbox()
@@ -438,9 +479,9 @@ class RayExecutor(Scheduler):
                 if kind == "done":
                     self._merge(payload)
                     continue
-                for record in payload:
-                    if outstanding.pop(record.sample_id, None) is not None:  # never write a sample twice
-                        self._account(record)
+                for done in payload:
+                    if outstanding.pop(done.sample_id, None) is not None:  # never write a sample twice
+                        self._account(done)
         except _LOST:
             return list(outstanding.values())
         except ray.exceptions.RayTaskError as err:
@@ -457,16 +498,16 @@ class RayExecutor(Scheduler):
         async for ref in actor.run_shard.remote(*args):
             yield await ref
 
-    def _account(self, record: SampleRecord) -> None:
+    def _account(self, done: Finished) -> None:
         """Write one finished sample and count it, as the local loop does."""
-        self.writer.write(record)
+        self.writer.write(cast(SampleRecord, _Line(done.line)))
         self.stats.written += 1
-        failed = record.error is not None
+        failed = done.error is not None
         self.stats.errors += int(failed)
         if failed and self.stats.first_error is None:
-            self.stats.first_error = f"{record.task}/{record.sample_id}: {record.error}"
-        self.stats.cache_hits += record.cache_hits
-        self.progress.advance(error=failed, cache_hits=record.cache_hits)
+            self.stats.first_error = f"{done.task}/{done.sample_id}: {done.error}"
+        self.stats.cache_hits += done.cache_hits
+        self.progress.advance(error=failed, cache_hits=done.cache_hits)
         self._check_error_rate()
 
     def _merge(self, shard_stats: RunStats) -> None:
