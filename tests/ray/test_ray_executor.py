@@ -3,6 +3,7 @@ a worker node killed mid-run, the driver SIGKILLed then resumed; every sample ex
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -107,6 +108,32 @@ def test_faults_every_sample_exactly_once_and_results_equal_local(tmp_path: Path
     local_results = json.loads((local_dir / "results.json").read_text())
     assert ray_results["results"] == local_results["results"]
     assert ray_results["results"]["add"]["exact_match,none"] == pytest.approx(1 - len(range(0, n, 7)) / n)
+
+
+class _InFlight:
+    """A reply that takes 50 ms and records the most requests the server held at once."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.most = 0
+
+    async def __call__(self, request: dict[str, Any]) -> str:
+        self.now += 1
+        self.most = max(self.most, self.now)
+        try:
+            await asyncio.sleep(0.05)
+        finally:
+            self.now -= 1
+        return arithmetic_reply(request)
+
+
+def test_concurrency_bounds_the_whole_cluster_not_each_worker(tmp_path: Path, cluster: LocalCluster) -> None:
+    task = write_task(tmp_path, 60)
+    reply = _InFlight()
+    with OpenAITestServer(reply) as server:
+        _run(_cmd(task, server, cluster, "--concurrency", "4", "--ray-workers", "2"), tmp_path, cluster)
+    _exactly_once(only_run_dir(tmp_path / "runs"), 60)
+    assert 3 <= reply.most <= 4  # 2 workers × 2, never 2 workers × 4
 
 
 def test_worker_node_killed_mid_run_still_exactly_once(tmp_path: Path, cluster: LocalCluster) -> None:
