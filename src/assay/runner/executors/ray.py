@@ -52,7 +52,9 @@ _LOST = (
     ray.exceptions.ObjectReconstructionFailedError,
 )
 # what the driver counts itself from each record it writes; every other counter comes from the workers' shards
-_DRIVER_COUNTED = frozenset({"written", "errors", "cache_hits", "seconds", "first_error"})
+_DRIVER_COUNTED = frozenset(
+    {"written", "errors", "evaluator_errors", "cache_hits", "seconds", "first_error", "first_evaluator_error"}
+)
 
 
 class WorkerLostError(AssayError):
@@ -501,12 +503,18 @@ class RayExecutor(Scheduler):
     def _account(self, done: Finished) -> None:
         """Write one finished sample and count it, as the local loop does."""
         self.writer.write(cast(SampleRecord, _Line(done.line)))
-        self.stats.written += 1
-        failed = done.error is not None
-        self.stats.errors += int(failed)
-        if failed and self.stats.first_error is None:
-            self.stats.first_error = f"{done.task}/{done.sample_id}: {done.error}"
-        self.stats.cache_hits += done.cache_hits
+        stats = self.stats
+        stats.written += 1
+        if done.error is not None:
+            stats.errors += 1
+            if stats.first_error is None:
+                stats.first_error = f"{done.task}/{done.sample_id}: {done.error}"
+        elif done.evaluator_error is not None:
+            stats.evaluator_errors += 1
+            if stats.first_evaluator_error is None:
+                stats.first_evaluator_error = f"{done.task}/{done.sample_id}: {done.evaluator_error}"
+        stats.cache_hits += done.cache_hits
+        failed = done.error is not None or done.evaluator_error is not None
         self.progress.advance(error=failed, cache_hits=done.cache_hits)
         self._check_error_rate()
 
@@ -518,6 +526,9 @@ class RayExecutor(Scheduler):
             mine, theirs = getattr(self.stats, f.name), getattr(shard_stats, f.name)
             if isinstance(theirs, int) and isinstance(mine, int):
                 setattr(self.stats, f.name, mine + theirs)
+            elif isinstance(theirs, float) and f.name.endswith(("_oldest", "_newest")):  # when cached answers were made
+                pick = min if f.name.endswith("_oldest") else max
+                setattr(self.stats, f.name, theirs if mine is None else pick(mine, theirs))
 
     def _store(self, puts: dict[str, Response], requests: dict[str, Request]) -> None:
         if self.cache is None or not puts:
