@@ -130,7 +130,8 @@ def _writer_ceiling(out: Path) -> None:
     """What the driver does per record, without any worker: render the request (and look the cache up, here
     off), unpickle the encoded record as Ray delivers it, count it and append it to samples.jsonl."""
     from assay.models.registry import load_model
-    from assay.runner.executors.ray import RayExecutor, _Shard, finished
+    from assay.runner.executors.ray import RayExecutor, _Shard
+    from assay.runner.executors.ray_worker import finished
     from assay.runner.scheduler import Scheduler
     from assay.testing.server import OpenAITestServer
 
