@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -193,3 +194,21 @@ def test_a_run_through_ray_client_finishes_exactly_once(tmp_path: Path, cluster:
         cmd = _cmd(task, server, None, "--executor", "ray", "--ray-address", cluster.client_address)
         _run(cmd, tmp_path, cluster)
     _exactly_once(only_run_dir(tmp_path / "runs"), n)
+
+
+def test_evaluator_errors_count_against_the_error_limit_on_ray(tmp_path: Path, cluster: LocalCluster) -> None:
+    """The driver counts error verdicts as the local loop does: past --max-error-rate the run exits 1."""
+    n = 30
+    task = write_task(tmp_path, n, extra={"evaluators": [{"name": "exact_match", "expected": "doc.alt"}]})
+    data = tmp_path / "add.jsonl"
+    rows = [json.loads(line) for line in data.read_text().splitlines()]
+    rows[0]["alt"] = rows[0]["answer"]  # only the first row has the field the metric compares with
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    with OpenAITestServer(arithmetic_reply) as server:
+        cmd = _cmd(task, server, cluster, "--max-error-rate", "0.5")
+        out = subprocess.run(cmd, cwd=tmp_path, env=_env(tmp_path, cluster), capture_output=True, text=True)
+    assert out.returncode == 1, out.stderr
+    assert re.search(r"(\d+) of \d+ samples failed \(0 model errors, \1 evaluator errors\)", out.stderr), out.stderr
+    assert "above the allowed error rate 50%" in out.stderr
+    ids = [line["sample_id"] for line in sample_lines(only_run_dir(tmp_path / "runs"))]
+    assert len(ids) == len(set(ids)) >= 20  # stopped once 20 samples were in, none written twice
