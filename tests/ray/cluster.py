@@ -26,7 +26,7 @@ def free_port() -> int:
 
 def _ports() -> list[str]:
     """Every port a node opens, chosen free now, plus a private range for its workers."""
-    base = random.randrange(20_000, 60_000, 200)
+    base = random.randrange(30_000, 60_000, 200)  # clear of 23000+, where Ray Client starts its servers
     return [
         "--node-manager-port", str(free_port()),
         "--object-manager-port", str(free_port()),
@@ -43,6 +43,7 @@ class Node:
 
     def __init__(self, args: list[str], temp_dir: Path, log: Path) -> None:
         self.temp_dir = temp_dir
+        self.log = log
         self._log = open(log, "ab")  # noqa: SIM115 - closed in stop()
         env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
         self.proc = subprocess.Popen(
@@ -52,6 +53,9 @@ class Node:
             start_new_session=True,
             env=env,
         )
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
 
     def processes(self) -> list[int]:
         """PIDs of this node's processes: its session, and any process whose command line names its temp dir."""
@@ -93,7 +97,7 @@ class LocalCluster:
         self.head = self._node("head", ["--head", "--port", str(self.port), "--include-dashboard", "false",
                                         "--ray-client-server-port", self.client_address.rsplit(":", 1)[1]])  # fmt: skip
         try:
-            self._wait_nodes(1)
+            self._wait_started(self.head, timeout=90)
             for _ in range(workers):
                 self.add_worker()
         except BaseException:
@@ -106,41 +110,32 @@ class LocalCluster:
         args = ["--node-ip-address", "127.0.0.1", "--num-cpus", str(self.cpus), "--temp-dir", str(temp), *_ports()]
         return Node([*args, *extra], temp, self.root / f"{temp.name}.log")
 
-    def add_worker(self) -> Node:
-        node = self._node("w", ["--address", self.address])
-        self.workers.append(node)
-        self._wait_nodes(1 + len(self.workers))
-        return node
+    def add_worker(self, attempts: int = 3) -> Node:
+        """Start a worker node and wait until it has joined; a node that fails to start (a port taken meanwhile by
+        another process) is ended and started again on fresh ports."""
+        for attempt in range(attempts):
+            node = self._node("w", ["--address", self.address])
+            self.workers.append(node)
+            try:
+                self._wait_started(node, timeout=45)
+                return node
+            except RuntimeError:
+                self.workers.remove(node)
+                node.kill()
+                if attempt == attempts - 1:
+                    raise
+        raise AssertionError("unreachable")
 
-    def alive_nodes(self) -> int:
-        out = subprocess.run(
-            [sys.executable, "-c", _COUNT, self.address],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={**os.environ, "RAY_AUTH_MODE": "disabled"},
-        )
-        return int(out.stdout.strip() or 0)
-
-    def _wait_nodes(self, n: int, timeout: float = 90) -> None:
+    def _wait_started(self, node: Node, timeout: float) -> None:
+        """Wait until ``node``'s ``ray start --block`` says its raylet runs (it then has joined the cluster)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.head.proc.poll() is not None:
-                log = (self.root / f"{self.head.temp_dir.name}.log").read_text(errors="replace")
-                raise RuntimeError(f"the Ray head exited:\n{log[-2000:]}")
-            if self._count_from_logs() >= n:
+            if node.proc.poll() is not None:
+                raise RuntimeError(f"a Ray node exited:\n{node.log_text()[-2000:]}")
+            if "Ray runtime started" in node.log_text():
                 return
             time.sleep(0.5)
-        raise RuntimeError(f"the Ray cluster did not reach {n} nodes in {timeout:.0f}s; logs in {self.root}")
-
-    def _count_from_logs(self) -> int:
-        """Nodes that have started: each ``ray start --block`` says so once its raylet runs."""
-        count = 0
-        for log in self.root.glob("*.log"):
-            text = log.read_text(errors="replace")
-            if "Ray runtime started" in text:
-                count += 1
-        return count
+        raise RuntimeError(f"a Ray node did not start in {timeout:.0f}s:\n{node.log_text()[-2000:]}")
 
     def env(self) -> dict[str, str]:
         """Environment for a driver process of this cluster."""
@@ -151,10 +146,3 @@ class LocalCluster:
             if node.proc.poll() is None or node.processes():
                 node.kill()
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-_COUNT = """
-import sys, ray
-ray.init(address=sys.argv[1], logging_level="ERROR")
-print(sum(1 for n in ray.nodes() if n["Alive"]))
-"""

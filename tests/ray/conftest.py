@@ -12,7 +12,10 @@ from tests.ray.cluster import LocalCluster
 @pytest.fixture(scope="package")
 def cluster() -> Iterator[LocalCluster]:
     """A head node and one worker node, 2 CPUs each, as separate processes; stopped even when a test fails."""
-    started = LocalCluster(workers=1, cpus=2)
+    try:
+        started = LocalCluster(workers=1, cpus=2)
+    except RuntimeError:  # a port taken by another process between choosing and binding it: once more, fresh ports
+        started = LocalCluster(workers=1, cpus=2)
     try:
         yield started
     finally:
