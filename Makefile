@@ -11,7 +11,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet --find-links /opt/wheels -e '.[dev,hf,optimize,metrics,semantic]'
+	$(BIN)/python -m pip install --quiet --find-links /opt/wheels -e '.[dev,hf,optimize,metrics,semantic,ray]'
 	touch $(STAMP)
 
 demo: $(STAMP)

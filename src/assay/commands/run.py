@@ -121,6 +121,7 @@ _RESUME_RUNTIME = {
     "cache": "cache",
     "cache_dir": "cache_path",
     "max_response_chars": "max_response_chars",
+    "executor": "executor",
 }
 _RESUME_FIXED = (
     "limit", "output_dir", "error_policy", "bootstrap_iters", "seed", "cluster_key", "repeat_reduction",
@@ -141,13 +142,24 @@ def _resume_settings(settings: dict[str, Any]) -> dict[str, Any]:
         flags = ", ".join("--" + name.removesuffix("_file").removesuffix("_dir").replace("_", "-") for name in fixed)
         raise click.UsageError(
             f"{flags}: a resumed run keeps the settings it started with; only how it runs "
-            "(--concurrency, --timeout, --max-attempts, --max-error-rate, --max-response-chars, cache) can change"
+            "(--concurrency, --timeout, --max-attempts, --max-error-rate, --max-response-chars, cache, --executor, "
+            "--ray-*) can change"
         )
     out = {"progress": settings["progress"]}
     for option, key in _RESUME_RUNTIME.items():
         if _given(option):
             out[key] = settings[key]
+    if "ray" in settings:
+        out["ray"] = settings["ray"]
     return out
+
+
+def ray_options(
+    address: str | None, workers: int | None, num_cpus: float | None, num_gpus: float | None
+) -> dict[str, Any]:
+    """The ``--ray-*`` options given, as RunSettings' ``ray`` section (empty when none is given)."""
+    given = {"address": address, "workers": workers, "num_cpus": num_cpus, "num_gpus": num_gpus}
+    return {key: value for key, value in given.items() if value is not None}
 
 
 def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) -> None:
@@ -210,8 +222,8 @@ def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) ->
     "--resume",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Resume a run folder with its recorded tasks, model and settings; only --concurrency, --timeout, "
-    "--max-attempts, --max-error-rate and the cache options may change. Task files given with it must be the run's "
-    "own (needed when run.json holds a task without the credentials of a URL in it).",
+    "--max-attempts, --max-error-rate, the cache options, --executor and --ray-* may change. Task files given "
+    "with it must be the run's own (needed when run.json holds a task without the credentials of a URL in it).",
 )
 @click.option(
     "--retry-errors",
@@ -240,6 +252,20 @@ def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) ->
     help="A model that writes feedback for failing verdicts: a spec as --model, or JSON such as "
     '\'{"provider": "openai", "model": "m", "base_url": "http://…/v1"}\'.',
 )
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="Who runs the work: this process, or a Ray cluster (pip install 'assay[ray]').",
+)
+@click.option(
+    "--ray-address",
+    help="Ray cluster to join: auto, HOST:PORT or ray://HOST:10001 (default: $RAY_ADDRESS, else a local Ray).",
+)
+@click.option("--ray-workers", type=click.IntRange(min=1), help="Ray worker actors (default: one per CPU).")
+@click.option("--ray-num-cpus", type=click.FloatRange(min=0), help="CPUs each Ray worker reserves (default 1).")
+@click.option("--ray-num-gpus", type=click.FloatRange(min=0), help="GPUs each Ray worker reserves (default 0).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no table (for CI logs).")
 @click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "json"]), default="rich", show_default=True)
 def run_command(
@@ -266,6 +292,11 @@ def run_command(
     repeat_reduction: str,
     prices_file: Path | None,
     feedback_model: str | None,
+    executor: str,
+    ray_address: str | None,
+    ray_workers: int | None,
+    ray_num_cpus: float | None,
+    ray_num_gpus: float | None,
     quiet: bool,
     fmt: str,
 ) -> None:
@@ -286,7 +317,11 @@ def run_command(
         "cache_path": (cache_dir / "responses.sqlite") if cache_dir else None,
         "max_response_chars": max_response_chars,
         "progress": False if quiet else None,
+        "executor": executor,
     }
+    ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus)
+    if ray:
+        settings["ray"] = ray
     if resume is None:
         settings.update(
             output_dir=output_dir,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import ConfigError
 from assay.models.base import Model
 from assay.record import RunManifest
+from assay.runner.executors import make_executor
 from assay.runner.gitinfo import GitHash as GitHash  # re-exported: it used to live here
 from assay.runner.gitinfo import git_hash
 from assay.runner.lock import run_lock
@@ -220,7 +221,7 @@ async def _execute(
     elif retry_errors:
         raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
     work, skipped = _pending(tasks, settings.limit, done - retry)
-    from assay.runner.offline import OfflineScheduler, check_renders, is_offline
+    from assay.runner.offline import check_renders, is_offline
 
     offline = is_offline(model, settings.feedback_model)  # answers exist: scored in chunks, no request loop
     if offline:
@@ -269,8 +270,10 @@ async def _execute(
     resume = f"assay run --resume {run_dir}"
     try:
         with SampleWriter(run_dir / SAMPLES, sync_first=run_dir / MANIFEST if fresh else None) as writer:
-            kind = OfflineScheduler if offline else Scheduler
-            scheduler = kind(model, writer, config, cache=cache, progress=progress)
+            scheduler = make_executor(
+                settings.executor, model, writer, config, cache=cache, progress=progress, ray=settings.ray,
+                offline=offline,
+            )  # fmt: skip
             progress.start(already_done=skipped)
             try:
                 stats = await scheduler.run(work)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.runner.executors import ExecutorName, RayOptions
 from assay.runner.exits import DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_RESPONSE_CHARS
 from assay.secrets import redact_spec
 
@@ -24,6 +25,8 @@ RUNTIME_SETTINGS = frozenset(
         "cache_path",
         "progress",
         "max_response_chars",
+        "executor",
+        "ray",
     }
 )
 RESULTS_OPTIONS = {
@@ -62,6 +65,8 @@ class RunSettings(BaseModel):
     prices: dict[str, dict[str, float]] | None = None  # model -> {"input": usd per 1M tokens, "output": …}
     feedback_model: str | dict[str, Any] | None = None  # a model spec that rewrites failing verdicts' feedback
     progress: bool | None = None  # None: show it when writing to a terminal
+    executor: ExecutorName = "local"  # who runs the work: this process, or a Ray cluster (assay[ray])
+    ray: RayOptions = Field(default_factory=RayOptions)
 
     def results_options(self) -> dict[str, Any]:
         """The settings that shape results.json (passed to write_results)."""

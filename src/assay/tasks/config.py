@@ -96,6 +96,14 @@ class FilterConfig(_Strict):
     steps: list[dict[str, Any]] = Field(default_factory=list)
 
 
+class ResourcesConfig(_Strict):
+    """What each Ray worker reserves to run this task's evaluators (``--executor ray``), e.g. a GPU for one that
+    loads a model; the command line's ``--ray-num-cpus`` / ``--ray-num-gpus`` take precedence."""
+
+    num_cpus: float | None = Field(default=None, ge=0)
+    num_gpus: float | None = Field(default=None, ge=0)
+
+
 class TaskConfig(_Strict):
     """A task as written in YAML (after shorthands are expanded)."""
 
@@ -121,6 +129,7 @@ class TaskConfig(_Strict):
     model: dict[str, Any] | None = None
     optimize: dict[str, Any] | None = None  # what `assay optimize` may change; checked by assay.optimize.spec
     cache: bool | None = None  # answer repeated requests from the response cache (opt-in; not part of the hash)
+    resources: ResourcesConfig | None = None  # how it runs, not what it evaluates: not part of the task hash
 
     @field_validator("messages")
     @classmethod

@@ -504,6 +504,8 @@ class Task:
         out["evaluators"] = [m.to_config() for m in self.metrics]
         if self.model is not None:
             out["model"] = self.model
+        if cfg.resources is not None:
+            out["resources"] = cfg.resources.model_dump(exclude_none=True)
         return out
 
     def info(self, n_selected: int) -> TaskInfo:

@@ -1,0 +1,256 @@
+"""The Ray executor against the local one, on this machine (a local Ray instance with 2 CPUs).
+
+1. CPU-bound scoring: a deliberately heavy custom evaluator (~25 ms of hashing per sample), local vs Ray with 1
+   and 2 worker processes, as speed-up ratios (target: >= 1.7x with 2 workers on 2 cores).
+2. Overhead per sample of the Ray path on a cheap evaluator (exact_match, an instant Python model).
+3. Model-bound: the 50 ms-latency local server (its own process), as achieved / latency bound (target >= 0.8).
+4. The single writer's ceiling: records/s the driver can take in (render requests, receive, count, append).
+5. Offline scoring engines: Ray Data ``map_batches`` vs actors fed shards, both over ``evaluate_batch``.
+
+Ray's own start (a local instance) is timed apart: every Ray figure above runs on an instance already up, and
+includes starting and stopping the run's worker actors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import pickle
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from assay.api import arun_outcome
+from assay.runner.executors import RayOptions
+from assay.runner.progress import RunProgress
+from assay.runner.rundir import SampleWriter
+from assay.runner.scheduler import SchedulerConfig
+from assay.tasks import Task, load_task
+from benchmarks.bench_runner import ServerProcess
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY_ROUNDS = 25_000  # sha256 rounds per sample: about 25 ms of one core here (when it is idle)
+
+
+def answer(prompt: str) -> str:
+    """The benchmark's model: answers instantly (the last word of the prompt)."""
+    return prompt.split()[-1]
+
+
+def heavy(actual: Any, expected: str) -> bool:
+    """A deliberately CPU-heavy check: hash the answer many times, then compare."""
+    text = str(getattr(actual, "text", actual))
+    digest = text.encode()
+    for _ in range(HEAVY_ROUNDS):
+        digest = hashlib.sha256(digest).digest()
+    return text.strip() == str(expected)
+
+
+def _task(n: int, evaluator: dict[str, Any]) -> Task:
+    rows = [{"id": f"q{i}", "question": f"Repeat {i}", "answer": str(i)} for i in range(n)]
+    return load_task(
+        {
+            "name": "bench",
+            "dataset": {"rows": rows},
+            "fields": {"id": "id", "input": "question", "target": "answer"},
+            "template": "{{ question }}",
+            "evaluators": [evaluator],
+        }
+    )
+
+
+async def _timed(task: Task, model: Any, executor: str, out: Path, **ray: Any) -> float:
+    settings: dict[str, Any] = {"executor": executor, "ray": RayOptions(**ray)} if executor == "ray" else {}
+    started = time.perf_counter()
+    outcome = await arun_outcome(
+        task, model, output_dir=out, cache=False, progress=False, bootstrap_iters=0, concurrency=64, **settings
+    )
+    seconds = time.perf_counter() - started
+    assert outcome.status == "finished" and outcome.errors == 0, outcome
+    first = json.loads((outcome.run_dir / "samples.jsonl").open().readline())
+    assert all(v["error"] is None for f in first["filters"].values() for vs in f["verdicts"].values() for v in vs)
+    return seconds
+
+
+def _cpu_bound(out: Path) -> None:
+    n = 1200
+    task = _task(n, {"name": "custom", "fn": "benchmarks.bench_ray:heavy"})
+    model = "python:benchmarks.bench_ray:answer"
+    local = asyncio.run(_timed(task, model, "local", out))
+    one = asyncio.run(_timed(task, model, "ray", out, workers=1))
+    two = asyncio.run(_timed(task, model, "ray", out, workers=2))
+    print(f"cpu-bound, {n} samples x ~{HEAVY_ROUNDS} sha256 rounds (custom evaluator):")
+    print(f"  local executor          {local:7.2f} s   {n / local:7.1f} samples/s   1.00x")
+    print(f"  ray, 1 worker           {one:7.2f} s   {n / one:7.1f} samples/s   {local / one:.2f}x")
+    print(f"  ray, 2 workers          {two:7.2f} s   {n / two:7.1f} samples/s   {local / two:.2f}x  (target >= 1.7x)")
+
+
+def _overhead(out: Path) -> None:
+    n = 3000
+    task = _task(n, {"name": "exact_match", "strip": True})
+    model = "python:benchmarks.bench_ray:answer"
+    one = _task(1, {"name": "exact_match", "strip": True})
+    local = min(asyncio.run(_timed(task, model, "local", out)) for _ in range(2))
+    ray2 = min(asyncio.run(_timed(task, model, "ray", out, workers=2)) for _ in range(2))
+    fixed = min(asyncio.run(_timed(one, model, "ray", out, workers=2)) for _ in range(2))
+    local_fixed = min(asyncio.run(_timed(one, model, "local", out)) for _ in range(2))
+    per_local, per_ray = (local - local_fixed) / (n - 1), (ray2 - fixed) / (n - 1)
+    print(f"cheap evaluator, {n} samples (exact_match, instant model), best of 2:")
+    print(
+        f"  local executor   {local:7.2f} s   {1e6 * per_local:6.0f} us/sample  (a 1-sample run: {local_fixed:.2f} s)"
+    )
+    print(f"  ray, 2 workers   {ray2:7.2f} s   {1e6 * per_ray:6.0f} us/sample  (a 1-sample run: {fixed:.2f} s)")
+    extra = fixed - local_fixed
+    print(
+        f"  ray overhead     {1e6 * (per_ray - per_local):+7.0f} us/sample, plus {extra:.2f} s per run (worker start)"
+    )
+
+
+def _latency_bound(out: Path) -> None:
+    n, concurrency, latency = 4000, 64, 0.05
+    task = _task(n, {"name": "exact_match", "strip": True})
+    bound = n * latency / concurrency
+    with ServerProcess(latency) as server:
+        spec = {"provider": "openai", "model": "bench", "base_url": server.base_url, "api_key": "not-a-secret"}
+        local = asyncio.run(_timed(task, spec, "local", out))
+        ray2 = asyncio.run(_timed(task, spec, "ray", out, workers=2))
+    print(f"model-bound, {n} samples, 50 ms server, concurrency {concurrency} (bound {bound:.2f} s):")
+    print(f"  local executor          {local:7.2f} s   {bound / local:.2f} of the latency bound")
+    print(f"  ray, 2 workers          {ray2:7.2f} s   {bound / ray2:.2f} of the latency bound  (target >= 0.8)")
+
+
+def _writer_ceiling(out: Path) -> None:
+    """What the driver does per record, without any worker: render the request (and look the cache up, here
+    off), unpickle the encoded record as Ray delivers it, count it and append it to samples.jsonl."""
+    from assay.models.registry import load_model
+    from assay.runner.executors.ray import RayExecutor, _Shard
+    from assay.runner.executors.ray_worker import finished
+    from assay.runner.scheduler import Scheduler
+    from assay.testing.server import OpenAITestServer
+
+    n = 5000
+    task = _task(n, {"name": "exact_match", "strip": True})
+    samples = task.samples()
+
+    # real records, made once by the local loop against an instant server
+    with OpenAITestServer("7") as server:
+        spec = {"provider": "openai", "model": "m", "base_url": server.base_url, "api_key": "k"}
+        asyncio.run(arun_outcome(task, spec, output_dir=out / "w", cache=False, progress=False, bootstrap_iters=0))
+    from assay.results import load_run
+
+    records = load_run(next((out / "w").iterdir())).records
+    sent = [finished(record) for record in records]  # what workers send: encoded lines and counts
+    blobs = [pickle.dumps(sent[i : i + 64]) for i in range(0, len(sent), 64)]
+    with SampleWriter(out / "ceiling.jsonl") as writer:
+        executor = RayExecutor(
+            load_model("openai:m", base_url="http://127.0.0.1:9/v1"),  # never called here
+            writer,
+            SchedulerConfig(),
+            cache=None,
+            progress=RunProgress(n, enabled=False),
+            options=RayOptions(),
+        )
+        started = time.perf_counter()
+        for i in range(0, n, 64):
+            executor._requests(_Shard(task, samples[i : i + 64]))
+        for blob in blobs:
+            for done in pickle.loads(blob):
+                executor._account(done)
+        seconds = time.perf_counter() - started
+    assert isinstance(executor, Scheduler)
+    print(f"single writer (driver), {n} records: {n / seconds:,.0f} records/s ({1e6 * seconds / n:.0f} us/record)")
+
+
+def _engines() -> None:
+    """Score 200,000 (output, expected) pairs with exact_match's columnar path, results back in the driver."""
+    import ray
+
+    from assay import evaluators
+
+    n, chunk = 200_000, 2_000
+    outputs = [str(i % 977) for i in range(n)]
+    expected = [str(i % 977) if i % 5 else "x" for i in range(n)]
+    em = evaluators.get("exact_match", strip=True)
+
+    started = time.perf_counter()
+    local = np.concatenate([em.evaluate_batch(outputs[i : i + chunk], expected[i : i + chunk]).scores
+                            for i in range(0, n, chunk)])  # fmt: skip
+    t_local = time.perf_counter() - started
+
+    @ray.remote(num_cpus=1)
+    class Scorer:
+        def __init__(self) -> None:
+            from assay import evaluators
+
+            self.em = evaluators.get("exact_match", strip=True)
+
+        def score(self, outs: list[str], exps: list[str]) -> Any:
+            return self.em.evaluate_batch(outs, exps).scores
+
+    started = time.perf_counter()
+    actors = [Scorer.remote() for _ in range(2)]  # type: ignore[attr-defined]
+    refs = [actors[k % 2].score.remote(outputs[i : i + chunk], expected[i : i + chunk])
+            for k, i in enumerate(range(0, n, chunk))]  # fmt: skip
+    core = np.concatenate(ray.get(refs))
+    t_core = time.perf_counter() - started
+    for actor in actors:
+        ray.kill(actor)
+
+    try:
+        import ray.data
+
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
+    except ImportError:
+        print("offline engines: ray.data is not installed (pip install 'ray[data]'); Ray Data not measured")
+        return
+
+    def score_batch(batch: dict[str, Any]) -> dict[str, Any]:
+        from assay import evaluators
+
+        scorer = evaluators.get("exact_match", strip=True)
+        return {"score": scorer.evaluate_batch(list(batch["output"]), list(batch["expected"])).scores}
+
+    started = time.perf_counter()
+    ds = ray.data.from_items([{"output": o, "expected": e} for o, e in zip(outputs, expected, strict=True)])
+    parts = [b["score"] for b in ds.map_batches(score_batch, batch_size=chunk).iter_batches(batch_size=chunk)]
+    data = np.concatenate(parts)
+    t_data = time.perf_counter() - started
+    assert np.array_equal(local, core) and np.array_equal(np.sort(local), np.sort(data))
+    print(f"offline engines, {n:,} pairs through exact_match.evaluate_batch, results back in the driver:")
+    print(f"  in-process loop         {t_local:7.2f} s   {n / t_local:10,.0f} pairs/s")
+    print(f"  ray core, 2 actors      {t_core:7.2f} s   {n / t_core:10,.0f} pairs/s")
+    print(f"  ray data, map_batches   {t_data:7.2f} s   {n / t_data:10,.0f} pairs/s")
+
+
+def main() -> None:
+    import ray
+
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    sys.path.insert(0, str(ROOT))
+    print(f"load average before: {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (the machine is shared)")
+    started = time.perf_counter()
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", configure_logging=True)
+    print(f"local Ray instance started in {time.perf_counter() - started:.1f} s (not counted below)")
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp)
+            _writer_ceiling(out)
+            _overhead(out)
+            _latency_bound(out)
+            _cpu_bound(out)
+            _engines()
+    finally:
+        ray.shutdown()
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

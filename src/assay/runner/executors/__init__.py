@@ -1,0 +1,66 @@
+"""Who runs the work of a run: ``local`` (this process, the default) or ``ray`` (a Ray cluster).
+
+The session hands an executor the pending (task, sample) pairs and the run folder's writer; the executor returns
+finished records to that writer, so the driver stays the single writer of the run folder whatever runs the work.
+Nothing here imports ``ray``: only choosing ``executor="ray"`` does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from assay.models.base import Model
+    from assay.runner.cache import ResponseCache
+    from assay.runner.progress import RunProgress
+    from assay.runner.rundir import SampleWriter
+    from assay.runner.scheduler import Scheduler, SchedulerConfig
+
+ExecutorName = Literal["local", "ray"]
+EXECUTORS: tuple[str, ...] = ("local", "ray")
+
+
+class RayOptions(BaseModel):
+    """Where and with what a run's Ray workers run (recorded in run.json; a resume may change them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    address: str | None = None  # "auto", "ray://host:10001", "host:6379"; None: start a local Ray instance
+    workers: int | None = Field(default=None, ge=1)  # worker actors; None: one per `num_cpus` CPUs of the cluster
+    # what each worker reserves (it holds the model client and the evaluators); None: the most any task's
+    # ``resources:`` asks for, else 1 CPU and no GPU
+    num_cpus: float | None = Field(default=None, ge=0)
+    num_gpus: float | None = Field(default=None, ge=0)
+    shard_size: int | None = Field(default=None, ge=1)  # samples per shard; None: the worker's share of concurrency
+
+
+def make_executor(
+    name: str,
+    model: Model,
+    writer: SampleWriter,
+    config: SchedulerConfig,
+    *,
+    cache: ResponseCache | None,
+    progress: RunProgress,
+    ray: RayOptions | None = None,
+    offline: bool = False,
+) -> Scheduler:
+    """The executor called ``name``, with the scheduler's interface (``run(work)``, ``stats``, ``cache_failures``).
+
+    ``offline`` (the answers exist: a predictions run) runs locally through the chunked batch scorer; on Ray, the
+    workers answer such samples from the predictions like any model, one sample at a time."""
+    if name == "local":
+        if offline:
+            from assay.runner.offline import OfflineScheduler
+
+            return OfflineScheduler(model, writer, config, cache=cache, progress=progress)
+        from assay.runner.executors.local import LocalExecutor
+
+        return LocalExecutor(model, writer, config, cache=cache, progress=progress)
+    if name == "ray":
+        from assay.runner.executors.ray import RayExecutor
+
+        return RayExecutor(model, writer, config, cache=cache, progress=progress, options=ray or RayOptions())
+    raise ValueError(f"unknown executor {name!r}; known: {', '.join(EXECUTORS)}")

@@ -1,0 +1,405 @@
+"""The Ray executor: worker actors hold the model client and the evaluators and are fed shards of samples; each
+streams its finished records back to the driver, which stays the one writer of the run folder.
+
+Why Ray Core actors (and not Ray Data) for runs: a run is bound by model calls and per-sample scoring, and every
+record must come back to one writer anyway; long-lived actors keep their HTTP connections and loaded evaluators
+across shards, start in about a second, and stream records back as they finish (see the README's Ray section for
+the measurements). Exactly-once is the driver's: it alone writes, it writes a sample only while that sample is
+outstanding in its shard, and a shard whose worker died is sent again with only its unfinished samples, on the
+worker Ray restarted or another one. Ray's own method retries are off on purpose: a streamed shard redone by Ray
+would send some records twice and, with a different completion order, lose others. Through Ray Client
+(``ray://``), which cannot stream, a shard's records come back together when it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+import logging
+import os
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+import ray
+import ray.exceptions
+import ray.util.client
+
+from assay.errors import AssayError, ConfigError
+from assay.models.base import Model, Request, Response
+from assay.record import SampleRecord
+from assay.runner.cache import ResponseCache
+from assay.runner.executors import RayOptions
+from assay.runner.executors.ray_worker import Finished, ShardWorker, local_key
+from assay.runner.progress import RunProgress
+from assay.runner.rundir import SampleWriter
+from assay.runner.scheduler import RunStats, Scheduler, SchedulerConfig
+
+if TYPE_CHECKING:
+    from assay.tasks import Sample, Task
+
+SHARDS_PER_WORKER = 2  # shards in flight per worker: the next one is there when the current one ends
+MAX_SHARD_ATTEMPTS = 4  # a shard whose workers died this often fails the run (resume redoes its samples)
+MAX_SHARD_SIZE = 64
+# failures that mean "the worker (or its node) is gone", not "the code raised": the shard is sent again
+_LOST = (
+    ray.exceptions.RayActorError,
+    ray.exceptions.ObjectLostError,
+    ray.exceptions.WorkerCrashedError,
+    ray.exceptions.OwnerDiedError,
+    ray.exceptions.ObjectReconstructionFailedError,
+)
+# what the driver counts itself from each record it writes; every other counter comes from the workers' shards
+_DRIVER_COUNTED = frozenset(
+    {"written", "errors", "evaluator_errors", "cache_hits", "seconds", "first_error", "first_evaluator_error"}
+)
+
+
+class WorkerLostError(AssayError):
+    """A shard's samples could not be finished: the workers running them died too many times."""
+
+
+class _Line:
+    """An encoded record, in the shape the run folder's writer takes (it writes ``model_dump_json()``)."""
+
+    __slots__ = ("line",)
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+
+    def model_dump_json(self) -> str:
+        return self.line
+
+
+@dataclass
+class _Shard:
+    task: Task
+    samples: list[Sample]
+    attempts: int = 0
+
+
+def _shards(work: list[tuple[Task, Sample]], size: int) -> Iterator[_Shard]:
+    """Consecutive samples of one task, ``size`` at a time."""
+    current: _Shard | None = None
+    for task, sample in work:
+        if current is None or current.task is not task or len(current.samples) >= size:
+            if current is not None:
+                yield current
+            current = _Shard(task, [])
+        current.samples.append(sample)
+    if current is not None:
+        yield current
+
+
+def _for_workers(task: Task) -> Task:
+    """A copy of ``task`` without its dataset, few-shot pool and templates (the driver renders the requests)."""
+    _ = task.hash  # computed here, where the dataset is
+    light = copy.copy(task)
+    for name in ("_dataset", "_samples", "_sampler", "_pool_dataset", "_last_render", "prompt"):
+        if name in light.__dict__:
+            setattr(light, name, None)
+    return light
+
+
+def _shares(concurrency: int, workers: int) -> list[int]:
+    """The run's concurrency split among ``workers`` (each at least 1; their sum is the run's)."""
+    n = max(1, min(workers, concurrency))
+    base, extra = divmod(concurrency, n)
+    return [base + (i < extra) for i in range(n)]
+
+
+def connect(options: RayOptions) -> bool:
+    """Join the Ray cluster at ``options.address`` (or ``$RAY_ADDRESS``), or start a local instance; True when this
+    call connected (so the run disconnects at its end), False when the process was already connected."""
+    if ray.is_initialized():
+        return False
+    quiet: dict[str, Any] = {"logging_level": logging.WARNING, "configure_logging": True}
+    if options.address is not None:
+        ray.init(address=options.address, **quiet)
+    elif os.environ.get("RAY_ADDRESS"):
+        ray.init(**quiet)  # inside `ray job submit`: the job's cluster
+    else:
+        ray.init(include_dashboard=False, **quiet)
+    return True
+
+
+def with_resources(options: RayOptions, tasks: list[Task]) -> RayOptions:
+    """``options`` with what each worker reserves settled: as given, else the most any task's ``resources:`` asks
+    for (the workers run every task's evaluators), else 1 CPU and no GPU."""
+    asked = [task.config.resources for task in tasks if task.config.resources is not None]
+
+    def pick(given: float | None, key: str, default: float) -> float:
+        if given is not None:
+            return given
+        values = [value for value in (getattr(r, key) for r in asked) if value is not None]
+        return max(values) if values else default
+
+    return options.model_copy(
+        update={
+            "num_cpus": pick(options.num_cpus, "num_cpus", 1.0),
+            "num_gpus": pick(options.num_gpus, "num_gpus", 0.0),
+        }
+    )
+
+
+def _check_resources(options: RayOptions) -> None:
+    """A worker that asks for more than the cluster has would wait for ever: say so now."""
+    total = ray.cluster_resources()
+    for name, wanted in (("CPU", options.num_cpus or 0.0), ("GPU", options.num_gpus or 0.0)):
+        have = float(total.get(name, 0.0))
+        if wanted > have:
+            flag = f"--ray-num-{name.lower()}s"
+            raise ConfigError(
+                f"each Ray worker asks for {wanted:g} {name}(s) ({flag} or a task's resources:) but the cluster "
+                f"has {have:g}; lower it or add nodes that have them"
+            )
+
+
+class RayExecutor(Scheduler):
+    """Runs a run's samples on Ray worker actors and writes every record here, in the driver."""
+
+    def __init__(
+        self,
+        model: Model,
+        writer: SampleWriter,
+        config: SchedulerConfig,
+        *,
+        cache: ResponseCache | None,
+        progress: RunProgress,
+        options: RayOptions,
+    ) -> None:
+        super().__init__(model, writer, config, cache=cache, progress=progress)
+        self.options = options
+        self.workers_started = 0
+        self.shards_redone = 0
+        self._share_of: list[int] = []
+        self._refs: list[Any] = []  # the workers' constructor arguments, kept alive so a restart can read them
+
+    async def run(self, work: list[tuple[Task, Sample]]) -> RunStats:
+        """Process every (task, sample) pair on the cluster; records are written here as they come back."""
+        started = time.perf_counter()
+        if not work:
+            return self.stats
+        self.options = with_resources(self.options, list({task.name: task for task, _ in work}.values()))
+        connected = connect(self.options)
+        actors: list[Any] = []
+        try:
+            _check_resources(self.options)
+            actors = self._start_workers(work)
+            await self._wait_ready(actors)
+            await self._dispatch(work, actors)
+            self._check_error_rate(final=True)
+        finally:
+            self.stats.seconds = time.perf_counter() - started
+            await _stop(actors)
+            if connected:
+                ray.shutdown()
+        return self.stats
+
+    def _worker_count(self) -> int:
+        if self.options.workers is not None:
+            return self.options.workers
+        cpus = float(ray.cluster_resources().get("CPU", 1.0))
+        return max(1, int(cpus // self.options.num_cpus) if self.options.num_cpus else int(cpus))
+
+    def _start_workers(self, work: list[tuple[Task, Sample]]) -> list[Any]:
+        tasks: dict[str, Task] = {}
+        for task, _ in work:
+            tasks.setdefault(task.name, task)
+        try:
+            tasks_ref = ray.put([_for_workers(t) for t in tasks.values()])
+            model_ref = ray.put(self.model)
+            self._refs = [tasks_ref, model_ref]
+        except Exception as err:  # e.g. an agent object that cannot be pickled
+            raise ConfigError(
+                f"the tasks or the model cannot be sent to Ray workers: {type(err).__name__}: {err}"
+            ) from None
+        remote = ray.remote(ShardWorker).options(
+            num_cpus=self.options.num_cpus,
+            num_gpus=self.options.num_gpus,
+            max_restarts=-1,  # a worker that died (or lost its node) comes back, here or on another node
+            max_task_retries=0,  # shards are redone by the driver, which knows which samples are still missing
+            max_concurrency=1000,
+            scheduling_strategy="SPREAD",  # across nodes: a lost node takes as few workers with it as it can
+        )
+        actors = []
+        for share in _shares(self.config.concurrency, self._worker_count()):
+            config = dataclasses.replace(self.config, concurrency=share, max_error_rate=None)
+            actors.append(remote.remote(tasks_ref, model_ref, config))
+        self.workers_started = len(actors)
+        self._share_of = _shares(self.config.concurrency, len(actors))
+        return actors
+
+    async def _wait_ready(self, actors: list[Any]) -> None:
+        try:
+            await asyncio.gather(*(actor.ready.remote() for actor in actors))
+        except ray.exceptions.RayActorError as err:
+            raise ConfigError(
+                f"a Ray worker could not start (is assay installed on every node, with the same version?): {err}"
+            ) from None
+
+    async def _dispatch(self, work: list[tuple[Task, Sample]], actors: list[Any]) -> None:
+        size = self.options.shard_size or min(MAX_SHARD_SIZE, max(1, min(self._share_of)))
+        queue: asyncio.Queue[_Shard] = asyncio.Queue()
+        for shard in _shards(work, size):
+            queue.put_nowait(shard)
+        feeders = [asyncio.create_task(self._feed(actor, queue)) for actor in actors for _ in range(SHARDS_PER_WORKER)]
+        finished = asyncio.create_task(queue.join())
+        try:
+            await asyncio.wait({finished, *feeders}, return_when=asyncio.FIRST_COMPLETED)
+            for feeder in feeders:
+                if feeder.done() and feeder.exception() is not None:
+                    raise cast(BaseException, feeder.exception())
+        finally:
+            for job in [finished, *feeders]:
+                job.cancel()
+            await asyncio.gather(finished, *feeders, return_exceptions=True)
+
+    async def _feed(self, actor: Any, queue: asyncio.Queue[_Shard]) -> None:
+        """Keep one of ``actor``'s shard slots busy; after losing the worker, hand the shard's unfinished samples
+        back to the queue (other workers take them) and wait until Ray has restarted the worker."""
+        while True:
+            shard = await queue.get()
+            try:
+                missing = await self._run_shard(actor, shard)
+                if missing is not None:
+                    self._redo(queue, shard, missing)
+            finally:
+                queue.task_done()
+            if missing is not None:
+                await _restarted(actor)
+
+    def _redo(self, queue: asyncio.Queue[_Shard], shard: _Shard, missing: list[Sample]) -> None:
+        """Send a shard's unfinished samples again; a shard that keeps killing workers is split, to isolate the
+        sample that does it, and fails the run when it is down to that sample."""
+        attempts = shard.attempts + 1
+        if not missing:
+            return
+        if attempts >= MAX_SHARD_ATTEMPTS and len(missing) == 1:
+            sample = missing[0]
+            raise WorkerLostError(
+                f"sample {sample.id!r} of task {shard.task.name!r}: the Ray workers running it died "
+                f"{attempts} times; the run stops (its finished samples are kept; resume to try again)"
+            )
+        self.shards_redone += 1
+        print(
+            f"assay: a Ray worker was lost; {len(missing)} unfinished sample(s) of task {shard.task.name!r} sent again",
+            file=sys.stderr,
+            flush=True,
+        )
+        half = len(missing) // 2
+        parts = [missing] if attempts < 2 or len(missing) == 1 else [missing[:half], missing[half:]]
+        for part in parts:
+            queue.put_nowait(_Shard(shard.task, part, attempts))
+
+    def _requests(self, shard: _Shard) -> tuple[list[tuple[Sample, list[Request]]], dict[str, Response] | None]:
+        task = shard.task
+        items = [(sample, [task.build_request(sample, r) for r in range(task.repeats)]) for sample in shard.samples]
+        if self.cache is None:
+            return items, None
+        hits: dict[str, Response] = {}
+        for _, requests in items:
+            for request in requests:
+                hit = self.cache.get(self.cache.key(self.model, request))
+                if hit is not None:
+                    hits[local_key(request)] = hit
+        return items, hits
+
+    async def _run_shard(self, actor: Any, shard: _Shard) -> list[Sample] | None:
+        """Run one shard on ``actor``; returns the samples still missing when the worker was lost, else None."""
+        items, hits = self._requests(shard)
+        outstanding = {sample.id: sample for sample, _ in items}
+        requests = {local_key(r): r for _, reqs in items for r in reqs}
+        try:
+            async for kind, payload, puts in self._messages(actor, shard.task.name, items, hits):
+                self._store(puts, requests)
+                if kind == "done":
+                    self._merge(payload)
+                    continue
+                for done in payload:
+                    if outstanding.pop(done.sample_id, None) is not None:  # never write a sample twice
+                        self._account(done)
+        except _LOST:
+            return list(outstanding.values())
+        except ray.exceptions.RayTaskError as err:
+            cause = err.cause
+            raise cause if isinstance(cause, AssayError) else err from None
+        return list(outstanding.values()) or None  # a worker never skips samples; if it did, they are redone
+
+    async def _messages(self, actor: Any, *args: Any) -> AsyncIterator[tuple[str, Any, dict[str, Response]]]:
+        """A shard's messages as the worker sends them: streamed, or (Ray Client) all at the shard's end."""
+        if ray.util.client.ray.is_connected():
+            for message in await actor.run_shard_whole.remote(*args):
+                yield message
+            return
+        async for ref in actor.run_shard.remote(*args):
+            yield await ref
+
+    def _account(self, done: Finished) -> None:
+        """Write one finished sample and count it, as the local loop does."""
+        self.writer.write(cast(SampleRecord, _Line(done.line)))
+        stats = self.stats
+        stats.written += 1
+        if done.error is not None:
+            stats.errors += 1
+            if stats.first_error is None:
+                stats.first_error = f"{done.task}/{done.sample_id}: {done.error}"
+        elif done.evaluator_error is not None:
+            stats.evaluator_errors += 1
+            if stats.first_evaluator_error is None:
+                stats.first_evaluator_error = f"{done.task}/{done.sample_id}: {done.evaluator_error}"
+        stats.cache_hits += done.cache_hits
+        failed = done.error is not None or done.evaluator_error is not None
+        self.progress.advance(error=failed, cache_hits=done.cache_hits)
+        self._check_error_rate()
+
+    def _merge(self, shard_stats: RunStats) -> None:
+        """Add a shard's counters (requests, retries, …) that the driver does not count from records."""
+        for f in dataclasses.fields(RunStats):
+            if f.name in _DRIVER_COUNTED:
+                continue
+            mine, theirs = getattr(self.stats, f.name), getattr(shard_stats, f.name)
+            if isinstance(theirs, int) and isinstance(mine, int):
+                setattr(self.stats, f.name, mine + theirs)
+            elif isinstance(theirs, float) and f.name.endswith(("_oldest", "_newest")):  # when cached answers were made
+                pick = min if f.name.endswith("_oldest") else max
+                setattr(self.stats, f.name, theirs if mine is None else pick(mine, theirs))
+
+    def _store(self, puts: dict[str, Response], requests: dict[str, Request]) -> None:
+        if self.cache is None or not puts:
+            return
+        for local, response in puts.items():
+            try:
+                self.cache.put(self.cache.key(self.model, requests[local]), response, model=self.model)
+            except Exception as err:  # a full disk or a locked cache loses a cache entry, never the sample
+                self.cache_failures.append(f"{type(err).__name__}: {err}")
+
+
+async def _restarted(actor: Any, poll_s: float = 0.5) -> None:
+    """Wait until a lost worker answers again (Ray restarts it, on its node or another one, once it notices)."""
+    while True:
+        try:
+            await actor.ready.remote()
+            return
+        except _LOST:
+            await asyncio.sleep(poll_s)
+
+
+async def _stop(actors: list[Any]) -> None:
+    """Close the workers' connections (briefly), then end them."""
+    if not actors:
+        return
+    closing = [actor.close.remote() for actor in actors]
+    await asyncio.wait([asyncio.ensure_future(_quietly(c)) for c in closing], timeout=5)
+    for actor in actors:
+        ray.kill(actor, no_restart=True)
+
+
+async def _quietly(ref: Any) -> None:
+    try:
+        await ref
+    except Exception:
+        return

@@ -1,0 +1,148 @@
+"""A real Ray cluster on 127.0.0.1 for tests: a head node and worker nodes, each a separate ``ray start --block``
+process with its own ports and temp dir, stopped (with every process they started) even when a test fails."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+RAY = str(Path(sys.executable).parent / "ray")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _ports() -> list[str]:
+    """Every port a node opens, chosen free now, plus a private range for its workers."""
+    base = random.randrange(30_000, 60_000, 200)  # clear of 23000+, where Ray Client starts its servers
+    return [
+        "--node-manager-port", str(free_port()),
+        "--object-manager-port", str(free_port()),
+        "--metrics-export-port", str(free_port()),
+        "--dashboard-agent-listen-port", str(free_port()),
+        "--dashboard-agent-grpc-port", str(free_port()),
+        "--runtime-env-agent-port", str(free_port()),
+        "--min-worker-port", str(base), "--max-worker-port", str(base + 199),
+    ]  # fmt: skip
+
+
+class Node:
+    """One ``ray start --block`` process (in its own session, so its children can be found and ended)."""
+
+    def __init__(self, args: list[str], temp_dir: Path, log: Path) -> None:
+        self.temp_dir = temp_dir
+        self.log = log
+        self._log = open(log, "ab")  # noqa: SIM115 - closed in stop()
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+        self.proc = subprocess.Popen(
+            [RAY, "start", "--block", "--disable-usage-stats", *args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+
+    def log_text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def processes(self) -> list[int]:
+        """PIDs of this node's processes: its session, and any process whose command line names its temp dir."""
+        found = []
+        mark = str(self.temp_dir).encode()
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            pid = int(entry.name)
+            try:
+                cmd = (entry / "cmdline").read_bytes()
+                if mark in cmd or os.getsid(pid) == self.proc.pid:
+                    found.append(pid)
+            except OSError:
+                continue
+        return found
+
+    def kill(self) -> None:
+        """SIGKILL the node and everything it started (a machine that disappears)."""
+        for _ in range(3):  # a process may start another while we are killing
+            for pid in self.processes():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.2)
+        self.proc.wait(timeout=10)
+        self._log.close()
+
+
+class LocalCluster:
+    """A head node and ``workers`` worker nodes on 127.0.0.1, each with ``cpus`` CPUs."""
+
+    def __init__(self, *, workers: int = 1, cpus: int = 2) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="ar", dir="/tmp"))  # short: Ray's socket paths are limited
+        self.cpus = cpus
+        self.port = free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.client_address = f"ray://127.0.0.1:{free_port()}"  # Ray Client
+        self.workers: list[Node] = []
+        self.head = self._node("head", ["--head", "--port", str(self.port), "--include-dashboard", "false",
+                                        "--ray-client-server-port", self.client_address.rsplit(":", 1)[1]])  # fmt: skip
+        try:
+            self._wait_started(self.head, timeout=90)
+            for _ in range(workers):
+                self.add_worker()
+        except BaseException:
+            self.stop()  # a cluster that did not come up is not left behind either
+            raise
+
+    def _node(self, name: str, extra: list[str]) -> Node:
+        temp = self.root / f"{name}{len(list(self.root.iterdir()))}"
+        temp.mkdir()
+        args = ["--node-ip-address", "127.0.0.1", "--num-cpus", str(self.cpus), "--temp-dir", str(temp), *_ports()]
+        return Node([*args, *extra], temp, self.root / f"{temp.name}.log")
+
+    def add_worker(self, attempts: int = 3) -> Node:
+        """Start a worker node and wait until it has joined; a node that fails to start (a port taken meanwhile by
+        another process) is ended and started again on fresh ports."""
+        for attempt in range(attempts):
+            node = self._node("w", ["--address", self.address])
+            self.workers.append(node)
+            try:
+                self._wait_started(node, timeout=45)
+                return node
+            except RuntimeError:
+                self.workers.remove(node)
+                node.kill()
+                if attempt == attempts - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _wait_started(self, node: Node, timeout: float) -> None:
+        """Wait until ``node``'s ``ray start --block`` says its raylet runs (it then has joined the cluster)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if node.proc.poll() is not None:
+                raise RuntimeError(f"a Ray node exited:\n{node.log_text()[-2000:]}")
+            if "Ray runtime started" in node.log_text():
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"a Ray node did not start in {timeout:.0f}s:\n{node.log_text()[-2000:]}")
+
+    def env(self) -> dict[str, str]:
+        """Environment for a driver process of this cluster."""
+        return {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+    def stop(self) -> None:
+        for node in [*self.workers, self.head]:
+            if node.proc.poll() is None or node.processes():
+                node.kill()
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,55 @@
+"""The Ray executor's pure parts: how concurrency is split, shards are cut, and worker resources are settled."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("ray", reason="the Ray executor's tests need ray: pip install 'assay[ray]' (make test does)")
+
+from assay.runner.executors import RayOptions
+from assay.runner.executors.ray import _shards, _shares, with_resources
+from assay.tasks import Task, load_task
+
+
+def _task(name: str, resources: dict[str, float] | None = None) -> Task:
+    config = {
+        "name": name,
+        "dataset": {"rows": [{"q": str(i), "a": str(i)} for i in range(5)]},
+        "fields": {"input": "q", "target": "a"},
+        "evaluators": ["exact_match"],
+    }
+    if resources is not None:
+        config["resources"] = resources
+    return load_task(config)
+
+
+def test_concurrency_is_split_so_the_cluster_never_exceeds_it() -> None:
+    assert _shares(32, 3) == [11, 11, 10]
+    assert _shares(2, 5) == [1, 1]  # fewer workers than slots: no worker without a slot
+    assert sum(_shares(7, 2)) == 7
+
+
+def test_shards_hold_one_task_each_and_every_sample_once() -> None:
+    a, b = _task("a"), _task("b")
+    work = [(a, s) for s in a.samples()] + [(b, s) for s in b.samples()]
+    shards = list(_shards(work, 2))
+    assert [(s.task.name, [x.id for x in s.samples]) for s in shards] == [
+        ("a", ["0", "1"]), ("a", ["2", "3"]), ("a", ["4"]), ("b", ["0", "1"]), ("b", ["2", "3"]), ("b", ["4"]),
+    ]  # fmt: skip
+
+
+def test_worker_resources_come_from_the_command_line_else_the_tasks_else_one_cpu() -> None:
+    plain, gpu, cpus = _task("plain"), _task("gpu", {"num_gpus": 0.5}), _task("cpus", {"num_cpus": 2})
+    assert with_resources(RayOptions(), [plain]).num_cpus == 1.0
+    assert with_resources(RayOptions(), [plain]).num_gpus == 0.0
+    settled = with_resources(RayOptions(), [plain, gpu, cpus])
+    assert (settled.num_cpus, settled.num_gpus) == (2.0, 0.5)
+    given = with_resources(RayOptions(num_cpus=0.25, num_gpus=0), [gpu, cpus])
+    assert (given.num_cpus, given.num_gpus) == (0.25, 0.0)
+
+
+def test_resources_are_how_a_task_runs_not_what_it_evaluates() -> None:
+    plain, gpu = _task("t"), _task("t", {"num_gpus": 1})
+    assert plain.hash == gpu.hash
+    assert gpu.to_config()["resources"] == {"num_gpus": 1.0}
+    assert Task.from_config(gpu.to_config()).config.resources == gpu.config.resources
