@@ -128,9 +128,17 @@ def test_bootstrap_t_counts_path_equals_index_path_in_distribution() -> None:
 
 
 def test_graded_scores_get_a_clipped_interval_inside_the_range() -> None:
-    x = np.r_[np.full(9, 1.0), 0.5]
+    x = np.r_[np.full(6, 1.0), 0.5, 0.75, 0.9, 0.95]
     ci, method = headline_interval(x, binary=False, iters=2000, rng=np.random.default_rng(0))
     assert method == "bootstrap_t" and ci is not None and 0.0 <= ci[0] <= ci[1] <= 1.0
     ci, method = headline_interval(x, binary=False, iters=0, rng=np.random.default_rng(0))
     t = stats.t_interval(stats.mean(x), stats.stderr(x), 9)
     assert method == "t" and ci == clip_interval(t) and t is not None and t[1] > 1.0
+
+
+def test_nearly_constant_graded_scores_do_not_get_the_whole_range() -> None:
+    """20 scores of 1.0 and one of 0.5: a third of the resamples have no spread, which made the studentized
+    bootstrap's interval [0, 1]; the t interval (clipped) leads instead."""
+    entry = _summary(np.r_[np.ones(20), 0.5], iters=2000)
+    lo, hi = entry["ci"]
+    assert entry["ci_method"] == "t" and 0.9 < lo < entry["mean"] < hi == 1.0

@@ -75,7 +75,9 @@ def bootstrap_t_interval(
     of ``(mean* - mean) / se*`` over resamples. None below two values or past the exact-resampling budget.
 
     A resample whose values are all equal has no spread; its t* is taken as ±1e12 (the limit), so such rare
-    resamples widen the interval rather than being dropped.
+    resamples widen the interval rather than being dropped. When they are not rare (scores nearly all equal, such
+    as 20 scores of 1.0 and one of 0.5) they would decide the interval's ends, which then span the whole range:
+    the method does not apply there, and None says so.
     """
     x = stats.as_array(values)
     n = x.size
@@ -103,6 +105,8 @@ def bootstrap_t_interval(
             tstar[pos : pos + rows] = _studentized(sample.mean(axis=1), (sample * sample).sum(axis=1), n, m)
             pos += rows
     alpha = 1.0 - confidence
+    if np.count_nonzero(np.abs(tstar) >= 1e12) > alpha / 2.0 * iters:
+        return None
     q_lo, q_hi = np.quantile(tstar, [alpha / 2.0, 1.0 - alpha / 2.0])
     return (m - float(q_hi) * se, m - float(q_lo) * se)
 
