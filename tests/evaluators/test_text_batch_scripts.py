@@ -253,6 +253,6 @@ def test_text_chunks_take_the_vectorised_path(name, options):
     expecteds = ["3", "42", "7"] if name == "numeric" else ["café", "京都", "σας"]
     got = ev._vector(actuals, expecteds)
     assert got is not None
-    scores, passed = got
+    scores, passed = got[:2]  # token_f1 adds the columns its passing verdicts are built from
     assert scores.tolist() == [v.score for v in map(ev.evaluate, actuals, expecteds)]
     assert passed.dtype == np.bool_ and len(passed) == 3

@@ -109,3 +109,15 @@ def test_the_text_evaluators_are_given_texts_and_the_others_responses() -> None:
         evaluator = Evaluator.from_config({"name": name, **options})
         assert reads_text(evaluator) and has_fast_batch(evaluator), name
     assert not reads_text(Evaluator.from_config({"name": "tool_usage", "required": ["f"]}))
+
+
+async def test_offline_records_are_valid_sample_records(tmp_path: Path) -> None:
+    # the bulk-built verdict dicts and encoded lines must read back as SampleRecords, as the per-sample path's do
+    from assay.record import SampleRecord
+
+    batch, _ = await run_both(tmp_path)
+    lines = (batch / SAMPLES).read_bytes().splitlines()
+    assert len(lines) == N
+    for line in lines:
+        record = SampleRecord.model_validate_json(line)
+        assert json.loads(record.model_dump_json()) == json.loads(line)  # nothing dropped or coerced

@@ -149,6 +149,8 @@ class BatchResult(Sequence[Verdict]):
         passed: BoolArray,
         build: Callable[[int], Verdict] | None = None,
         verdicts: Sequence[Verdict] | None = None,
+        fast_dict: Callable[[int], dict[str, Any]] | None = None,
+        fast: BoolArray | None = None,
     ) -> None:
         if scores.shape != passed.shape:
             raise ValueError("scores and passed must have the same shape")
@@ -159,6 +161,8 @@ class BatchResult(Sequence[Verdict]):
         self.passed = passed
         self._build = build
         self._verdicts = verdicts
+        self._fast_dict = fast_dict
+        self._fast = fast
 
     @classmethod
     def from_verdicts(cls, evaluator: str, verdicts: Sequence[Verdict]) -> BatchResult:
@@ -174,9 +178,34 @@ class BatchResult(Sequence[Verdict]):
         passed: BoolArray,
         actuals: Sequence[Any],
         expecteds: Sequence[Any],
+        *,
+        fast_dict: Callable[[int], dict[str, Any]] | None = None,
+        fast: BoolArray | None = None,
     ) -> BatchResult:
-        """A batch whose verdict ``i`` is rebuilt on access by evaluating pair ``i`` again."""
-        return cls(evaluator.name, scores, passed, build=lambda i: evaluator.evaluate(actuals[i], expecteds[i]))
+        """A batch whose verdict ``i`` is rebuilt on access by evaluating pair ``i`` again (``fast_dict`` and
+        ``fast``: see :meth:`to_dicts`)."""
+        return cls(
+            evaluator.name,
+            scores,
+            passed,
+            build=lambda i: evaluator.evaluate(actuals[i], expecteds[i]),
+            fast_dict=fast_dict,
+            fast=fast,
+        )
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """Every verdict's JSON form (:meth:`Verdict.to_dict`), in bulk.
+
+        Where the evaluator gave ``fast_dict``, a pair judged by its vectorised path (``fast``, all pairs when
+        None) gets its dict from that (built from the batch's columns, without judging the pair again); only the
+        others are rebuilt as Verdicts.
+        """
+        if self._fast_dict is None or self._verdicts is not None:
+            return [v.to_dict() for v in self]
+        fast_dict, build = self._fast_dict, self.__getitem__
+        if self._fast is None:
+            return [fast_dict(i) for i in range(len(self))]
+        return [fast_dict(i) if ok else build(i).to_dict() for i, ok in enumerate(self._fast.tolist())]
 
     @property
     def errored(self) -> BoolArray:

@@ -92,8 +92,9 @@ async def _one(evaluator: Evaluator, value: Any, expected: Any, context: Mapping
 
 async def _verdicts(
     evaluator: Evaluator, values: list[Any], expecteds: list[Any], contexts: list[Mapping[str, Any]]
-) -> list[Verdict]:
-    """Verdicts for many pairs: through ``evaluate_batch`` where it is columnar, else one by one (judges
+) -> list[dict[str, Any]]:
+    """Verdicts (their JSON form, :meth:`Verdict.to_dict`) for many pairs: through ``evaluate_batch`` where it is
+    columnar (its :meth:`BatchResult.to_dicts` builds passing pairs' dicts in bulk), else one by one (judges
     concurrently). A batch that raises is redone pair by pair, so only the pairs that fail get error verdicts."""
     if not values:
         return []
@@ -105,29 +106,38 @@ async def _verdicts(
         except Exception:
             batch = None
         if batch is not None and len(batch) == len(values):
-            out: list[Verdict] = []
-            seen: dict[tuple[str, str], Verdict] = {}  # a verdict depends on the pair alone: equal pairs built once
-            for i, (value, expected) in enumerate(zip(values, expecteds, strict=True)):
-                key = (value, expected) if type(value) is str and type(expected) is str else None
-                verdict = seen.get(key) if key is not None else None
-                if verdict is None:
-                    try:
-                        verdict = batch[i]
-                    except Exception as err:
-                        verdict = _raised(evaluator, err)
-                    if key is not None:
-                        seen[key] = verdict
-                out.append(verdict)
-            return out
+            try:
+                return batch.to_dicts()
+            except Exception:  # a verdict that cannot be built: those pairs get error verdicts, one by one
+                return [_built(evaluator, batch, i) for i in range(len(values))]
     if type(evaluator).aevaluate is Evaluator.aevaluate:
-        return [await _one(evaluator, v, e, c) for v, e, c in zip(values, expecteds, contexts, strict=True)]
+        return [(await _one(evaluator, v, e, c)).to_dict() for v, e, c in zip(values, expecteds, contexts, strict=True)]
     slots = asyncio.Semaphore(JUDGE_CONCURRENCY)
 
-    async def bounded(v: Any, e: Any, c: Mapping[str, Any]) -> Verdict:
+    async def bounded(v: Any, e: Any, c: Mapping[str, Any]) -> dict[str, Any]:
         async with slots:
-            return await _one(evaluator, v, e, c)
+            return (await _one(evaluator, v, e, c)).to_dict()
 
     return list(await asyncio.gather(*(bounded(v, e, c) for v, e, c in zip(values, expecteds, contexts, strict=True))))
+
+
+def _built(evaluator: Evaluator, batch: Sequence[Verdict], i: int) -> dict[str, Any]:
+    try:
+        return batch[i].to_dict()
+    except Exception as err:
+        return _raised(evaluator, err).to_dict()
+
+
+def _no_match(verdict: dict[str, Any], mark: NoMatch | None) -> dict[str, Any]:
+    """:func:`explain_no_match` on a verdict's JSON form."""
+    if mark is None or verdict["passed"] or verdict["error"] is not None:
+        return verdict
+    return explain_no_match(Verdict.from_dict(verdict), mark).to_dict()
+
+
+def errored(message: str) -> dict[str, Any]:
+    """An error verdict's JSON form."""
+    return Verdict.errored(message).to_dict()
 
 
 def _jsonable(value: Any) -> Any:
@@ -171,7 +181,7 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
         for metric in task.metrics:
             if metric.filters and pipeline.name not in metric.filters:
                 continue
-            slots: list[list[Verdict | None]] = []
+            slots: list[list[dict[str, Any] | None]] = []
             todo: list[tuple[int, int]] = []
             expecteds: list[Any] = []
             for i, item in enumerate(chunk):
@@ -179,15 +189,15 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
                     expected, missing = task.expected_for(item.sample, metric), None
                 except DataError as err:  # the row lacks the field the metric compares with: an error, not a crash
                     expected, missing = None, str(err)
-                row: list[Verdict | None] = []
+                row: list[dict[str, Any] | None] = []
                 for j, value in enumerate(values[i]):
                     if broken[i] is not None:
-                        row.append(Verdict.errored(f"filter pipeline {pipeline.name!r} failed: {broken[i]}"))
+                        row.append(errored(f"filter pipeline {pipeline.name!r} failed: {broken[i]}"))
                     elif value is None:
                         why = nothing_to_judge(pipeline.name, pipeline.reduces, item.responses, j, failures[i])
-                        row.append(Verdict.errored(why))
+                        row.append(errored(why))
                     elif missing is not None:
-                        row.append(Verdict.errored(missing))
+                        row.append(errored(missing))
                     else:
                         row.append(None)
                         todo.append((i, j))
@@ -197,17 +207,20 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
                 metric.evaluator, [values[i][j] for i, j in todo], expecteds, [contexts[i] for i, _ in todo]
             )
             for (i, j), verdict in zip(todo, judged, strict=True):
-                slots[i][j] = explain_no_match(verdict, marks[i][j])
-            dicts: dict[int, dict[str, Any]] = {}  # id(verdict) -> its JSON form, for verdicts shared by equal pairs
+                slots[i][j] = _no_match(verdict, marks[i][j])
             for i, row in enumerate(slots):
-                verdicts = cast(list[Verdict], row)
-                scored = [v for v in verdicts if not v.is_error]
+                verdicts = cast(list[dict[str, Any]], row)
                 record = records[i]
-                record["verdicts"][metric.name] = [
-                    dicts.get(id(v)) or dicts.setdefault(id(v), v.to_dict()) for v in verdicts
-                ]
-                record["scores"][metric.name] = sum(v.score for v in scored) / len(scored) if scored else None
-                record["passed"][metric.name] = all(v.passed for v in scored) if scored else None
+                record["verdicts"][metric.name] = verdicts
+                if len(verdicts) == 1:  # the usual case: one answer
+                    only = verdicts[0]
+                    ok = only["error"] is None
+                    record["scores"][metric.name] = only["score"] if ok else None
+                    record["passed"][metric.name] = only["passed"] if ok else None
+                    continue
+                scored = [v for v in verdicts if v["error"] is None]
+                record["scores"][metric.name] = sum(v["score"] for v in scored) / len(scored) if scored else None
+                record["passed"][metric.name] = all(v["passed"] for v in scored) if scored else None
         for i in range(n):
             out[i][pipeline.name] = records[i]
     return out

@@ -46,21 +46,36 @@ def listing(items: Sequence[str], conjunction: str = "and", limit: int = 5) -> s
 
 BATCH_CHUNK = 8_192  # pairs per vectorised step: the strings of a chunk stay in the CPU cache between steps
 
-VectorStep = Callable[[Sequence[Any], Sequence[Any]], "tuple[FloatArray, BoolArray] | None"]
+Columns = dict[str, np.ndarray[Any, Any]]
+# scores and passed of a chunk, optionally with named per-pair columns (what the verdicts' details are built from)
+VectorStep = Callable[
+    [Sequence[Any], Sequence[Any]], "tuple[FloatArray, BoolArray] | tuple[FloatArray, BoolArray, Columns] | None"
+]
+# from (actuals, expecteds, scores, passed, columns) of the whole batch, a function giving the JSON form of the
+# verdict of vectorised pair i
+FastDicts = Callable[[Sequence[Any], Sequence[Any], FloatArray, BoolArray, Columns], Callable[[int], dict[str, Any]]]
 
 
 def chunked_batch(
-    evaluator: Evaluator, actuals: Sequence[Any], expecteds: Sequence[Any] | None, vector: VectorStep
+    evaluator: Evaluator,
+    actuals: Sequence[Any],
+    expecteds: Sequence[Any] | None,
+    vector: VectorStep,
+    fast_dicts: FastDicts | None = None,
 ) -> BatchResult:
     """Score a batch chunk by chunk with ``vector`` (scores and passed of a chunk, or None when the chunk holds
     something it cannot vectorise: a list of answers, a non-text output), pair by pair for those chunks.
 
     Verdicts are rebuilt on access (:meth:`BatchResult.lazy`), so memory stays two arrays whatever the size.
+    With ``fast_dicts``, :meth:`BatchResult.to_dicts` builds the vectorised pairs' dicts from the scores and the
+    columns the vector steps returned, without judging them again.
     """
     exp = _expecteds(actuals, expecteds)
     n = len(actuals)
     scores = np.empty(n, dtype=np.float64)
     passed = np.empty(n, dtype=np.bool_)
+    fast = np.zeros(n, dtype=np.bool_)
+    columns: Columns = {}
     for start in range(0, n, BATCH_CHUNK):
         stop = min(n, start + BATCH_CHUNK)
         chunk_a, chunk_e = actuals[start:stop], exp[start:stop]
@@ -71,5 +86,13 @@ def chunked_batch(
                 np.fromiter((v.score for v in verdicts), dtype=np.float64, count=stop - start),
                 np.fromiter((v.passed for v in verdicts), dtype=np.bool_, count=stop - start),
             )
-        scores[start:stop], passed[start:stop] = got
-    return BatchResult.lazy(evaluator, scores, passed, actuals, exp)
+        else:
+            fast[start:stop] = True
+        scores[start:stop], passed[start:stop] = got[0], got[1]
+        if len(got) == 3:
+            for name, column in got[2].items():
+                if name not in columns:
+                    columns[name] = np.zeros(n, dtype=column.dtype)
+                columns[name][start:stop] = column
+    fast_dict = None if fast_dicts is None or not fast.any() else fast_dicts(actuals, exp, scores, passed, columns)
+    return BatchResult.lazy(evaluator, scores, passed, actuals, exp, fast_dict=fast_dict, fast=fast)

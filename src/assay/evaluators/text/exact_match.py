@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -11,7 +11,7 @@ import numpy as np
 from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import NormalizeOptions, Normalizer
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import chunked_batch, clip, cut, references
+from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, references
 from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
 
@@ -70,7 +70,7 @@ class ExactMatch(Evaluator):
 
         Chunks holding lists of answers or non-text outputs are judged pair by pair.
         """
-        return chunked_batch(self, actuals, expecteds, self._vector)
+        return chunked_batch(self, actuals, expecteds, self._vector, self._fast_dicts)
 
     def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
         keys_a = self.normalize.batch_keys(actuals)
@@ -79,3 +79,18 @@ class ExactMatch(Evaluator):
             return None
         passed = np.fromiter(map(operator.eq, keys_a, keys_e), dtype=np.bool_, count=len(keys_a))
         return passed.astype(np.float64), passed
+
+    def _fast_dicts(
+        self, actuals: Sequence[Any], expecteds: Sequence[Any], scores: FloatArray, passed: BoolArray, columns: Columns
+    ) -> Callable[[int], dict[str, Any]]:
+        """The JSON form of a vectorised pair's verdict, as :meth:`check` gives it: a passing pair's is constant
+        but for the (one) answer it matched; only a failing pair is judged again, for its reason and feedback."""
+        ok = passed.tolist()
+
+        def build(i: int) -> dict[str, Any]:
+            if not ok[i]:
+                return self.evaluate(actuals[i], expecteds[i]).to_dict()
+            details = {"matched": cut(expecteds[i])}
+            return {"score": 1.0, "passed": True, "reason": None, "feedback": None, "details": details, "error": None}
+
+        return build

@@ -23,7 +23,7 @@ from assay.evaluators.normalize import (
     squad_tokens_prepared,
 )
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import chunked_batch, clip, cut, listing, references
+from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, listing, references
 from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
 
@@ -104,13 +104,14 @@ class TokenF1(Evaluator):
     def _feedback(pred: list[str], gold: list[str], answer: str) -> str:
         if not pred:
             return f"The output has no words once punctuation and articles are dropped; answer with {clip(answer)}."
-        missing = list((Counter(gold) - Counter(pred)).elements())
-        extra = list((Counter(pred) - Counter(gold)).elements())
+        have, want = Counter(pred), Counter(gold)
+        missing = list((want - have).elements())
+        extra = list((have - want).elements())
         parts = []
         if missing:
-            parts.append(f"include the missing word(s) {listing([repr(t) for t in missing], limit=8)}")
+            parts.append(f"include the missing word(s) {_quoted(missing)}")
         if extra:
-            parts.append(f"drop the extra word(s) {listing([repr(t) for t in extra], limit=8)}")
+            parts.append(f"drop the extra word(s) {_quoted(extra)}")
         return f"Answer with {clip(answer)}: {' and '.join(parts)}."
 
     def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
@@ -120,31 +121,101 @@ class TokenF1(Evaluator):
         stream per side and their overlaps counted in numpy. Chunks holding lists of answers or non-text outputs
         are judged pair by pair.
         """
-        return chunked_batch(self, actuals, expecteds, self._vector)
+        return chunked_batch(self, actuals, expecteds, self._vector, self._fast_dicts)
 
-    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
+    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray, Columns] | None:
         prep_a = squad_prepare_batch(actuals)
         prep_e = None if prep_a is None else squad_prepare_batch(expecteds)
         if prep_a is None or prep_e is None:
             return None
         n = len(prep_a)
-        f1 = np.ones(n, dtype=np.float64)  # equal prepared texts have equal tokens: F1 is 1 (or both are empty)
+        # equal prepared texts have equal tokens: F1, precision and recall are 1 (or both are empty)
+        f1, precision, recall = np.ones(n), np.ones(n), np.ones(n)
+        n_pred, n_gold = np.zeros(n), np.zeros(n)
         differ = np.fromiter(map(operator.ne, prep_a, prep_e), dtype=np.bool_, count=n)
         if differ.any():
-            f1[differ] = f1_array(*_token_counts(list(compress(prep_a, differ)), list(compress(prep_e, differ))))
-        return f1, f1 >= self.options.threshold
+            same, n_pred[differ], n_gold[differ] = _token_counts(
+                list(compress(prep_a, differ)), list(compress(prep_e, differ))
+            )
+            f1[differ], precision[differ], recall[differ] = f1_columns(same, n_pred[differ], n_gold[differ])
+        passed = f1 >= self.options.threshold
+        if not differ.all():  # passing pairs' details give token counts: those of equal pairs, one by one
+            equal = ~differ
+            counts = np.fromiter((len(squad_tokens_prepared(p)) for p in compress(prep_a, equal)), dtype=np.float64)
+            n_pred[equal] = n_gold[equal] = counts
+        columns = {"f1": f1, "precision": precision, "recall": recall, "n_pred": n_pred, "n_gold": n_gold}
+        return f1, passed, columns
+
+    def _fast_dicts(
+        self, actuals: Sequence[Any], expecteds: Sequence[Any], scores: FloatArray, passed: BoolArray, columns: Columns
+    ) -> Callable[[int], dict[str, Any]]:
+        """The JSON form of a vectorised pair's verdict (one text answer), as :meth:`check` gives it, from the
+        batch's columns: only a failing pair's feedback tokenises its texts again."""
+        threshold = self.options.threshold
+        f1s, ok = scores.tolist(), passed.tolist()
+        precision, recall = columns["precision"].tolist(), columns["recall"].tolist()
+        n_pred, n_gold = columns["n_pred"].astype(np.int64).tolist(), columns["n_gold"].astype(np.int64).tolist()
+
+        def build(i: int) -> dict[str, Any]:
+            f1, answer = f1s[i], expecteds[i]
+            details = {
+                "f1": f1,
+                "precision": precision[i],
+                "recall": recall[i],
+                "threshold": threshold,
+                "matched": cut(answer),
+                "output_tokens": n_pred[i],
+                "expected_tokens": n_gold[i],
+            }
+            if ok[i]:
+                return {
+                    "score": f1,
+                    "passed": True,
+                    "reason": None,
+                    "feedback": None,
+                    "details": details,
+                    "error": None,
+                }
+            text = actuals[i]
+            reason = (
+                f"token F1 {f1:.3f} (precision {precision[i]:.3f}, recall {recall[i]:.3f}) of output {clip(text, 80)} "
+                f"against {clip(answer, 80)} is below the threshold {threshold:g}"
+            )
+            feedback = self._feedback(squad_normalize(text).split(), squad_normalize(answer).split(), answer)
+            return {
+                "score": f1,
+                "passed": False,
+                "reason": reason,
+                "feedback": feedback,
+                "details": details,
+                "error": None,
+            }
+
+        return build
 
 
-def f1_array(same: FloatArray, n_pred: FloatArray, n_gold: FloatArray) -> FloatArray:
-    """:func:`f1_figures`' F1 over arrays of counts, with the same arithmetic (so the same floats)."""
+def _quoted(tokens: list[str], limit: int = 8) -> str:
+    """:func:`listing` of the tokens' reprs (only those shown are quoted: a long output has hundreds)."""
+    return listing([repr(t) for t in tokens[:limit]] + [""] * max(0, len(tokens) - limit), limit=limit)
+
+
+def f1_columns(same: FloatArray, n_pred: FloatArray, n_gold: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """:func:`f1_figures` over arrays of counts, with the same arithmetic (so the same floats)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = same / n_pred
         recall = same / n_gold
         f1 = 2 * precision * recall / (precision + recall)
-    f1[same == 0] = 0.0
+    none = same == 0
+    f1[none] = precision[none] = recall[none] = 0.0
     empty = (n_pred == 0) | (n_gold == 0)
-    f1[empty] = (n_pred == n_gold)[empty]
-    return f1
+    agree = (n_pred == n_gold)[empty].astype(np.float64)
+    f1[empty] = precision[empty] = recall[empty] = agree
+    return f1, precision, recall
+
+
+def f1_array(same: FloatArray, n_pred: FloatArray, n_gold: FloatArray) -> FloatArray:
+    """:func:`f1_figures`' F1 over arrays of counts, with the same arithmetic (so the same floats)."""
+    return f1_columns(same, n_pred, n_gold)[0]
 
 
 def _token_counts(prepared_a: list[str], prepared_e: list[str]) -> tuple[FloatArray, FloatArray, FloatArray]:
