@@ -121,3 +121,24 @@ async def test_offline_records_are_valid_sample_records(tmp_path: Path) -> None:
     for line in lines:
         record = SampleRecord.model_validate_json(line)
         assert json.loads(record.model_dump_json()) == json.loads(line)  # nothing dropped or coerced
+
+
+def test_a_response_json_form_is_its_model_dump() -> None:
+    from assay.models.base import Response, ToolCall, Usage
+    from assay.runner.offline import response_json
+
+    full = Response(
+        text="héllo",
+        tool_calls=[ToolCall(name="f", arguments={"x": [1, 2]}, id="c1", result={"ok": True})],
+        usage=Usage(input_tokens=3, output_tokens=4),
+        latency_s=0.5,
+        finish_reason="length",
+        model="m",
+        truncated_from=99,
+        metadata={"source": "p.jsonl:3"},
+    )
+    for response in (full, Response(text=None), Response(text="x", tool_calls=[ToolCall(name="g")])):
+        got = response_json(response)
+        assert got == response.model_dump() and list(got) == list(response.model_dump())
+        assert got is not None and got["usage"] is not response.usage.__dict__  # a copy, not the model's own
+    assert response_json(None) is None
