@@ -143,7 +143,9 @@ class TokenF1(Evaluator):
             equal = ~differ
             counts = np.fromiter((len(squad_tokens_prepared(p)) for p in compress(prep_a, equal)), dtype=np.float64)
             n_pred[equal] = n_gold[equal] = counts
-        columns = {"f1": f1, "precision": precision, "recall": recall, "n_pred": n_pred, "n_gold": n_gold}
+        columns: Columns = {"precision": precision, "recall": recall, "n_pred": n_pred, "n_gold": n_gold}
+        # the prepared texts: a failing pair's feedback takes its tokens from them (preparing is the costly step)
+        columns["prep_a"], columns["prep_e"] = _objects(prep_a), _objects(prep_e)
         return f1, passed, columns
 
     def _fast_dicts(
@@ -155,6 +157,7 @@ class TokenF1(Evaluator):
         f1s, ok = scores.tolist(), passed.tolist()
         precision, recall = columns["precision"].tolist(), columns["recall"].tolist()
         n_pred, n_gold = columns["n_pred"].astype(np.int64).tolist(), columns["n_gold"].astype(np.int64).tolist()
+        prepared_a, prepared_e = columns["prep_a"].tolist(), columns["prep_e"].tolist()
 
         def build(i: int) -> dict[str, Any]:
             f1, answer = f1s[i], expecteds[i]
@@ -181,7 +184,8 @@ class TokenF1(Evaluator):
                 f"token F1 {f1:.3f} (precision {precision[i]:.3f}, recall {recall[i]:.3f}) of output {clip(text, 80)} "
                 f"against {clip(answer, 80)} is below the threshold {threshold:g}"
             )
-            feedback = self._feedback(squad_normalize(text).split(), squad_normalize(answer).split(), answer)
+            pred, gold = squad_tokens_prepared(prepared_a[i]), squad_tokens_prepared(prepared_e[i])
+            feedback = self._feedback(pred, gold, answer)
             return {
                 "score": f1,
                 "passed": False,
@@ -192,6 +196,12 @@ class TokenF1(Evaluator):
             }
 
         return build
+
+
+def _objects(texts: list[str]) -> npt.NDArray[np.object_]:
+    out = np.empty(len(texts), dtype=object)
+    out[:] = texts
+    return out
 
 
 def _quoted(tokens: list[str], limit: int = 8) -> str:
