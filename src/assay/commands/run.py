@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -162,6 +163,33 @@ def ray_options(
     return {key: value for key, value in given.items() if value is not None}
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+_EXECUTOR_OPTIONS = (
+    click.option(
+        "--executor",
+        type=click.Choice(["local", "ray"]),
+        default="local",
+        show_default=True,
+        help="Who runs the work: this process, or a Ray cluster (pip install 'assay[ray]').",
+    ),
+    click.option(
+        "--ray-address",
+        help="Ray cluster to join: auto, HOST:PORT or ray://HOST:10001 (default: $RAY_ADDRESS, else a local Ray).",
+    ),
+    click.option("--ray-workers", type=click.IntRange(min=1), help="Ray worker actors (default: one per CPU)."),
+    click.option("--ray-num-cpus", type=click.FloatRange(min=0), help="CPUs each Ray worker reserves (default 1)."),
+    click.option("--ray-num-gpus", type=click.FloatRange(min=0), help="GPUs each Ray worker reserves (default 0)."),
+)
+
+
+def executor_options(command: F) -> F:
+    """``--executor`` and the ``--ray-*`` options, shared by ``assay run`` and ``assay score``."""
+    for option in reversed(_EXECUTOR_OPTIONS):
+        command = option(command)
+    return command
+
+
 def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) -> None:
     from assay.report.table import render_table
     from assay.results import load_run
@@ -252,20 +280,7 @@ def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) ->
     help="A model that writes feedback for failing verdicts: a spec as --model, or JSON such as "
     '\'{"provider": "openai", "model": "m", "base_url": "http://…/v1"}\'.',
 )
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="Who runs the work: this process, or a Ray cluster (pip install 'assay[ray]').",
-)
-@click.option(
-    "--ray-address",
-    help="Ray cluster to join: auto, HOST:PORT or ray://HOST:10001 (default: $RAY_ADDRESS, else a local Ray).",
-)
-@click.option("--ray-workers", type=click.IntRange(min=1), help="Ray worker actors (default: one per CPU).")
-@click.option("--ray-num-cpus", type=click.FloatRange(min=0), help="CPUs each Ray worker reserves (default 1).")
-@click.option("--ray-num-gpus", type=click.FloatRange(min=0), help="GPUs each Ray worker reserves (default 0).")
+@executor_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no table (for CI logs).")
 @click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "json"]), default="rich", show_default=True)
 def run_command(

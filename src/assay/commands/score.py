@@ -9,6 +9,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
+from assay.commands.run import executor_options, ray_options
 from assay.errors import AssayError
 
 
@@ -31,13 +32,25 @@ from assay.errors import AssayError
 @click.option(
     "--in-place", is_flag=True, help="Rewrite RUN_DIR itself (its old scores are replaced) instead of a new folder."
 )
+@executor_options
 @click.option("--quiet", "-q", is_flag=True, help="No table (for CI logs).")
 @click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "json"]), default="rich", show_default=True)
 def score_command(
-    run_dir: Path, task_files: tuple[Path, ...], output_dir: Path | None, in_place: bool, quiet: bool, fmt: str
+    run_dir: Path,
+    task_files: tuple[Path, ...],
+    output_dir: Path | None,
+    in_place: bool,
+    executor: str,
+    ray_address: str | None,
+    ray_workers: int | None,
+    ray_num_cpus: float | None,
+    ray_num_gpus: float | None,
+    quiet: bool,
+    fmt: str,
 ) -> None:
     """Re-score RUN_DIR's logged responses into a new run folder (run.json names RUN_DIR as `rescored_from`);
-    no model is called. With --in-place, RUN_DIR itself is rewritten (holding its lock)."""
+    no model is called. With --in-place, RUN_DIR itself is rewritten (holding its lock). With --executor ray,
+    Ray workers score shards of the records; this process still writes the run folder."""
     from assay.api import load_tasks, run_sync
     from assay.runner.rescore import rescore
 
@@ -46,7 +59,10 @@ def score_command(
         raise click.UsageError("--in-place rewrites RUN_DIR; it takes no --output")
     try:
         tasks = load_tasks(list(task_files)) if task_files else None
-        outcome = run_sync(rescore(run_dir, tasks, output_dir=output_dir, in_place=in_place))
+        ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus)
+        outcome = run_sync(
+            rescore(run_dir, tasks, output_dir=output_dir, in_place=in_place, executor=executor, ray=ray)
+        )
     except AssayError as err:
         console.print(f"[red]error:[/] {escape(str(err))}")
         sys.exit(2)

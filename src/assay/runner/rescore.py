@@ -1,9 +1,9 @@
 """Re-score a run's logged responses with (possibly changed) evaluators, without calling any model.
 
 The records are streamed from the run's ``samples.jsonl`` in chunks and scored by the offline scorer (evaluators'
-batch paths), so memory stays flat in the size of the run. By default the result is a new run folder whose
-``run.json`` names the run it came from (``rescored_from``); ``in_place`` rewrites the run itself, under its lock,
-replacing ``samples.jsonl`` only once every sample is re-scored.
+batch paths), here or on Ray workers, so memory stays flat in the size of the run. By default the result is a new
+run folder whose ``run.json`` names the run it came from (``rescored_from``); ``in_place`` rewrites the run itself,
+under its lock, replacing ``samples.jsonl`` only once every sample is re-scored.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import ConfigError, DataError
 from assay.models.base import Response
 from assay.record import RunManifest
+from assay.runner.executors import EXECUTORS, RayOptions
 from assay.runner.lock import run_lock
 from assay.runner.offline import CHUNK, Answered, encode, score_records
 from assay.runner.rundir import SAMPLES, SampleWriter, iter_sample_lines, read_manifest, write_manifest
@@ -62,15 +63,15 @@ def _answered(record: dict[str, Any], samples: list[Sample]) -> Answered:
     return Answered(_sample_for(record, samples), responses, errors, logged=record)
 
 
-def _chunks(path: Path, by_name: dict[str, Task]) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
-    """Logged records in file order, in runs of one task of at most CHUNK records."""
+def _chunks(path: Path, by_name: dict[str, Task], size: int = CHUNK) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
+    """Logged records in file order, in runs of one task of at most ``size`` records."""
     current: Task | None = None
     batch: list[dict[str, Any]] = []
     for lineno, record in iter_sample_lines(path):
         task = by_name.get(str(record.get("task")))
         if task is None:
             raise DataError(f"{path}:{lineno}: sample of task {record.get('task')!r}, which run.json does not list")
-        if batch and (task is not current or len(batch) >= CHUNK):
+        if batch and (task is not current or len(batch) >= size):
             assert current is not None
             yield current, batch
             batch = []
@@ -81,14 +82,39 @@ def _chunks(path: Path, by_name: dict[str, Task]) -> Iterator[tuple[Task, list[d
         yield current, batch
 
 
-async def _rescore_into(source: Path, writer: SampleWriter, by_name: dict[str, Task]) -> int:
-    """Score every logged record of ``source`` with ``by_name``'s tasks and append it to ``writer``."""
+async def _rescore_into(source: Path, writer: SampleWriter, by_name: dict[str, Task], ray: RayOptions | None) -> int:
+    """Score every logged record of ``source`` with ``by_name``'s tasks and append it to ``writer``: here, or on
+    Ray workers (``ray`` given) fed shards of records, whose encoded lines the driver appends as they come back."""
     samples = {name: task.samples() for name, task in by_name.items()}
+    if ray is not None:
+        return await _rescore_on_ray(source, writer, by_name, samples, ray)
     count = 0
     for task, records in _chunks(source, by_name):
         scored = await score_records(task, [_answered(r, samples[task.name]) for r in records])
         writer.write_lines([encode(record) for record in scored])
         count += len(records)
+    return count
+
+
+async def _rescore_on_ray(
+    source: Path, writer: SampleWriter, by_name: dict[str, Task], samples: dict[str, list[Sample]], options: RayOptions
+) -> int:
+    from assay.runner.executors.ray_offline import OFFLINE_SHARD, OfflinePool, OfflineShard
+
+    size = options.shard_size or OFFLINE_SHARD
+    shards = (
+        OfflineShard(task, [_answered(r, samples[task.name]) for r in records])
+        for task, records in _chunks(source, by_name, size)
+    )
+    count = 0
+
+    def write(shard: OfflineShard, scored: Any) -> None:
+        nonlocal count
+        writer.write_lines(scored.lines)
+        count += len(scored.lines)
+
+    async with OfflinePool(options, list(by_name.values()), max_response_chars=None) as pool:
+        await pool.score(shards, write)
     return count
 
 
@@ -133,15 +159,23 @@ async def rescore(
     *,
     output_dir: Path | None = None,
     in_place: bool = False,
+    executor: str = "local",
+    ray: RayOptions | dict[str, Any] | None = None,
     **results_options: Any,
 ) -> Rescored:
     """Re-score every sample of ``run_dir`` (with ``tasks`` replacing same-named ones) into a new run folder under
     ``output_dir`` (default: next to ``run_dir``), or with ``in_place`` into ``run_dir`` itself.
 
+    ``executor="ray"`` scores shards of the records on Ray workers (``ray``: where and with what, as for a run);
+    this process still reads and writes the run folders, so the records and results are the local executor's.
+
     A replacement task may change filters and evaluators only: one whose requests differ (dataset, prompt,
     few-shot, generation parameters, tools, repeats) is refused, since the logged answers are not answers to it.
     A re-score that fails leaves the original run untouched (and removes its half-written new folder).
     """
+    if executor not in EXECUTORS:
+        raise ConfigError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
+    on_ray = RayOptions.model_validate(ray or {}) if executor == "ray" else None
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir)
     by_name = _tasks_for(run_dir, manifest, tasks)
@@ -149,14 +183,14 @@ async def rescore(
     options.update(results_options)
     try:
         if in_place:
-            return await _in_place(run_dir, manifest, by_name, options)
-        return await _new_folder(run_dir, manifest, by_name, options, output_dir)
+            return await _in_place(run_dir, manifest, by_name, options, on_ray)
+        return await _new_folder(run_dir, manifest, by_name, options, output_dir, on_ray)
     finally:
         await close_evaluators(list(by_name.values()))
 
 
 async def _in_place(
-    run_dir: Path, manifest: RunManifest, by_name: dict[str, Task], options: dict[str, Any]
+    run_dir: Path, manifest: RunManifest, by_name: dict[str, Task], options: dict[str, Any], ray: RayOptions | None
 ) -> Rescored:
     from assay.results import write_results
 
@@ -165,7 +199,7 @@ async def _in_place(
         try:
             partial.unlink(missing_ok=True)
             with SampleWriter(partial) as writer:
-                count = await _rescore_into(run_dir / SAMPLES, writer, by_name)
+                count = await _rescore_into(run_dir / SAMPLES, writer, by_name, ray)
             os.replace(partial, run_dir / SAMPLES)  # the old records stay whole until the new ones are complete
         finally:
             partial.unlink(missing_ok=True)
@@ -180,6 +214,7 @@ async def _new_folder(
     by_name: dict[str, Task],
     options: dict[str, Any],
     output_dir: Path | None,
+    ray: RayOptions | None,
 ) -> Rescored:
     from assay import __version__
     from assay.results import write_results
@@ -193,7 +228,7 @@ async def _new_folder(
             fresh.status, fresh.finished_at, fresh.rescored_from = "running", None, str(run_dir.resolve())
             write_manifest(target, fresh)
             with SampleWriter(target / SAMPLES) as writer:
-                count = await _rescore_into(run_dir / SAMPLES, writer, by_name)
+                count = await _rescore_into(run_dir / SAMPLES, writer, by_name, ray)
             fresh.status, fresh.finished_at = "finished", time.time()
             fresh.total_seconds = time.perf_counter() - started
             write_manifest(target, fresh)

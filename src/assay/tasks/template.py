@@ -161,6 +161,11 @@ class Template:
     variables: frozenset[str]
     globals: dict[str, Any] = field(default_factory=dict)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its source, compiled again when loaded (a compiled Jinja template does not pickle), so a
+        task's prompt can go to other processes (Ray workers render predictions runs' prompts)."""
+        return compile_template, (self.source, self.label)
+
     def render(self, context: dict[str, Any]) -> str:
         """Render; errors (undefined variables included) propagate as Jinja2 exceptions.
 

@@ -49,8 +49,8 @@ def make_executor(
 ) -> Scheduler:
     """The executor called ``name``, with the scheduler's interface (``run(work)``, ``stats``, ``cache_failures``).
 
-    ``offline`` (the answers exist: a predictions run) runs locally through the chunked batch scorer; on Ray, the
-    workers answer such samples from the predictions like any model, one sample at a time."""
+    ``offline`` (the answers exist: a predictions run) goes through the chunked batch scorer: here, or on Ray
+    workers fed shards of answered samples."""
     if name == "local":
         if offline:
             from assay.runner.offline import OfflineScheduler
@@ -60,6 +60,12 @@ def make_executor(
 
         return LocalExecutor(model, writer, config, cache=cache, progress=progress)
     if name == "ray":
+        if offline:
+            from assay.runner.executors.ray_offline import RayOfflineExecutor
+
+            return RayOfflineExecutor(
+                model, writer, config, cache=cache, progress=progress, options=ray or RayOptions()
+            )
         from assay.runner.executors.ray import RayExecutor
 
         return RayExecutor(model, writer, config, cache=cache, progress=progress, options=ray or RayOptions())

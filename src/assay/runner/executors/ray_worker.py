@@ -1,5 +1,6 @@
 """The Ray executor's worker side: an actor holding the model client and the tasks' evaluators, running shards
-of samples through the local request loop and streaming each finished record back as an encoded line."""
+of samples through the local request loop and streaming each finished record back as an encoded line; and one
+scoring shards of already answered samples (predictions runs, re-scores) with the offline scorer."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import ray
 from assay.models.base import Model, Request, Response
 from assay.record import SampleRecord
 from assay.runner.cache import ResponseCache
+from assay.runner.offline import Answered, encode, score_records, verdict_error
 from assay.runner.progress import RunProgress
 from assay.runner.rundir import SampleWriter
 from assay.runner.scheduler import Scheduler, SchedulerConfig
@@ -176,3 +178,49 @@ def _drain(cache: _ShardCache | None) -> dict[str, Response]:
         return {}
     out, cache.puts = cache.puts, {}
     return out
+
+
+class Scored(NamedTuple):
+    """A scored offline shard as a worker sends it back: each record's samples.jsonl line (encoded, so the driver
+    only appends them), its first error verdict and how many of its answers were stored cut."""
+
+    lines: list[bytes]
+    evaluator_errors: list[str | None]
+    truncated: list[int]
+
+
+class OfflineWorker:
+    """A Ray actor scoring shards of answered samples (a predictions run, a re-score) with the offline scorer:
+    the same records as the local chunked path, made where the worker runs."""
+
+    def __init__(self, tasks: list[Task], max_response_chars: int | None) -> None:
+        self.tasks = {task.name: task for task in tasks}
+        self.max_response_chars = max_response_chars
+
+    def ready(self) -> tuple[str, int]:
+        """Where this worker runs (node id, pid): the driver waits for it before sending work."""
+        return ray.get_runtime_context().get_node_id(), os.getpid()
+
+    async def score(self, task_name: str, items: list[Answered], started_at: float, model_seconds: float) -> Scored:
+        """The shard's records, encoded, in shard order."""
+        records = await score_records(
+            self.tasks[task_name],
+            items,
+            started_at=started_at,
+            model_seconds=model_seconds,
+            max_response_chars=self.max_response_chars,
+        )
+        return Scored(
+            [encode(record) for record in records],
+            [verdict_error(record["filters"]) for record in records],
+            [
+                sum(r is not None and r.get("truncated_from") is not None for r in record["responses"])
+                for record in records
+            ],
+        )
+
+    async def close(self) -> None:
+        """Release the evaluators' connections (judges)."""
+        from assay.runner.session import close_evaluators
+
+        await close_evaluators(list(self.tasks.values()))

@@ -1,0 +1,315 @@
+"""Offline scoring on Ray (a predictions run, a re-score): the driver reads the answers, sends shards of answered
+samples to worker actors running the offline scorer, and appends each shard's encoded records as it comes back.
+
+The driver stays the one writer: a shard's records are written only when the whole shard is back, so a shard
+whose worker died is simply sent again (split, if it keeps killing workers) and never written twice. Shards are
+read lazily and at most two per worker are in flight, so the driver never holds the whole run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import groupby
+from typing import TYPE_CHECKING, Any, cast
+
+import ray
+import ray.exceptions
+
+from assay.errors import AssayError, ConfigError
+from assay.models.base import ModelError, Response
+from assay.runner.executors import RayOptions
+from assay.runner.executors.ray import (
+    _LOST,
+    MAX_SHARD_ATTEMPTS,
+    SHARDS_PER_WORKER,
+    WorkerLostError,
+    _check_resources,
+    _for_workers,
+    _restarted,
+    _stop,
+    connect,
+    with_resources,
+)
+from assay.runner.executors.ray_worker import OfflineWorker, Scored
+from assay.runner.offline import Answered, OfflineScheduler
+
+if TYPE_CHECKING:
+    from assay.models.predictions import PredictionsModel
+    from assay.runner.scheduler import RunStats
+    from assay.tasks import Sample, Task
+
+OFFLINE_SHARD = 1024  # answered samples per shard: tens of ms of scoring, against ~1 ms of Ray overhead
+
+
+@dataclass
+class OfflineShard:
+    """Consecutive answered samples of one task, with the timings their new records get."""
+
+    task: Task
+    items: list[Answered]
+    started_at: float = 0.0
+    model_seconds: float = 0.0
+    attempts: int = 0
+
+
+def for_offline_workers(task: Task) -> Task:
+    """``task`` as offline workers need it: without its dataset (each shard carries its samples) but with its
+    prompt and few-shot examples, since a predictions run's records are rendered where they are scored."""
+    light = _for_workers(task)
+    light.prompt = task.prompt
+    sampler = task._fewshot()  # built from the dataset here, so that workers need neither it nor its files
+    light._sampler, light._pool_dataset = sampler, None
+    return light
+
+
+class OfflinePool:
+    """Ray worker actors scoring shards of answered samples; ``score`` hands each scored shard to its caller (the
+    run folder's writer), one shard at a time."""
+
+    def __init__(self, options: RayOptions, tasks: Sequence[Task], *, max_response_chars: int | None) -> None:
+        self.options = with_resources(options, list(tasks))
+        self.tasks = list(tasks)
+        self.max_response_chars = max_response_chars
+        self.workers_started = 0
+        self.shards_redone = 0
+        self._actors: list[Any] = []
+        self._connected = False
+        self._refs: list[Any] = []
+
+    async def __aenter__(self) -> OfflinePool:
+        self._connected = connect(self.options)
+        try:
+            _check_resources(self.options)
+            self._actors = self._start()
+            await self._wait_ready()
+        except BaseException:
+            await self.__aexit__()
+            raise
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        try:
+            await _stop(self._actors)
+        finally:
+            self._actors = []
+            if self._connected:
+                ray.shutdown()
+                self._connected = False
+
+    def _worker_count(self) -> int:
+        if self.options.workers is not None:
+            return self.options.workers
+        cpus = float(ray.cluster_resources().get("CPU", 1.0))
+        return max(1, int(cpus // self.options.num_cpus) if self.options.num_cpus else int(cpus))
+
+    def _start(self) -> list[Any]:
+        try:
+            tasks_ref = ray.put([for_offline_workers(task) for task in self.tasks])
+            self._refs = [tasks_ref]
+        except Exception as err:  # e.g. a custom evaluator object that cannot be pickled
+            raise ConfigError(f"the tasks cannot be sent to Ray workers: {type(err).__name__}: {err}") from None
+        remote = ray.remote(OfflineWorker).options(
+            num_cpus=self.options.num_cpus,
+            num_gpus=self.options.num_gpus,
+            max_restarts=-1,  # a worker that died (or lost its node) comes back, here or on another node
+            max_task_retries=0,  # the driver redoes a lost shard (it alone knows it was not written)
+            max_concurrency=SHARDS_PER_WORKER,
+            scheduling_strategy="SPREAD",
+        )
+        actors = [remote.remote(tasks_ref, self.max_response_chars) for _ in range(self._worker_count())]
+        self.workers_started = len(actors)
+        return actors
+
+    async def _wait_ready(self) -> None:
+        try:
+            await asyncio.gather(*(actor.ready.remote() for actor in self._actors))
+        except ray.exceptions.RayActorError as err:
+            raise ConfigError(
+                f"a Ray worker could not start (is assay installed on every node, with the same version?): {err}"
+            ) from None
+
+    async def score(self, shards: Iterator[OfflineShard], on_scored: Callable[[OfflineShard, Scored], None]) -> None:
+        """Score every shard of ``shards`` (read as workers free up) and call ``on_scored`` with each, here."""
+        state = _Dispatch(shards)
+        feeders = [
+            asyncio.create_task(self._feed(actor, state, on_scored))
+            for actor in self._actors
+            for _ in range(SHARDS_PER_WORKER)
+        ]
+        finished = asyncio.create_task(state.done.wait())
+        try:
+            await asyncio.wait({finished, *feeders}, return_when=asyncio.FIRST_COMPLETED)
+            for feeder in feeders:
+                if feeder.done() and feeder.exception() is not None:
+                    raise cast(BaseException, feeder.exception())
+        finally:
+            for job in [finished, *feeders]:
+                job.cancel()
+            await asyncio.gather(finished, *feeders, return_exceptions=True)
+
+    async def _feed(self, actor: Any, state: _Dispatch, on_scored: Callable[[OfflineShard, Scored], None]) -> None:
+        """Keep one of ``actor``'s slots busy; a shard lost with its worker goes back for any worker to take."""
+        while True:
+            shard = state.take()
+            if shard is None:
+                if state.settled():
+                    return
+                state.changed.clear()
+                await state.changed.wait()
+                continue
+            state.busy += 1
+            try:
+                scored = await self._score(actor, shard)
+                if scored is not None:
+                    on_scored(shard, scored)
+                else:
+                    self._redo(state, shard)
+            finally:
+                state.busy -= 1
+                state.poke()
+            if scored is None:
+                await _restarted(actor)
+
+    async def _score(self, actor: Any, shard: OfflineShard) -> Scored | None:
+        try:
+            ref = actor.score.remote(shard.task.name, shard.items, shard.started_at, shard.model_seconds)
+            return cast(Scored, await ref)
+        except _LOST:
+            return None
+        except ray.exceptions.RayTaskError as err:
+            cause = err.cause
+            raise cause if isinstance(cause, AssayError) else err from None
+
+    def _redo(self, state: _Dispatch, shard: OfflineShard) -> None:
+        """Send a lost shard again; one that keeps killing workers is split, to isolate the sample that does it,
+        and fails the run when it is down to that sample."""
+        attempts = shard.attempts + 1
+        if attempts >= MAX_SHARD_ATTEMPTS and len(shard.items) == 1:
+            sample = shard.items[0].sample
+            raise WorkerLostError(
+                f"sample {sample.id!r} of task {shard.task.name!r}: the Ray workers scoring it died {attempts} "
+                "times; the run stops (its finished samples are kept)"
+            )
+        self.shards_redone += 1
+        print(
+            f"assay: a Ray worker was lost; {len(shard.items)} sample(s) of task {shard.task.name!r} sent again",
+            file=sys.stderr,
+            flush=True,
+        )
+        items, half = shard.items, len(shard.items) // 2
+        parts = [items] if attempts < 2 or len(items) == 1 else [items[:half], items[half:]]
+        for part in parts:
+            state.redo.append(OfflineShard(shard.task, part, shard.started_at, shard.model_seconds, attempts))
+
+
+class _Dispatch:
+    """What the feeders share: the shards still to read, the lost ones to send again, how many are out."""
+
+    def __init__(self, shards: Iterator[OfflineShard]) -> None:
+        self.shards: Iterator[OfflineShard] | None = shards
+        self.redo: deque[OfflineShard] = deque()
+        self.busy = 0
+        self.changed = asyncio.Event()
+        self.done = asyncio.Event()
+
+    def take(self) -> OfflineShard | None:
+        if self.redo:
+            return self.redo.popleft()
+        if self.shards is not None:
+            shard = next(self.shards, None)
+            if shard is not None:
+                return shard
+            self.shards = None
+        return None
+
+    def settled(self) -> bool:
+        """True once every shard was read and scored (none out, none to redo)."""
+        if self.shards is None and not self.redo and self.busy == 0:
+            self.done.set()
+            return True
+        return False
+
+    def poke(self) -> None:
+        self.changed.set()
+        self.settled()
+
+
+def _runs(work: Sequence[tuple[Task, Sample]], size: int) -> Iterator[tuple[Task, list[Sample]]]:
+    """Consecutive samples of one task, at most ``size`` at a time."""
+    for task, group in groupby(work, key=lambda pair: pair[0]):
+        samples = [sample for _, sample in group]
+        for start in range(0, len(samples), size):
+            yield task, samples[start : start + size]
+
+
+class RayOfflineExecutor(OfflineScheduler):
+    """A predictions run on Ray: the driver looks the answers up in the predictions file, workers score them, the
+    driver appends the records and counts them as the local chunked path does."""
+
+    def __init__(self, *args: Any, options: RayOptions, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.options = options
+        self.pool: OfflinePool | None = None
+
+    async def run(self, work: list[tuple[Task, Sample]]) -> RunStats:
+        """Score every (task, sample) pair on the cluster; records are written here as their shards come back."""
+        started = time.perf_counter()
+        if not work:
+            return self.stats
+        tasks = list({task.name: task for task, _ in work}.values())
+        size = self.options.shard_size or OFFLINE_SHARD
+        try:
+            self.pool = OfflinePool(self.options, tasks, max_response_chars=self.config.max_response_chars)
+            async with self.pool as pool:
+                shards = (self._answered(task, samples) for task, samples in _runs(work, size))
+                await pool.score(shards, self._write)
+            self._check_error_rate(final=True)
+        finally:
+            self.stats.seconds = time.perf_counter() - started
+        return self.stats
+
+    def _answered(self, task: Task, samples: list[Sample]) -> OfflineShard:
+        """A shard of samples with their answers from the predictions file (ModelError: none for that repeat)."""
+        model = cast("PredictionsModel", self.model)
+        started_at, t0 = time.time(), time.perf_counter()
+        items = []
+        for sample, entry in zip(samples, model.entries([s.id for s in samples]), strict=True):
+            responses: list[Response | None] = []
+            errors: list[str | None] = []
+            for repeat in range(task.repeats):
+                self.stats.requests += 1
+                try:
+                    responses.append(model.answer(entry, sample.id, repeat))
+                    errors.append(None)
+                except ModelError as err:
+                    responses.append(None)
+                    errors.append(str(err))
+            items.append(Answered(sample, responses, errors))
+        return OfflineShard(task, items, started_at, (time.perf_counter() - t0) / len(samples))
+
+    def _write(self, shard: OfflineShard, scored: Scored) -> None:
+        """Append a scored shard and count it (model errors first, else the first error verdict)."""
+        self.writer.write_lines(scored.lines)
+        stats, failed = self.stats, 0
+        for item, evaluator_error, truncated in zip(
+            shard.items, scored.evaluator_errors, scored.truncated, strict=True
+        ):
+            stats.truncated += truncated
+            model_error = next((e for e in item.errors if e), None)
+            if model_error is not None:
+                stats.errors += 1
+                if stats.first_error is None:
+                    stats.first_error = f"{shard.task.name}/{item.sample.id}: {model_error}"
+            elif evaluator_error is not None:
+                stats.evaluator_errors += 1
+                if stats.first_evaluator_error is None:
+                    stats.first_evaluator_error = f"{shard.task.name}/{item.sample.id}: {evaluator_error}"
+            failed += model_error is not None or evaluator_error is not None
+        stats.written += len(shard.items)
+        self.progress.advance_many(len(shard.items), errors=failed)
+        self._check_error_rate()
