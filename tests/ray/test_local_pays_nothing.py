@@ -1,4 +1,5 @@
-"""The local executor stays the default and never imports Ray; `assay --help` does not either."""
+"""The local executor stays the default and never imports Ray (a run, a re-score); `assay --help` does not
+either."""
 
 from __future__ import annotations
 
@@ -19,13 +20,18 @@ from assay.testing.server import OpenAITestServer
 with OpenAITestServer("7") as srv:
     assay.run(sys.argv[1], {"provider": "openai", "model": "m", "base_url": srv.base_url, "api_key": "k"},
               output_dir=sys.argv[2], bootstrap_iters=10, cache=False, progress=False)
+import asyncio
+from pathlib import Path
+from assay.runner.rescore import rescore
+asyncio.run(rescore(next(Path(sys.argv[2]).iterdir()), output_dir=Path(sys.argv[2]) / "scored"))
 import assay.cli
 assay.cli.main(["--help"], standalone_mode=False)
+assay.cli.main(["score", "--help"], standalone_mode=False)
 print("ray" in sys.modules, any(m.startswith("ray.") for m in sys.modules))
 """
 
 
-def test_a_local_run_and_the_help_never_import_ray(tmp_path: Path) -> None:
+def test_a_local_run_a_rescore_and_the_help_never_import_ray(tmp_path: Path) -> None:
     task = write_task(tmp_path, 3)
     out = subprocess.run(
         [sys.executable, "-c", _LOCAL_RUN, str(task), str(tmp_path / "runs")],

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pickle
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("ray", reason="the Ray executor's tests need ray: pip install 'assay[ray]' (make test does)")
@@ -53,3 +56,42 @@ def test_resources_are_how_a_task_runs_not_what_it_evaluates() -> None:
     assert plain.hash == gpu.hash
     assert gpu.to_config()["resources"] == {"num_gpus": 1.0}
     assert Task.from_config(gpu.to_config()).config.resources == gpu.config.resources
+
+
+def test_a_predictions_run_on_ray_goes_to_the_offline_workers(tmp_path: Path) -> None:
+    from assay.models.predictions import PredictionsModel
+    from assay.runner.executors import make_executor
+    from assay.runner.executors.ray_offline import RayOfflineExecutor
+    from assay.runner.progress import RunProgress
+    from assay.runner.scheduler import SchedulerConfig
+
+    (tmp_path / "p.jsonl").write_text('{"id": "0", "prediction": "0"}\n')
+    model = PredictionsModel(tmp_path / "p.jsonl")
+    progress = RunProgress(1, enabled=False)
+    executor = make_executor("ray", model, None, SchedulerConfig(), cache=None, progress=progress, offline=True)  # type: ignore[arg-type]
+    assert isinstance(executor, RayOfflineExecutor)
+    assert executor.options == RayOptions()
+
+
+def test_offline_workers_render_the_prompts_the_driver_would_without_the_dataset() -> None:
+    from ray import cloudpickle
+
+    from assay.runner.executors.ray_offline import for_offline_workers
+    from assay.runner.offline import render
+
+    task = load_task(
+        {
+            "name": "fs",
+            "dataset": {"rows": [{"q": f"question {i}", "a": str(i)} for i in range(20)]},
+            "fields": {"input": "q", "target": "a"},
+            "system": "Answer {{ 'briefly' }}.",
+            "template": "Q: {{ q }}",
+            "fewshot": {"n": 3},
+            "evaluators": ["exact_match"],
+        }
+    )
+    samples = task.samples()
+    shipped = pickle.loads(cloudpickle.dumps(for_offline_workers(task)))
+    assert shipped._dataset is None and shipped._samples is None
+    assert shipped.hash == task.hash and shipped.params_for(0) == task.params_for(0)
+    assert [render(shipped, s) for s in samples] == [render(task, s) for s in samples]

@@ -53,3 +53,18 @@ def test_ordinary_templates_are_untouched() -> None:
     sample = task.samples()[0]
     text = task.build_request(sample, 0).messages[-1]["content"]
     assert text == "[1:What?] --- What?      x 1024 [0, 1, 2]"
+
+
+def test_a_template_pickles_as_its_source_and_keeps_its_limits() -> None:
+    """Ray workers get a task's prompt pickled: compiled again from its source, with the same sandbox and limits."""
+    import pickle
+
+    from assay.tasks.template import TemplateLimitError, compile_template
+
+    template = compile_template("{% for x in xs %}{{ x }},{% endfor %}{{ q }}", "t.yaml:3: template")
+    copy = pickle.loads(pickle.dumps(template))
+    assert (copy.label, copy.source, copy.variables) == (template.label, template.source, template.variables)
+    assert copy.render({"xs": [1, 2], "q": "?"}) == template.render({"xs": [1, 2], "q": "?"}) == "1,2,?"
+    loop = pickle.loads(pickle.dumps(compile_template("{% for x in xs %}{% endfor %}", "t.yaml:4: template")))
+    with pytest.raises(TemplateLimitError, match="loops run more than 1,000,000 times"):
+        loop.render({"xs": range(10**7)})
