@@ -6,6 +6,10 @@
 3. Model-bound: the 50 ms-latency local server (its own process), as achieved / latency bound (target >= 0.8).
 4. The single writer's ceiling: records/s the driver can take in (render requests, receive, count, append).
 5. Offline scoring engines: Ray Data ``map_batches`` vs actors fed shards, both over ``evaluate_batch``.
+6. Offline scoring as users run it: a predictions run and ``assay score`` of 100,000 records, local vs Ray with 2
+   workers, in records/s, with the driver's own CPU time per record (the single writer's share of the work).
+
+``python -m benchmarks.bench_ray offline`` (or any of: writer, overhead, latency, cpu, engines) runs only those.
 
 Ray's own start (a local instance) is timed apart: every Ray figure above runs on an instance already up, and
 includes starting and stopping the run's worker actors.
@@ -230,8 +234,75 @@ def _engines() -> None:
     print(f"  ray data, map_batches   {t_data:7.2f} s   {n / t_data:10,.0f} pairs/s")
 
 
+def _offline_task(root: Path, n: int) -> tuple[Path, Path]:
+    """A task file over ``n`` rows (exact_match and token_f1) and a predictions file answering 80 % of them right."""
+    with open(root / "rows.jsonl", "w") as rows, open(root / "preds.jsonl", "w") as preds:
+        for i in range(n):
+            rows.write(json.dumps({"id": f"q{i}", "question": f"What is {i} + {i + 1}?", "answer": str(2 * i + 1)}))
+            rows.write("\n")
+            said = str(2 * i + 1) if i % 5 else f"about {2 * i}"
+            preds.write(json.dumps({"id": f"q{i}", "prediction": said}) + "\n")
+    config = {
+        "name": "offline",
+        "dataset": {"path": "rows.jsonl"},
+        "fields": {"id": "id", "input": "question", "target": "answer"},
+        "template": "Answer briefly. {{ question }}",
+        "evaluators": [{"name": "exact_match", "strip": True}, "token_f1"],
+    }
+    (root / "task.json").write_text(json.dumps(config))
+    return root / "task.json", root / "preds.jsonl"
+
+
+def _offline(out: Path) -> None:
+    """Wall seconds and the driver's CPU seconds (this process: reading, answering, writing) of a predictions
+    run and of a re-score, local vs Ray with 2 workers (the workers' CPU is theirs, not counted)."""
+    from assay.runner.rescore import rescore
+
+    n = 100_000
+    root = out / "offline"
+    root.mkdir()
+    task_file, preds = _offline_task(root, n)
+    task = load_task(task_file)
+    ray2 = {"executor": "ray", "ray": RayOptions(workers=2)}
+
+    def timed(make: Any) -> tuple[float, float, Path]:
+        wall, cpu = time.perf_counter(), time.process_time()
+        run_dir = asyncio.run(make())
+        return time.perf_counter() - wall, time.process_time() - cpu, run_dir
+
+    async def run(**executor: Any) -> Path:
+        outcome = await arun_outcome(
+            task, f"predictions:{preds}", output_dir=root / "runs", progress=False, bootstrap_iters=0, **executor
+        )
+        assert outcome.status == "finished" and outcome.written == n, outcome
+        return outcome.run_dir
+
+    async def score(run_dir: Path, **executor: Any) -> Path:
+        done = await rescore(run_dir, output_dir=root / "scored", bootstrap_iters=0, **executor)
+        assert done.samples == n
+        return done.run_dir
+
+    print(f"offline scoring, {n:,} records (exact_match + token_f1), wall and driver CPU:")
+    local_run = timed(run)
+    ray_run = timed(lambda: run(**ray2))
+    local_score = timed(lambda: score(local_run[2]))
+    ray_score = timed(lambda: score(local_run[2], **ray2))
+    for name, (wall, cpu, _) in (
+        ("predictions run, local", local_run),
+        ("predictions run, ray x2", ray_run),
+        ("assay score, local", local_score),
+        ("assay score, ray x2", ray_score),
+    ):
+        print(f"  {name:24s} {wall:6.2f} s  {n / wall:9,.0f} records/s   driver CPU {1e6 * cpu / n:5.0f} us/record")
+
+
+SECTIONS = {"writer": _writer_ceiling, "overhead": _overhead, "latency": _latency_bound, "cpu": _cpu_bound}
+
+
 def main() -> None:
     import ray
+
+    wanted = [a for a in sys.argv[1:] if a in (*SECTIONS, "engines", "offline")] or [*SECTIONS, "engines", "offline"]
 
     os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     sys.path.insert(0, str(ROOT))
@@ -242,11 +313,13 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp)
-            _writer_ceiling(out)
-            _overhead(out)
-            _latency_bound(out)
-            _cpu_bound(out)
-            _engines()
+            for name, section in SECTIONS.items():
+                if name in wanted:
+                    section(out)
+            if "engines" in wanted:
+                _engines()
+            if "offline" in wanted:
+                _offline(out)
     finally:
         ray.shutdown()
     print(f"load average after: {os.getloadavg()[0]:.2f}")
