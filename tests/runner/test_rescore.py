@@ -80,3 +80,42 @@ async def test_a_failed_rescore_leaves_no_half_written_folder(tmp_path: Path) ->
             await rescore(original, in_place=in_place)
         assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [original.name]
         assert (original / SAMPLES).read_text(encoding="utf-8") == "".join(lines)
+
+
+async def test_the_lines_ray_workers_get_make_the_local_rescores_answered_samples(tmp_path: Path) -> None:
+    """A re-score on Ray sends logged lines unparsed with the sample the driver found by their first keys; a
+    worker makes of them what the local re-score makes of the parsed records (lines in another layout, a sample
+    the dataset no longer has at that place, a torn tail: all alike)."""
+    from assay.runner.rescore import _answered, _chunks, _logged_lines, _string, answered_from_line
+
+    rows, preds = write_inputs(tmp_path)
+    task = load_task(task_config(rows))
+    run_dir = (await execute([task], PredictionsModel(preds), settings(tmp_path, "a"))).run_dir
+    lines = (run_dir / SAMPLES).read_bytes().splitlines(keepends=True)
+    moved = json.loads(lines[1])
+    moved["doc_id"] = 0  # not the sample at doc 0: rebuilt from the record, input unknown
+    reordered = {"sample_id": json.loads(lines[2])["sample_id"], **json.loads(lines[2])}
+    lines[1] = (json.dumps(moved) + "\n").encode()  # json.dumps' spacing
+    lines[2] = (json.dumps(reordered) + "\n").encode()  # its first keys elsewhere: parsed by the driver
+    path = tmp_path / "edited.jsonl"
+    path.write_bytes(b"".join(lines) + b'{"task": "torn')
+    by_name = {task.name: task}
+    samples = {task.name: task.samples()}
+
+    local = [_answered(r, samples[task.name]) for _, records in _chunks(path, by_name) for r in records]
+    sent = [item for _, items in _logged_lines(path, by_name, samples, 7) for item in items]
+    on_worker = [answered_from_line(item, str(path)) for item in sent]
+    assert len(on_worker) == len(local) == N
+    assert on_worker == local
+    assert on_worker[1].sample.input is None and on_worker[0].sample.input is not None
+    assert isinstance(sent[0][1], bytes) and isinstance(sent[2][1], dict)
+    assert _string(b'"q\\"1\\u00e9"') == 'q"1\u00e9' and _string('"ünï"'.encode()) == "ünï"
+
+
+def test_a_corrupt_line_sent_to_a_ray_worker_is_an_error_naming_it(tmp_path: Path) -> None:
+    from assay.runner.rescore import answered_from_line
+
+    with pytest.raises(DataError, match=r"samples.jsonl:7: corrupt sample line"):
+        answered_from_line(
+            (None, b'{"task": "t", "task_hash": "h", "doc_id": 0, "sample_id": "x", \x00}\n', 7), "samples.jsonl"
+        )

@@ -8,7 +8,9 @@ under its lock, replacing ``samples.jsonl`` only once every sample is re-scored.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterator
@@ -57,21 +59,92 @@ def _sample_for(record: dict[str, Any], samples: list[Sample]) -> Sample:
     )
 
 
-def _answered(record: dict[str, Any], samples: list[Sample]) -> Answered:
+def _answered(record: dict[str, Any], samples: list[Sample], sample: Sample | None = None) -> Answered:
     responses = [None if r is None else Response.model_validate(r) for r in record.get("responses") or []]
     errors = list(record.get("response_errors") or [None] * len(responses))
-    return Answered(_sample_for(record, samples), responses, errors, logged=record)
+    return Answered(sample or _sample_for(record, samples), responses, errors, logged=record)
 
 
-def _chunks(path: Path, by_name: dict[str, Task], size: int = CHUNK) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
-    """Logged records in file order, in runs of one task of at most ``size`` records."""
+# a logged line on its way to a Ray worker: the task's sample when the driver found it (else the worker rebuilds it
+# from the record), the line (its bytes; parsed when its first keys are not where SampleRecord writes them), and
+# its line number
+LoggedLine = tuple["Sample | None", "bytes | dict[str, Any]", int]
+_STR = rb'("(?:[^"\\]|\\.)*")'
+_HEAD = re.compile(  # a record's first keys as SampleRecord.model_dump_json (or json.dumps) writes them
+    rb'\{\s*"task"\s*:\s*' + _STR + rb'\s*,\s*"task_hash"\s*:\s*"[^"\\]*"\s*,\s*"doc_id"\s*:\s*(-?\d+)\s*,'
+    rb'\s*"sample_id"\s*:\s*' + _STR
+)
+
+
+def _logged_lines(
+    path: Path, by_name: dict[str, Task], samples: dict[str, list[Sample]], size: int
+) -> Iterator[tuple[Task, list[LoggedLine]]]:
+    """:func:`_chunks` for Ray workers: the lines are sent unparsed (the workers parse them), the driver reads only
+    each record's task, doc id and sample id, to find the task's sample (whose input is not logged)."""
+    current: Task | None = None
+    batch: list[LoggedLine] = []
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            if not raw.endswith(b"\n"):
+                break  # torn tail: not a finished sample
+            if raw.isspace():
+                continue
+            head = _HEAD.match(raw, 0, 4096)
+            line: bytes | dict[str, Any] = raw
+            if head is not None:
+                name, doc_id, sample_id = _string(head.group(1)), int(head.group(2)), _string(head.group(3))
+            else:  # written by something else: parsed here (a corrupt line is an error naming it)
+                line = next(iter_sample_lines_of([raw], path, lineno))
+                name, doc_id, sample_id = line.get("task"), line.get("doc_id", -1), str(line.get("sample_id"))
+            task = by_name.get(str(name))
+            if task is None:
+                raise DataError(f"{path}:{lineno}: sample of task {name!r}, which run.json does not list")
+            if batch and (task is not current or len(batch) >= size):
+                assert current is not None
+                yield current, batch
+                batch = []
+            current = task
+            pool = samples[task.name]
+            found = isinstance(doc_id, int) and 0 <= doc_id < len(pool) and pool[doc_id].id == sample_id
+            batch.append((pool[doc_id] if found else None, line, lineno))
+    if batch:
+        assert current is not None
+        yield current, batch
+
+
+def _string(quoted: bytes) -> Any:
+    """A JSON string literal's value (without the JSON parser when it has no escapes)."""
+    return quoted[1:-1].decode("utf-8") if b"\\" not in quoted else json.loads(quoted)
+
+
+def iter_sample_lines_of(lines: list[bytes], path: Path | str, first: int) -> Iterator[dict[str, Any]]:
+    """Parsed records of ``lines`` (numbered from ``first`` in ``path``); a corrupt one is a DataError naming it."""
+    for lineno, raw in enumerate(lines, first):
+        try:
+            record = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            raise DataError(f"{path}:{lineno}: corrupt sample line: {err}") from None
+        if not isinstance(record, dict):
+            raise DataError(f"{path}:{lineno}: corrupt sample line: not a JSON object")
+        yield record
+
+
+def answered_from_line(item: LoggedLine, source: str) -> Answered:
+    """A logged line as a Ray worker scores it (the :class:`Answered` the local re-score makes of it)."""
+    sample, line, lineno = item
+    record = line if isinstance(line, dict) else next(iter_sample_lines_of([line], source, lineno))
+    return _answered(record, [], sample)
+
+
+def _chunks(path: Path, by_name: dict[str, Task]) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
+    """Logged records in file order, in runs of one task of at most CHUNK records."""
     current: Task | None = None
     batch: list[dict[str, Any]] = []
     for lineno, record in iter_sample_lines(path):
         task = by_name.get(str(record.get("task")))
         if task is None:
             raise DataError(f"{path}:{lineno}: sample of task {record.get('task')!r}, which run.json does not list")
-        if batch and (task is not current or len(batch) >= size):
+        if batch and (task is not current or len(batch) >= CHUNK):
             assert current is not None
             yield current, batch
             batch = []
@@ -103,8 +176,7 @@ async def _rescore_on_ray(
 
     size = options.shard_size or OFFLINE_SHARD
     shards = (
-        OfflineShard(task, [_answered(r, samples[task.name]) for r in records])
-        for task, records in _chunks(source, by_name, size)
+        OfflineShard(task, lines, source=str(source)) for task, lines in _logged_lines(source, by_name, samples, size)
     )
     count = 0
 

@@ -36,7 +36,7 @@ from assay.runner.executors.ray import (
     with_resources,
 )
 from assay.runner.executors.ray_worker import OfflineWorker, Scored
-from assay.runner.offline import Answered, OfflineScheduler
+from assay.runner.offline import OfflineScheduler
 
 if TYPE_CHECKING:
     from assay.models.predictions import PredictionsModel
@@ -48,13 +48,22 @@ OFFLINE_SHARD = 1024  # answered samples per shard: tens of ms of scoring, again
 
 @dataclass
 class OfflineShard:
-    """Consecutive answered samples of one task, with the timings their new records get."""
+    """Consecutive samples of one task as workers take them: a predictions run's (sample, answers, errors), with
+    the timings their new records get; or a re-score's logged lines of the samples file ``source``."""
 
     task: Task
-    items: list[Answered]
+    items: list[Any]
     started_at: float = 0.0
     model_seconds: float = 0.0
     attempts: int = 0
+    source: str | None = None
+
+    def sample_name(self, i: int) -> str:
+        item = self.items[i]
+        return repr(item[0].id) if item[0] is not None else f"at line {item[2]} of {self.source}"
+
+    def part(self, items: list[Any], attempts: int) -> OfflineShard:
+        return OfflineShard(self.task, items, self.started_at, self.model_seconds, attempts, self.source)
 
 
 def for_offline_workers(task: Task) -> Task:
@@ -177,7 +186,10 @@ class OfflinePool:
 
     async def _score(self, actor: Any, shard: OfflineShard) -> Scored | None:
         try:
-            ref = actor.score.remote(shard.task.name, shard.items, shard.started_at, shard.model_seconds)
+            if shard.source is not None:
+                ref = actor.rescore.remote(shard.task.name, shard.items, shard.source)
+            else:
+                ref = actor.score.remote(shard.task.name, shard.items, shard.started_at, shard.model_seconds)
             return cast(Scored, await ref)
         except _LOST:
             return None
@@ -190,10 +202,9 @@ class OfflinePool:
         and fails the run when it is down to that sample."""
         attempts = shard.attempts + 1
         if attempts >= MAX_SHARD_ATTEMPTS and len(shard.items) == 1:
-            sample = shard.items[0].sample
             raise WorkerLostError(
-                f"sample {sample.id!r} of task {shard.task.name!r}: the Ray workers scoring it died {attempts} "
-                "times; the run stops (its finished samples are kept)"
+                f"sample {shard.sample_name(0)} of task {shard.task.name!r}: the Ray workers scoring it died "
+                f"{attempts} times; the run stops (its finished samples are kept)"
             )
         self.shards_redone += 1
         print(
@@ -204,7 +215,7 @@ class OfflinePool:
         items, half = shard.items, len(shard.items) // 2
         parts = [items] if attempts < 2 or len(items) == 1 else [items[:half], items[half:]]
         for part in parts:
-            state.redo.append(OfflineShard(shard.task, part, shard.started_at, shard.model_seconds, attempts))
+            state.redo.append(shard.part(part, attempts))
 
 
 class _Dispatch:
@@ -289,26 +300,26 @@ class RayOfflineExecutor(OfflineScheduler):
                 except ModelError as err:
                     responses.append(None)
                     errors.append(str(err))
-            items.append(Answered(sample, responses, errors))
+            items.append((sample, responses, errors))
         return OfflineShard(task, items, started_at, (time.perf_counter() - t0) / len(samples))
 
     def _write(self, shard: OfflineShard, scored: Scored) -> None:
         """Append a scored shard and count it (model errors first, else the first error verdict)."""
         self.writer.write_lines(scored.lines)
         stats, failed = self.stats, 0
-        for item, evaluator_error, truncated in zip(
+        for (sample, _, errors), evaluator_error, truncated in zip(
             shard.items, scored.evaluator_errors, scored.truncated, strict=True
         ):
             stats.truncated += truncated
-            model_error = next((e for e in item.errors if e), None)
+            model_error = next((e for e in errors if e), None)
             if model_error is not None:
                 stats.errors += 1
                 if stats.first_error is None:
-                    stats.first_error = f"{shard.task.name}/{item.sample.id}: {model_error}"
+                    stats.first_error = f"{shard.task.name}/{sample.id}: {model_error}"
             elif evaluator_error is not None:
                 stats.evaluator_errors += 1
                 if stats.first_evaluator_error is None:
-                    stats.first_evaluator_error = f"{shard.task.name}/{item.sample.id}: {evaluator_error}"
+                    stats.first_evaluator_error = f"{shard.task.name}/{sample.id}: {evaluator_error}"
             failed += model_error is not None or evaluator_error is not None
         stats.written += len(shard.items)
         self.progress.advance_many(len(shard.items), errors=failed)

@@ -20,6 +20,7 @@ from assay.runner.rundir import SampleWriter
 from assay.runner.scheduler import Scheduler, SchedulerConfig
 
 if TYPE_CHECKING:
+    from assay.runner.rescore import LoggedLine
     from assay.tasks import Sample, Task
 
 
@@ -201,8 +202,24 @@ class OfflineWorker:
         """Where this worker runs (node id, pid): the driver waits for it before sending work."""
         return ray.get_runtime_context().get_node_id(), os.getpid()
 
-    async def score(self, task_name: str, items: list[Answered], started_at: float, model_seconds: float) -> Scored:
-        """The shard's records, encoded, in shard order."""
+    async def score(
+        self,
+        task_name: str,
+        items: list[tuple[Sample, list[Response | None], list[str | None]]],
+        started_at: float,
+        model_seconds: float,
+    ) -> Scored:
+        """New records (a predictions run) of samples with their answers, in shard order."""
+        answered = [Answered(sample, responses, errors) for sample, responses, errors in items]
+        return await self._scored(task_name, answered, started_at, model_seconds)
+
+    async def rescore(self, task_name: str, items: list[LoggedLine], source: str) -> Scored:
+        """The logged lines of ``source`` (a run's samples file) scored again, in shard order."""
+        from assay.runner.rescore import answered_from_line
+
+        return await self._scored(task_name, [answered_from_line(item, source) for item in items], 0.0, 0.0)
+
+    async def _scored(self, task_name: str, items: list[Answered], started_at: float, model_seconds: float) -> Scored:
         records = await score_records(
             self.tasks[task_name],
             items,
@@ -213,10 +230,7 @@ class OfflineWorker:
         return Scored(
             [encode(record) for record in records],
             [verdict_error(record["filters"]) for record in records],
-            [
-                sum(r is not None and r.get("truncated_from") is not None for r in record["responses"])
-                for record in records
-            ],
+            [sum(r is not None and r.get("truncated_from") is not None for r in rec["responses"]) for rec in records],
         )
 
     async def close(self) -> None:
