@@ -39,8 +39,11 @@ def _predictions(root: Path, n: int) -> None:
                 fh.write(json.dumps({"id": f"q{i}", "prediction": answer}, ensure_ascii=False) + "\n")
 
 
-def _cli(root: Path, cluster: LocalCluster, *args: str, ray: bool = False) -> subprocess.CompletedProcess[str]:
-    extra = ["--executor", "ray", "--ray-address", cluster.address, "--ray-workers", "2"] if ray else []
+def _cli(
+    root: Path, cluster: LocalCluster, *args: str, ray: bool = False, address: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    where = address or cluster.address
+    extra = ["--executor", "ray", "--ray-address", where, "--ray-workers", "2"] if ray else []
     env = {**cluster.env(), "ASSAY_CACHE_DIR": str(root / "cache")}
     out = subprocess.run(assay_cmd(*args, *extra, "-q"), cwd=root, env=env, capture_output=True, text=True, timeout=240)
     assert out.returncode == 0, out.stderr
@@ -107,6 +110,20 @@ def test_assay_score_on_ray_writes_the_local_records(tmp_path: Path, cluster: Lo
 
     _cli(tmp_path, cluster, "score", str(local_dir), "--in-place", ray=True)  # the same scores again, in place
     assert _records(local_dir, n) == _records(ray_dir, n)
+
+
+def test_a_predictions_run_and_a_score_through_ray_client(tmp_path: Path, cluster: LocalCluster) -> None:
+    """ray://host:port (Ray Client): the shards' records come back the same way."""
+    n = 300
+    task = _task(tmp_path, n, [{"name": "exact_match", "strip": True}])
+    _predictions(tmp_path, n)
+    run = ("run", str(task), "--model", "predictions:preds.jsonl")
+    _cli(tmp_path, cluster, *run, "-o", "ray", ray=True, address=cluster.client_address)
+    _cli(tmp_path, cluster, *run, "-o", "local")
+    ray_dir, local_dir = only_run_dir(tmp_path / "ray"), only_run_dir(tmp_path / "local")
+    _same_run(ray_dir, local_dir, n)
+    _cli(tmp_path, cluster, "score", str(ray_dir), "-o", "scored", ray=True, address=cluster.client_address)
+    assert _records(only_run_dir(tmp_path / "scored"), n) == _records(local_dir, n)
 
 
 def test_worker_node_killed_mid_score_still_exactly_once(tmp_path: Path, cluster: LocalCluster) -> None:

@@ -185,7 +185,7 @@ async def _rescore_on_ray(
         writer.write_lines(scored.lines)
         count += len(scored.lines)
 
-    async with OfflinePool(options, list(by_name.values()), max_response_chars=None) as pool:
+    async with OfflinePool(options, list(by_name.values()), max_response_chars=None, renders=False) as pool:
         await pool.score(shards, write)
     return count
 
