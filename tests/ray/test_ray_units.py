@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import pickle
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,3 +97,73 @@ def test_offline_workers_render_the_prompts_the_driver_would_without_the_dataset
     assert shipped._dataset is None and shipped._samples is None
     assert shipped.hash == task.hash and shipped.params_for(0) == task.params_for(0)
     assert [render(shipped, s) for s in samples] == [render(task, s) for s in samples]
+
+
+class _FakeWorker:
+    """An offline worker in this process: dies (RayActorError) on any shard holding a sample in ``kills``, once or
+    for ever, else 'scores' each sample as a line naming it."""
+
+    def __init__(self, kills: set[str], *, forever: bool) -> None:
+        self.kills, self.forever = kills, forever
+        self.score = _Method(self._score)
+        self.ready = _Method(self._ready)
+
+    async def _ready(self) -> None:
+        return None
+
+    async def _score(self, task_name: str, items: list, started_at: float, model_seconds: float) -> object:
+        import ray.exceptions
+
+        from assay.runner.executors.ray_worker import Scored
+
+        await asyncio.sleep(0)
+        doomed = self.kills & {sample.id for sample, _, _ in items}
+        if doomed:
+            if not self.forever:
+                self.kills -= doomed
+            raise ray.exceptions.RayActorError()
+        return Scored([s.id.encode() for s, _, _ in items], [None] * len(items), [0] * len(items))
+
+
+class _Method:
+    def __init__(self, fn: Any) -> None:
+        self.fn = fn
+
+    def remote(self, *args: Any) -> Any:
+        return asyncio.ensure_future(self.fn(*args))
+
+
+def _pool_with(workers: list[_FakeWorker]) -> Any:
+    from assay.runner.executors.ray_offline import OfflinePool
+
+    pool = OfflinePool(RayOptions(), [], max_response_chars=None)
+    pool._actors = workers
+    return pool
+
+
+def _offline_shards(task: Task, size: int) -> Any:
+    from assay.runner.executors.ray_offline import OfflineShard
+
+    samples = task.samples()
+    for i in range(0, len(samples), size):
+        yield OfflineShard(task, [(s, [None], ["no answer"]) for s in samples[i : i + size]])
+
+
+async def test_a_shard_lost_with_its_worker_is_scored_again_and_written_once() -> None:
+    task = _task("t")
+    written: list[bytes] = []
+    pool = _pool_with([_FakeWorker({"1", "3"}, forever=False), _FakeWorker(set(), forever=False)])
+    await pool.score(_offline_shards(task, 2), lambda shard, scored: written.extend(scored.lines))
+    assert sorted(written) == [b"0", b"1", b"2", b"3", b"4"]
+    assert pool.shards_redone >= 1
+
+
+async def test_a_sample_that_keeps_killing_workers_stops_the_score_naming_it() -> None:
+    from assay.runner.executors.ray import WorkerLostError
+
+    task = _task("t")
+    written: list[bytes] = []
+    pool = _pool_with([_FakeWorker({"3"}, forever=True), _FakeWorker({"3"}, forever=True)])
+    with pytest.raises(WorkerLostError, match=r"sample '3' of task 't': the Ray workers scoring it died \d+ times"):
+        await pool.score(_offline_shards(task, 5), lambda shard, scored: written.extend(scored.lines))
+    assert b"3" not in written and len(written) == len(set(written))
