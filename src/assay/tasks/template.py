@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copyreg
 import json
 import math
 import re
@@ -161,11 +162,6 @@ class Template:
     variables: frozenset[str]
     globals: dict[str, Any] = field(default_factory=dict)
 
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled as its source, compiled again when loaded (a compiled Jinja template does not pickle), so a
-        task's prompt can go to other processes (Ray workers render predictions runs' prompts)."""
-        return compile_template, (self.source, self.label)
-
     def render(self, context: dict[str, Any]) -> str:
         """Render; errors (undefined variables included) propagate as Jinja2 exceptions.
 
@@ -242,3 +238,12 @@ def describe_render_error(err: Exception, template: Template, context: dict[str,
     if isinstance(err, jinja2.TemplateError):
         return f"template error: {err.message or err}"
     return f"template raised {type(err).__name__}: {err}"
+
+
+def _pickled(template: Template) -> tuple[Any, ...]:
+    """A template pickles as its source, compiled again when loaded (a compiled Jinja template does not pickle),
+    so a task's prompt can go to other processes (Ray workers render predictions runs' prompts)."""
+    return compile_template, (template.source, template.label)
+
+
+copyreg.pickle(Template, _pickled)
