@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,7 +39,7 @@ class Rescored:
     in_place: bool
 
 
-def _sample_for(record: dict[str, Any], samples: list[Sample]) -> Sample:
+def _sample_for(record: dict[str, Any], samples: Sequence[Sample]) -> Sample:
     """The task's sample behind a logged record (its input is not logged), else one rebuilt from the record."""
     from assay.tasks import Sample
 
@@ -56,7 +56,7 @@ def _sample_for(record: dict[str, Any], samples: list[Sample]) -> Sample:
     )
 
 
-def _answered(record: dict[str, Any], samples: list[Sample]) -> Answered:
+def _answered(record: dict[str, Any], samples: Sequence[Sample]) -> Answered:
     responses = [None if r is None else Response.model_validate(r) for r in record.get("responses") or []]
     errors = list(record.get("response_errors") or [None] * len(responses))
     return Answered(_sample_for(record, samples), responses, errors, logged=record)
