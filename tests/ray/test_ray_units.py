@@ -99,6 +99,39 @@ def test_offline_workers_render_the_prompts_the_driver_would_without_the_dataset
     assert [render(shipped, s) for s in samples] == [render(task, s) for s in samples]
 
 
+def test_offline_workers_render_few_shot_prompts_of_a_dataset_read_on_demand(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large JSONL dataset is read on demand: its few-shot pool goes to the workers as the file's path and
+    offsets (read there), never as its rows."""
+    import json
+
+    from ray import cloudpickle
+
+    from assay.data import readers
+    from assay.runner.executors.ray_offline import for_offline_workers
+    from assay.runner.offline import render
+
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(json.dumps({"q": f"question {i}", "a": str(i)}) + "\n" for i in range(50)))
+    monkeypatch.setattr(readers, "LAZY_MIN_BYTES", 0)
+    config = {
+        "name": "lazy",
+        "dataset": {"path": str(rows)},
+        "fields": {"input": "q", "target": "a"},
+        "template": "Q: {{ q }}",
+        "fewshot": {"n": 2},
+        "evaluators": ["exact_match"],
+    }
+    task = load_task(config)
+    assert type(task.dataset.rows).__name__ == "JsonlRows"
+    samples = task.samples()
+    blob = cloudpickle.dumps(for_offline_workers(task))
+    assert b"question 17" not in blob
+    shipped = pickle.loads(blob)
+    assert [render(shipped, s) for s in samples] == [render(task, s) for s in samples]
+
+
 class _FakeWorker:
     """An offline worker in this process: dies (RayActorError) on any shard holding a sample in ``kills``, once or
     for ever, else 'scores' each sample as a line naming it."""

@@ -7,26 +7,29 @@ import gzip
 import io
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from sys import intern
 from typing import Any
 
+from assay.data.lazy import JsonlRows
 from assay.data.spec import DatasetSpec
 from assay.errors import DataError
 
 Row = dict[str, Any]
+# JSONL files from this size on are read on demand (:class:`JsonlRows`): a parsed row costs about 5 times its bytes
+LAZY_MIN_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
 class Dataset:
     """Rows read from one source, with where each came from (for error messages) and a content hash."""
 
-    rows: list[Row]
+    rows: Sequence[Row]  # a list, or for a large JSONL file its rows read on demand (:class:`JsonlRows`)
     source: str  # display name: a file path, "task.yaml" for inline rows, "hf:repo[split]"
-    lines: list[int] | None = field(default=None, repr=False)  # 1-based line of each row, where known
+    lines: Sequence[int] | None = field(default=None, repr=False)  # 1-based line of each row, where known
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -42,6 +45,8 @@ class Dataset:
         """sha256 over the rows' canonical JSON: the same rows hash the same from any file format or key order."""
         from assay.tasks.hashing import rows_hash
 
+        if isinstance(self.rows, JsonlRows):
+            return self.rows.content_hash  # hashed as the file was checked
         return rows_hash(self.rows)
 
 
@@ -59,7 +64,7 @@ def read_rows(
     source: str | Path | DatasetSpec | list[Row] | dict[str, Any], base_dir: str | Path | None = None
 ) -> list[Row]:
     """The rows of a dataset file, inline list, spec dict or :class:`DatasetSpec` (relative paths from ``base_dir``)."""
-    return read_dataset(as_spec(source), base_dir).rows
+    return list(read_dataset(as_spec(source), base_dir).rows)
 
 
 def as_spec(source: str | Path | DatasetSpec | list[Row] | dict[str, Any]) -> DatasetSpec:
@@ -97,6 +102,9 @@ def read_dataset(
     name = display_path(path)
     if not path.is_file():
         raise DataError(f"{name}: dataset file not found" if not path.exists() else f"{name}: not a file")
+    if fmt == "jsonl" and path.suffix.lower() != ".gz" and path.stat().st_size >= LAZY_MIN_BYTES:
+        lazy = JsonlRows(path, name)
+        return Dataset(lazy, name, lazy.lines)
     if fmt == "jsonl":
         rows: list[Row] = []
         lines: list[int] = []

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import groupby
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -243,7 +242,7 @@ def render(task: Task, sample: Sample) -> list[Message]:
         raise
 
 
-def check_renders(work: Sequence[tuple[Task, Sample]]) -> None:
+def check_renders(work: Iterable[tuple[Task, Sample]]) -> None:
     """Render every pending sample's prompt before anything is written (the offline form of check_requests)."""
     for task, sample in work:
         render(task, sample)
@@ -325,12 +324,20 @@ async def score_records(
     return out
 
 
-def _chunks(work: Sequence[tuple[Task, Sample]], size: int) -> Iterator[tuple[Task, list[Sample]]]:
-    """Consecutive samples of one task, at most ``size`` at a time."""
-    for task, group in groupby(work, key=lambda pair: pair[0]):
-        samples = [sample for _, sample in group]
-        for start in range(0, len(samples), size):
-            yield task, samples[start : start + size]
+def _chunks(work: Iterable[tuple[Task, Sample]], size: int) -> Iterator[tuple[Task, list[Sample]]]:
+    """Consecutive samples of one task, at most ``size`` at a time (only one chunk is held: work is made on demand)."""
+    task: Task | None = None
+    samples: list[Sample] = []
+    for current, sample in work:
+        if samples and (current is not task or len(samples) >= size):
+            assert task is not None
+            yield task, samples
+            samples = []
+        task = current
+        samples.append(sample)
+    if samples:
+        assert task is not None
+        yield task, samples
 
 
 class OfflineScheduler(Scheduler):
@@ -338,7 +345,7 @@ class OfflineScheduler(Scheduler):
 
     chunk_size: int = CHUNK
 
-    async def run(self, work: list[tuple[Task, Sample]]) -> RunStats:
+    async def run(self, work: Sequence[tuple[Task, Sample]]) -> RunStats:
         """Score every (task, sample) pair from the predictions file and append the records chunk by chunk."""
         started = time.perf_counter()
         try:

@@ -13,7 +13,7 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,7 +42,7 @@ class Rescored:
     in_place: bool
 
 
-def _sample_for(record: dict[str, Any], samples: list[Sample]) -> Sample:
+def _sample_for(record: dict[str, Any], samples: Sequence[Sample]) -> Sample:
     """The task's sample behind a logged record (its input is not logged), else one rebuilt from the record."""
     from assay.tasks import Sample
 
@@ -59,7 +59,7 @@ def _sample_for(record: dict[str, Any], samples: list[Sample]) -> Sample:
     )
 
 
-def _answered(record: dict[str, Any], samples: list[Sample], sample: Sample | None = None) -> Answered:
+def _answered(record: dict[str, Any], samples: Sequence[Sample], sample: Sample | None = None) -> Answered:
     responses = [None if r is None else Response.model_validate(r) for r in record.get("responses") or []]
     errors = list(record.get("response_errors") or [None] * len(responses))
     return Answered(sample or _sample_for(record, samples), responses, errors, logged=record)
@@ -77,7 +77,7 @@ _HEAD = re.compile(  # a record's first keys as SampleRecord.model_dump_json (or
 
 
 def _logged_lines(
-    path: Path, by_name: dict[str, Task], samples: dict[str, list[Sample]], size: int
+    path: Path, by_name: dict[str, Task], samples: dict[str, Sequence[Sample]], size: int
 ) -> Iterator[tuple[Task, list[LoggedLine]]]:
     """:func:`_chunks` for Ray workers: the lines are sent unparsed (the workers parse them), the driver reads only
     each record's task, doc id and sample id, to find the task's sample (whose input is not logged)."""
@@ -170,7 +170,11 @@ async def _rescore_into(source: Path, writer: SampleWriter, by_name: dict[str, T
 
 
 async def _rescore_on_ray(
-    source: Path, writer: SampleWriter, by_name: dict[str, Task], samples: dict[str, list[Sample]], options: RayOptions
+    source: Path,
+    writer: SampleWriter,
+    by_name: dict[str, Task],
+    samples: dict[str, Sequence[Sample]],
+    options: RayOptions,
 ) -> int:
     from assay.runner.executors.ray_offline import OFFLINE_SHARD, OfflinePool, OfflineShard
 

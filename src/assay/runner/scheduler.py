@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -127,7 +128,7 @@ class Scheduler:
         self.cache_failures: list[str] = []
         self.limiter = AttemptLimiter(config.concurrency)
 
-    async def run(self, work: list[tuple[Task, Sample]]) -> RunStats:
+    async def run(self, work: Sequence[tuple[Task, Sample]]) -> RunStats:
         """Process every (task, sample) pair; a failure of one sample is recorded, never fatal.
 
         Each sample is its own asyncio task: it fetches its answers (each attempt holds a place of the

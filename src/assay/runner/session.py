@@ -9,6 +9,7 @@ import re
 import secrets
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from assay.runner.executors import make_executor
 from assay.runner.gitinfo import GitHash as GitHash  # re-exported: it used to live here
 from assay.runner.gitinfo import git_hash
 from assay.runner.lock import run_lock
+from assay.runner.pending import PendingWork
 from assay.runner.progress import RunProgress
 from assay.runner.retry import RetryPolicy
 from assay.runner.rundir import (
@@ -76,18 +78,6 @@ def _check_unique_names(tasks: list[Task]) -> None:
         seen.add(task.name)
 
 
-def _pending(tasks: list[Task], limit: int | None, done: set[tuple[str, str]]) -> tuple[list[tuple[Task, Sample]], int]:
-    work: list[tuple[Task, Sample]] = []
-    skipped = 0
-    for task in tasks:
-        for sample in task.samples(limit):
-            if (task.name, sample.id) in done:
-                skipped += 1
-            else:
-                work.append((task, sample))
-    return work, skipped
-
-
 def task_judges(task: Task) -> list[dict[str, Any]]:
     """The judge models a task's evaluators call (each names its role), for the manifest."""
     found: list[dict[str, Any]] = []
@@ -130,7 +120,7 @@ def attempt_timeout(model: Model, settings: RunSettings) -> float:
     return float(own) if isinstance(own, int | float) and own > 0 else DEFAULT_TIMEOUT_S
 
 
-def check_requests(work: list[tuple[Task, Sample]], model: Model | None = None) -> None:
+def check_requests(work: Iterable[tuple[Task, Sample]], model: Model | None = None) -> None:
     """Render every pending sample's prompt now: a row the template cannot render fails the run before it starts
     (naming the file and line), instead of stopping it half-way with a half-written run folder. The model checks
     each task's generation parameters (``temperature: hot`` is an error before anything is sent)."""
@@ -220,7 +210,8 @@ async def _execute(
         prior = error_counts(run_dir, exclude=retry)
     elif retry_errors:
         raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
-    work, skipped = _pending(tasks, settings.limit, done - retry)
+    work = PendingWork(tasks, settings.limit, done - retry)  # made as it is reached: memory flat in its size
+    skipped = work.skipped
     from assay.runner.offline import check_renders, is_offline
 
     offline = is_offline(model, settings.feedback_model)  # answers exist: scored in chunks, no request loop

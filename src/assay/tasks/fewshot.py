@@ -4,6 +4,7 @@ sample (so the same sample gets the same examples whatever the limit, order or p
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 from assay.tasks.config import FewshotConfig
@@ -14,7 +15,7 @@ class FewshotSampler:
     """Chooses the examples shown before each sample. With ``same=True`` the pool is the task's own samples
     (indexed by ``doc_id``) and a sample is never its own example."""
 
-    def __init__(self, config: FewshotConfig, pool: list[Sample], *, same: bool) -> None:
+    def __init__(self, config: FewshotConfig, pool: Sequence[Sample], *, same: bool) -> None:
         self.config = config
         self.pool = pool
         self.same = same
@@ -29,7 +30,7 @@ class FewshotSampler:
         if self.n == 0:
             return []
         if self.config.fixed is not None:
-            return self.pool[: self.n]
+            return list(self.pool[: self.n])
         rng = random.Random(f"{self.config.seed}:{sample.doc_id}")
         size = len(self.pool)
         if not self.same:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.data.lazy import is_lazy
 from assay.data.readers import Dataset
 from assay.errors import DataError
 
@@ -65,28 +66,40 @@ class FieldMap:
     target: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)  # metadata name -> field path
 
-    def samples(self, dataset: Dataset) -> list[Sample]:
-        """A Sample per row; a row lacking a mapped field, or a repeated id, raises DataError naming the row."""
+    def samples(self, dataset: Dataset) -> Sequence[Sample]:
+        """A Sample per row; a row lacking a mapped field, or a repeated id, raises DataError naming the row.
+
+        Rows read on demand (a large JSONL file) give samples made on demand too (:class:`LazySamples`)."""
+        if is_lazy(dataset.rows):
+            from assay.tasks.lazy_samples import LazySamples
+
+            return LazySamples(self, dataset)
         out: list[Sample] = []
         seen: dict[str, int] = {}
-        id_f, input_f, target_f = self.id, self.input, self.target
-        meta = list(self.metadata.items())
         for i, row in enumerate(dataset.rows):
-            try:
-                sid = str(get_path(row, id_f)) if id_f is not None else str(row.get("id", i))
-                inp = get_path(row, input_f) if input_f is not None else row.get("input")
-                tgt = get_path(row, target_f) if target_f is not None else row.get("target")
-                md = {name: get_path(row, path) for name, path in meta}
-            except KeyError as err:
-                raise DataError(self._missing(dataset, i, row, str(err.args[0]))) from None
+            sid, inp, tgt, md = self.pick(dataset, i, row)
             first = seen.setdefault(sid, i)
             if first != i:
-                hint = (
-                    "" if id_f is not None else " (ids come from the rows' 'id' field; set fields.id to a unique field)"
-                )
-                raise DataError(f"{dataset.where(i)}: duplicate id {sid!r}, first used at {dataset.where(first)}{hint}")
+                raise self.duplicate(dataset, i, first, sid)
             out.append(Sample(i, sid, row, inp, tgt, md))
         return out
+
+    def pick(self, dataset: Dataset, i: int, row: dict[str, Any]) -> tuple[str, Any, Any, dict[str, Any]]:
+        """Row ``i``'s id, input, target and metadata; a missing mapped field raises DataError naming the row."""
+        id_f, input_f, target_f = self.id, self.input, self.target
+        try:
+            sid = str(get_path(row, id_f)) if id_f is not None else str(row.get("id", i))
+            inp = get_path(row, input_f) if input_f is not None else row.get("input")
+            tgt = get_path(row, target_f) if target_f is not None else row.get("target")
+            md = {name: get_path(row, path) for name, path in self.metadata.items()}
+        except KeyError as err:
+            raise DataError(self._missing(dataset, i, row, str(err.args[0]))) from None
+        return sid, inp, tgt, md
+
+    def duplicate(self, dataset: Dataset, i: int, first: int, sid: str) -> DataError:
+        """The error for row ``i`` repeating the id of row ``first``."""
+        hint = "" if self.id is not None else " (ids come from the rows' 'id' field; set fields.id to a unique field)"
+        return DataError(f"{dataset.where(i)}: duplicate id {sid!r}, first used at {dataset.where(first)}{hint}")
 
     def _missing(self, dataset: Dataset, index: int, row: dict[str, Any], path: str) -> str:
         roles = [r for r in ("id", "input", "target") if getattr(self, r) == path]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from array import array
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,6 +16,7 @@ from assay.tasks.config import TaskConfig, check_tools, expand_shorthands, valid
 from assay.tasks.fewshot import FewshotSampler
 from assay.tasks.filters import NO_FILTER, FilterPipeline, build_step
 from assay.tasks.hashing import sha256_hex
+from assay.tasks.lazy_samples import LazySamples, SampleView
 from assay.tasks.loader import ConfigContext, KeyPath, read_task_file
 from assay.tasks.metrics import MetricSpec, build_metrics, expected_value
 from assay.tasks.prompt import Prompt, RenderError
@@ -146,7 +148,7 @@ class Task:
         self.metrics: list[MetricSpec] = build_metrics(cfg.evaluators, ctx, self.filters)
         check_tools(cfg, ctx)
         self._dataset: Dataset | None = None
-        self._samples: list[Sample] | None = None
+        self._samples: Sequence[Sample] | None = None
         self._sampler: FewshotSampler | None = None
         self._pool_dataset: Dataset | None = None
         self._hash: str | None = None
@@ -213,7 +215,7 @@ class Task:
             return read_dataset(spec, inline_source=self._ctx.source, inline_lines=self._ctx.row_lines((*path, "rows")))
         return read_dataset(spec)
 
-    def _all_samples(self) -> list[Sample]:
+    def _all_samples(self) -> Sequence[Sample]:
         if self._samples is None:
             self._dataset = self._read(self.dataset_spec, ("dataset",))
             self._samples = self.fields.samples(self._dataset)
@@ -284,15 +286,25 @@ class Task:
             raise self._render_error(err, first, ConfigError) from None
         self._validated = True
 
-    def samples(self, limit: int | None = None, shuffle_seed: int | None = None) -> list[Sample]:
-        """The samples to evaluate: all, or the first ``limit`` (after a seeded shuffle when ``shuffle_seed``)."""
+    def samples(self, limit: int | None = None, shuffle_seed: int | None = None) -> Sequence[Sample]:
+        """The samples to evaluate: all, or the first ``limit`` (after a seeded shuffle when ``shuffle_seed``).
+
+        A list; for a large JSONL dataset a view of samples made on demand, so that memory stays flat."""
         self.validate()
-        samples = list(self._all_samples())
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be >= 0, got {limit}")
+        everything = self._all_samples()
+        if isinstance(everything, LazySamples):
+            order: Sequence[int] = range(len(everything))
+            if shuffle_seed is not None:  # the permutation shuffling the list would make: it depends on the length
+                shuffled = list(order)
+                random.Random(shuffle_seed).shuffle(shuffled)
+                order = array("q", shuffled)
+            return SampleView(everything, order[:limit] if limit is not None else order)
+        samples = list(everything)
         if shuffle_seed is not None:
             random.Random(shuffle_seed).shuffle(samples)
         if limit is not None:
-            if limit < 0:
-                raise ValueError(f"limit must be >= 0, got {limit}")
             samples = samples[:limit]
         return samples
 

@@ -20,7 +20,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
@@ -81,7 +81,7 @@ class _Shard:
     attempts: int = 0
 
 
-def _shards(work: list[tuple[Task, Sample]], size: int) -> Iterator[_Shard]:
+def _shards(work: Sequence[tuple[Task, Sample]], size: int) -> Iterator[_Shard]:
     """Consecutive samples of one task, ``size`` at a time."""
     current: _Shard | None = None
     for task, sample in work:
@@ -178,7 +178,7 @@ class RayExecutor(Scheduler):
         self._share_of: list[int] = []
         self._refs: list[Any] = []  # the workers' constructor arguments, kept alive so a restart can read them
 
-    async def run(self, work: list[tuple[Task, Sample]]) -> RunStats:
+    async def run(self, work: Sequence[tuple[Task, Sample]]) -> RunStats:
         """Process every (task, sample) pair on the cluster; records are written here as they come back."""
         started = time.perf_counter()
         if not work:
@@ -205,7 +205,7 @@ class RayExecutor(Scheduler):
         cpus = float(ray.cluster_resources().get("CPU", 1.0))
         return max(1, int(cpus // self.options.num_cpus) if self.options.num_cpus else int(cpus))
 
-    def _start_workers(self, work: list[tuple[Task, Sample]]) -> list[Any]:
+    def _start_workers(self, work: Sequence[tuple[Task, Sample]]) -> list[Any]:
         tasks: dict[str, Task] = {}
         for task, _ in work:
             tasks.setdefault(task.name, task)
@@ -241,7 +241,7 @@ class RayExecutor(Scheduler):
                 f"a Ray worker could not start (is assay installed on every node, with the same version?): {err}"
             ) from None
 
-    async def _dispatch(self, work: list[tuple[Task, Sample]], actors: list[Any]) -> None:
+    async def _dispatch(self, work: Sequence[tuple[Task, Sample]], actors: list[Any]) -> None:
         size = self.options.shard_size or min(MAX_SHARD_SIZE, max(1, min(self._share_of)))
         queue: asyncio.Queue[_Shard] = asyncio.Queue()
         for shard in _shards(work, size):

@@ -16,9 +16,9 @@ import asyncio
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import groupby
+from itertools import groupby, islice
 from typing import TYPE_CHECKING, Any, cast
 
 import ray
@@ -258,12 +258,11 @@ class _Dispatch:
         self.settled()
 
 
-def _runs(work: Sequence[tuple[Task, Sample]], size: int) -> Iterator[tuple[Task, list[Sample]]]:
-    """Consecutive samples of one task, at most ``size`` at a time."""
+def _runs(work: Iterable[tuple[Task, Sample]], size: int) -> Iterator[tuple[Task, list[Sample]]]:
+    """Consecutive samples of one task, at most ``size`` at a time (only one run is held: work is made on demand)."""
     for task, group in groupby(work, key=lambda pair: pair[0]):
-        samples = [sample for _, sample in group]
-        for start in range(0, len(samples), size):
-            yield task, samples[start : start + size]
+        while run := [sample for _, sample in islice(group, size)]:
+            yield task, run
 
 
 class RayOfflineExecutor(OfflineScheduler):
@@ -275,7 +274,7 @@ class RayOfflineExecutor(OfflineScheduler):
         self.options = options
         self.pool: OfflinePool | None = None
 
-    async def run(self, work: list[tuple[Task, Sample]]) -> RunStats:
+    async def run(self, work: Sequence[tuple[Task, Sample]]) -> RunStats:
         """Score every (task, sample) pair on the cluster; records are written here as their shards come back."""
         started = time.perf_counter()
         if not work:

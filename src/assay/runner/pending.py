@@ -1,0 +1,65 @@
+"""A run's pending work: the (task, sample) pairs still to do, made as they are reached, never all held at once.
+
+A million-sample task held as a list of Samples costs about 750 MB; this holds the tasks' sample sequences (made on
+demand for large JSONL datasets) and, on a resume, the ids already done, and skips those while iterating.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, overload
+
+if TYPE_CHECKING:
+    from assay.tasks import Sample, Task
+
+
+class PendingWork(Sequence[tuple["Task", "Sample"]]):
+    """Every task's samples (within ``limit``) whose ``(task name, sample id)`` is not in ``done``, in task order.
+
+    ``skipped`` counts the samples left out because they were done. Iterating reads the samples in order (in
+    blocks for a large dataset); indexing works too, but finds a sample by walking its task's samples on a resume.
+    """
+
+    def __init__(self, tasks: Sequence[Task], limit: int | None, done: set[tuple[str, str]]) -> None:
+        self._parts: list[tuple[Task, Sequence[Sample], frozenset[str]]] = []
+        self._ends: list[int] = []
+        self.skipped = 0
+        total = 0
+        for task in tasks:
+            samples = task.samples(limit)
+            finished = frozenset(sid for name, sid in done if name == task.name)
+            skipped = sum(1 for s in samples if s.id in finished) if finished else 0
+            self.skipped += skipped
+            total += len(samples) - skipped
+            self._parts.append((task, samples, finished))
+            self._ends.append(total)
+
+    def __len__(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def __iter__(self) -> Iterator[tuple[Task, Sample]]:
+        for task, samples, finished in self._parts:
+            if finished:
+                yield from ((task, s) for s in samples if s.id not in finished)
+            else:
+                yield from ((task, s) for s in samples)
+
+    @overload
+    def __getitem__(self, index: int) -> tuple[Task, Sample]: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[tuple[Task, Sample]]: ...
+    def __getitem__(self, index: int | slice) -> tuple[Task, Sample] | list[tuple[Task, Sample]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("pending work index out of range")
+        part = bisect_right(self._ends, index)
+        task, samples, finished = self._parts[part]
+        offset = index - (self._ends[part - 1] if part else 0)
+        if not finished:
+            return task, samples[offset]
+        kept = (s for s in samples if s.id not in finished)
+        return task, next(s for i, s in enumerate(kept) if i == offset)

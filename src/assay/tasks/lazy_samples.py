@@ -1,0 +1,124 @@
+"""Samples of a dataset whose rows are read on demand: made when asked for, never all held at once.
+
+The rows are checked once, up front, with the eager path's errors (a missing mapped field, a repeated id, each
+naming the row): ids are compared by a 64-bit hash (8 bytes a row), and only rows whose hashes collide are read
+again to compare their ids exactly.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, overload
+
+from assay.errors import DataError
+from assay.tasks.sample import Sample
+
+if TYPE_CHECKING:
+    from assay.data.readers import Dataset
+    from assay.tasks.sample import FieldMap
+
+
+class LazySamples(Sequence[Sample]):
+    """A Sample per row of ``dataset``, made from the row each time it is asked for."""
+
+    def __init__(self, fields: FieldMap, dataset: Dataset) -> None:
+        self.fields = fields
+        self.dataset = dataset
+        self._check()
+
+    def _check(self) -> None:
+        """Raise the first error the eager path would: the earliest row that lacks a field or repeats an id."""
+        hashes = array("q")
+        missing: DataError | None = None
+        pick, dataset = self.fields.pick, self.dataset
+        for i, row in enumerate(dataset.rows):
+            try:
+                sid = pick(dataset, i, row)[0]
+            except DataError as err:
+                missing = err  # rows past this one are never looked at, as in the eager path
+                break
+            hashes.append(hash(sid))
+        duplicate = self._first_duplicate(hashes)
+        if duplicate is not None:
+            raise duplicate
+        if missing is not None:
+            raise missing
+
+    def _first_duplicate(self, hashes: array[int]) -> DataError | None:
+        """The error for the earliest row whose id an earlier row has, among rows whose id hashes collide."""
+        import numpy as np
+
+        if len(hashes) < 2:
+            return None
+        h = np.frombuffer(hashes, dtype=np.int64)
+        order = np.argsort(h, kind="stable")
+        ordered = h[order]
+        same = np.flatnonzero(ordered[1:] == ordered[:-1])
+        if not same.size:
+            return None
+        candidates = np.unique(np.concatenate([order[same], order[same + 1]]))
+        rows = self.dataset.rows
+        first_of: dict[str, int] = {}
+        for i in candidates.tolist():  # ascending: the first row seen with an id is where it was first used
+            sid = self.fields.pick(self.dataset, i, rows[i])[0]
+            first = first_of.setdefault(sid, i)
+            if first != i:
+                return self.fields.duplicate(self.dataset, i, first, sid)
+        return None
+
+    def __len__(self) -> int:
+        return len(self.dataset.rows)
+
+    @overload
+    def __getitem__(self, index: int) -> Sample: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Sample]: ...
+    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        return self._make(index, self.dataset.rows[index])
+
+    def _make(self, i: int, row: dict[str, object]) -> Sample:
+        sid, inp, tgt, md = self.fields.pick(self.dataset, i, row)
+        return Sample(i, sid, row, inp, tgt, md)
+
+    def __iter__(self) -> Iterator[Sample]:
+        for i, row in enumerate(self.dataset.rows):
+            yield self._make(i, row)
+
+    def __repr__(self) -> str:
+        return f"LazySamples({len(self)} samples of {self.dataset.source})"
+
+
+class SampleView(Sequence[Sample]):
+    """Some samples of a :class:`LazySamples`, in a given order (a limit, a seeded shuffle), without copying them."""
+
+    def __init__(self, base: LazySamples, order: Sequence[int]) -> None:
+        self.base = base
+        self.order = order
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    @overload
+    def __getitem__(self, index: int) -> Sample: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Sample]: ...
+    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
+        if isinstance(index, slice):
+            return [self.base[i] for i in self.order[index]]
+        return self.base[self.order[index]]
+
+    def __iter__(self) -> Iterator[Sample]:
+        if isinstance(self.order, range) and self.order.step == 1:  # in file order: read in blocks
+            for i, sample in enumerate(self.base):
+                if i >= self.order.stop:
+                    return
+                if i >= self.order.start:
+                    yield sample
+            return
+        for i in self.order:
+            yield self.base[i]
