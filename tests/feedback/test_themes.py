@@ -138,10 +138,10 @@ def test_command_options_and_errors(tmp_path):
     none = json.loads(runner.invoke(main, ["feedback", str(run), "--format", "json", "--examples", "0"]).output)
     assert none["themes"][0]["examples"] == [] and none["themes"][0]["n_samples"] == 1
     other = runner.invoke(main, ["feedback", str(run), "--task", "other"])
-    assert other.exit_code == 1 and "no task 'other' in run r1; its tasks are t" in other.output
+    assert other.exit_code == 2 and "no task 'other' in run r1; its tasks are t" in other.output
     only = runner.invoke(main, ["feedback", str(run), "--task", "t"])
     assert only.exit_code == 0 and "1 of 2 samples failing, 1 with errors" in only.output
     bad = runner.invoke(main, ["feedback", str(tmp_path)])
-    assert bad.exit_code == 1 and "not a run folder" in bad.output
+    assert bad.exit_code == 2 and "not a run folder" in bad.output
     bad_model = runner.invoke(main, ["feedback", str(run), "--summarize-with", "nonsense"])
-    assert bad_model.exit_code == 1 and "provider:argument" in bad_model.output
+    assert bad_model.exit_code == 2 and "provider:argument" in bad_model.output

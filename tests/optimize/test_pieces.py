@@ -3,6 +3,7 @@ the journal after a torn write, candidates applied as literal text, and the ``op
 
 from __future__ import annotations
 
+import asyncio
 import random
 from pathlib import Path
 
@@ -182,3 +183,18 @@ def test_a_command_line_override_of_a_nested_section_keeps_the_tasks_other_keys(
     assert (spec.fewshot.method, spec.fewshot.candidates, spec.fewshot.max_demos) == ("greedy", 10, 2)
     spec = parse_spec(load_task(path), {"splits": {"seed": 5}})
     assert (spec.splits.train, spec.splits.seed) == (0.4, 5)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"concurency": 4}, r"run_settings: assay\.optimize\(\) got an unknown setting 'concurency'.*'concurrency'"),
+        ({"output_dir": "x"}, r"run_settings: output_dir is set by the optimiser for each candidate run"),
+    ],
+)
+def test_a_wrong_run_setting_is_named_before_anything_runs(tmp_path: Path, settings: dict, message: str) -> None:
+    from assay.optimize.driver import aoptimize
+
+    with pytest.raises(ConfigError, match=message):
+        asyncio.run(aoptimize(str(tmp_path / "never-read.yaml"), "python:nowhere:f", run_settings=settings))
+    assert not any(tmp_path.iterdir())

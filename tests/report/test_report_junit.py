@@ -79,3 +79,33 @@ def test_junit_names_the_model_of_any_provider(tmp_path):
         write_junit(load_run(rf.write_run(tmp_path / f"run{i}", man, [rec])), out)
         props = {p.get("name"): p.get("value") for p in ET.parse(out).getroot().iter("property")}
         assert props["model"] == shown
+
+
+def _in_memory_bytes(run) -> str:
+    """What write_junit used to write: the whole tree, indented and serialised by ElementTree."""
+    from assay.report.junit import build_junit
+
+    root = build_junit(run)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def test_streamed_junit_is_byte_equal_to_the_tree_serialised(tmp_path):
+    run = load_run(rich_run(tmp_path / "run"))
+    out = tmp_path / "junit.xml"
+    write_junit(run, out)
+    assert out.read_text(encoding="utf-8") == _in_memory_bytes(load_run(tmp_path / "run"))
+    nasty = 'a"b<c>&\x1b\t\nd ✓'
+    rec = rf.record(
+        'q"a',
+        0,
+        filters={"none": {"exact_match": [rf.verdict(0.0, reason=nasty, feedback=nasty)]}, "x": {"exact_match": []}},
+        texts=[nasty],
+    )
+    rf.write_run(tmp_path / "n", rf.manifest([rf.task('q"a', filters=("none", "x"), n=1)]), [rec])
+    write_junit(load_run(tmp_path / "n"), out)
+    assert out.read_text(encoding="utf-8") == _in_memory_bytes(load_run(tmp_path / "n"))
+    ET.parse(out)
+    rf.write_run(tmp_path / "empty", rf.manifest([]), [])
+    write_junit(load_run(tmp_path / "empty"), out)
+    assert out.read_text(encoding="utf-8") == _in_memory_bytes(load_run(tmp_path / "empty"))

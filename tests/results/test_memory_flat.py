@@ -1,4 +1,4 @@
-"""Results, compare, the HTML report and feedback themes hold no list of records: their peak memory grows by
+"""Results, compare, the HTML report, JUnit XML and feedback themes hold no list of records: their peak memory grows by
 a few hundred bytes a sample, not by the size of a record (here about 6 KB of text each)."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import pytest
 
 from assay.feedback.themes import build_report
 from assay.report.html import write_html
+from assay.report.junit import write_junit
 from assay.results import compare_runs, load_run, write_results
 from tests.results import runfactory as rf
 
@@ -40,6 +41,7 @@ OPERATIONS: dict[str, Callable[[Path], Any]] = {
     "compare": lambda run: compare_runs(run, run, iters=10),
     "html": lambda run: write_html([run], run / "report.html"),
     "feedback": lambda run: build_report(run),
+    "junit": lambda run: write_junit(load_run(run), run / "junit.xml"),
 }
 
 

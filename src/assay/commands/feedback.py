@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from assay.errors import AssayError
+from assay.errors import AssayError, ConfigError
 
 
 def _model(spec: str, base_url: str | None, api_key_env: str | None) -> Any:
@@ -70,11 +70,18 @@ def feedback_command(
 
     if (base_url or api_key_env) and not (summarize_with or write_with):
         raise click.UsageError("--base-url and --api-key-env need --summarize-with or --write-with")
+    from assay.commands.report import UsageFailure
+
     try:
         report = build_report(run_dir, examples=examples, include_errors=not no_errors, tasks=tasks or None)
+    except AssayError as err:  # not a run folder, an unknown task: exit 2, as `assay report` says it
+        raise UsageFailure(str(err)) from None
+    try:
         if summarize_with or write_with:
             asyncio.run(_model_passes(report, run_dir, summarize_with, write_with, base_url, api_key_env))
-    except AssayError as err:
+    except ConfigError as err:  # a bad model spec or option: exit 2
+        raise UsageFailure(str(err)) from None
+    except AssayError as err:  # the model passes failed: exit 1
         raise click.ClickException(str(err)) from None
     if fmt == "json":
         click.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))

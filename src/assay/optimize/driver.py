@@ -118,6 +118,7 @@ async def aoptimize(
     from assay.tasks import Task
 
     settings = dict(run_settings or {})
+    _check_run_settings(settings)
     if resume is not None:
         folder = Path(resume)
         if not (folder / MANIFEST).is_file():
@@ -283,3 +284,17 @@ def optimize(task: Any = None, model: Any = None, **kwargs: Any) -> Optimization
     from assay.api import run_sync
 
     return run_sync(aoptimize(task, model, **kwargs))
+
+
+def _check_run_settings(settings: dict[str, Any]) -> None:
+    """``run_settings`` are RunSettings of every candidate run, less what the optimiser sets itself: a wrong key
+    is a ConfigError naming it (and the intended one), not pydantic's error from deep in the first run."""
+    from assay.api import check_settings
+
+    try:
+        check_settings(settings, call="assay.optimize")
+    except ConfigError as err:
+        raise ConfigError(f"run_settings: {str(err).replace('keyword argument', 'setting')}") from None
+    own = sorted({"output_dir", "progress"} & set(settings))
+    if own:
+        raise ConfigError(f"run_settings: {', '.join(own)} is set by the optimiser for each candidate run")

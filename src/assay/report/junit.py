@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from assay.models.base import display_name
 
@@ -62,58 +66,123 @@ def _output(rec: SampleRecord, filter_name: str) -> str:
     return text
 
 
-def build_junit(run: Run) -> ET.Element:
-    """The ``<testsuites>`` element: a suite per task, a testcase per sample, metric (and filter when several)."""
-    root = ET.Element("testsuites", name=xml_text(f"assay run {run.manifest.run_id}"))
-    totals = {"tests": 0, "failures": 0, "errors": 0}
-    total_time = 0.0
+@dataclass
+class _Suite:
+    """One task's testsuite: its attributes and properties, and its testcases as they are made (a stream)."""
+
+    name: str
+    properties: ET.Element
+    cases: Iterator[ET.Element]
+    counts: dict[str, int] = field(default_factory=lambda: {"tests": 0, "failures": 0, "errors": 0})
+    time: float = 0.0
+
+    def header(self) -> ET.Element:
+        """The ``<testsuite>`` element without children; complete once :attr:`cases` is exhausted."""
+        el = ET.Element("testsuite", name=xml_text(self.name))
+        for key, value in self.counts.items():
+            el.set(key, str(value))
+        el.set("skipped", "0")
+        el.set("time", f"{self.time:.3f}")
+        return el
+
+
+def _suites(run: Run) -> Iterator[_Suite]:
+    """A suite per task, whose testcases (a sample, metric and filter each) are made one record at a time."""
     for task in run.manifest.tasks:
         cols = run.columns.get(task.name)  # declared filters and metrics, then those found in the records
         keys = cols.keys if cols is not None else [(f, m.name) for f in task.filters for m in task.metrics]
-        filters = list(dict.fromkeys(f for f, _ in keys))
-        metrics = list(dict.fromkeys(m for _, m in keys))
-        records = run.task_records(task.name)  # read one at a time
-        suite = ET.SubElement(root, "testsuite", name=xml_text(task.name))
-        props = ET.SubElement(suite, "properties")
+        props = ET.Element("properties")
         for prop, text in (("task_hash", task.task_hash), ("model", display_name(run.manifest.model))):
             ET.SubElement(props, "property", name=prop, value=xml_text(text))
-        counts = {"tests": 0, "failures": 0, "errors": 0}
-        suite_time = 0.0
-        for rec in records:
-            seconds = rec.model_seconds + rec.eval_seconds
-            suite_time += seconds
-            for filter_name in filters:
-                for metric in metrics:
-                    name = f"{rec.sample_id}::{metric}" + (f"::{filter_name}" if len(filters) > 1 else "")
-                    case = ET.SubElement(
-                        suite, "testcase", classname=xml_text(task.name), name=xml_text(name), time=f"{seconds:.3f}"
-                    )
-                    counts["tests"] += 1
-                    kind, message, detail = _outcome(rec, filter_name, metric)
-                    if kind != "pass":
-                        counts["failures" if kind == "failure" else "errors"] += 1
-                        el = ET.SubElement(case, kind, message=xml_text(message), type=metric)
-                        el.text = xml_text(detail or message)
-                        out = ET.SubElement(case, "system-out")
-                        out.text = xml_text(_output(rec, filter_name))
-        for key, value in counts.items():
-            suite.set(key, str(value))
-            totals[key] += value
-        suite.set("skipped", "0")
-        suite.set("time", f"{suite_time:.3f}")
-        total_time += suite_time
-    for key, value in totals.items():
-        root.set(key, str(value))
-    root.set("time", f"{total_time:.3f}")
+        suite = _Suite(task.name, props, iter(()))
+        suite.cases = _cases(run, task.name, keys, suite)
+        yield suite
+
+
+def _cases(run: Run, task: str, keys: list[tuple[str, str]], suite: _Suite) -> Iterator[ET.Element]:
+    filters = list(dict.fromkeys(f for f, _ in keys))
+    metrics = list(dict.fromkeys(m for _, m in keys))
+    for rec in run.task_records(task):  # read one at a time
+        seconds = rec.model_seconds + rec.eval_seconds
+        suite.time += seconds
+        for filter_name in filters:
+            for metric in metrics:
+                name = f"{rec.sample_id}::{metric}" + (f"::{filter_name}" if len(filters) > 1 else "")
+                case = ET.Element("testcase", classname=xml_text(task), name=xml_text(name), time=f"{seconds:.3f}")
+                suite.counts["tests"] += 1
+                kind, message, detail = _outcome(rec, filter_name, metric)
+                if kind != "pass":
+                    suite.counts["failures" if kind == "failure" else "errors"] += 1
+                    el = ET.SubElement(case, kind, message=xml_text(message), type=metric)
+                    el.text = xml_text(detail or message)
+                    out = ET.SubElement(case, "system-out")
+                    out.text = xml_text(_output(rec, filter_name))
+                yield case
+
+
+def _root(run: Run, suites: list[_Suite]) -> ET.Element:
+    root = ET.Element("testsuites", name=xml_text(f"assay run {run.manifest.run_id}"))
+    for key in ("tests", "failures", "errors"):
+        root.set(key, str(sum(s.counts[key] for s in suites)))
+    root.set("time", f"{sum(s.time for s in suites):.3f}")
     return root
 
 
-def write_junit(run: Run, path: str | os.PathLike[str]) -> dict[str, int]:
-    """Write JUnit XML for a run (atomically) and return the counts of tests, failures and errors."""
-    from assay.runner.rundir import atomic_write_text
+def build_junit(run: Run) -> ET.Element:
+    """The ``<testsuites>`` element in memory: a suite per task, a testcase per sample, metric (and filter when
+    several). :func:`write_junit` writes the same document without holding it."""
+    suites = list(_suites(run))
+    built = []
+    for suite in suites:
+        cases = list(suite.cases)
+        el = suite.header()
+        el.extend([suite.properties, *cases])
+        built.append(el)
+    root = _root(run, suites)
+    root.extend(built)
+    return root
 
-    root = build_junit(run)
-    ET.indent(root)
-    text = '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
-    atomic_write_text(Path(path), text)
+
+def _opening(el: ET.Element) -> str:
+    """``<tag attr="…">`` of an element, escaped as ElementTree escapes it."""
+    text = ET.tostring(el, encoding="unicode", short_empty_elements=False)
+    return text[: -len(f"</{el.tag}>")]
+
+
+def _indented(el: ET.Element, level: int) -> str:
+    ET.indent(el, space="  ", level=level)
+    return "  " * level + ET.tostring(el, encoding="unicode") + "\n"
+
+
+def write_junit(run: Run, path: str | os.PathLike[str]) -> dict[str, int]:
+    """Write JUnit XML for a run (atomically) and return the counts of tests, failures and errors.
+
+    Streamed: each suite's testcases go to a temporary file as the records are read (a suite's counts head it, so
+    they are known only at its end), then the document is assembled; the bytes are those of ``ET.indent`` +
+    ``ET.tostring`` on :func:`build_junit`'s tree (a test proves it), with memory flat in the size of the run."""
+    from assay.results.writer import atomic_file
+
+    with ExitStack() as stack:
+        suites: list[_Suite] = []
+        bodies: list[IO[str]] = []
+        for suite in _suites(run):
+            body = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8"))
+            body.write(_indented(suite.properties, 2))
+            for case in suite.cases:
+                body.write(_indented(case, 2))
+            suites.append(suite)
+            bodies.append(body)
+        root = _root(run, suites)
+        with atomic_file(Path(path)) as out:
+            out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
+            if not suites:
+                out.write(ET.tostring(root, encoding="unicode") + "\n")
+            else:
+                out.write(_opening(root) + "\n")
+                for suite, written in zip(suites, bodies, strict=True):
+                    out.write("  " + _opening(suite.header()) + "\n")
+                    written.seek(0)
+                    out.writelines(written)  # line by line: a text file read in blocks decodes big chunks
+                    out.write("  </testsuite>\n")
+                out.write("</testsuites>\n")
     return {k: int(root.get(k, "0")) for k in ("tests", "failures", "errors")}

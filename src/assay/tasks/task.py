@@ -12,6 +12,7 @@ from assay.data.readers import Dataset, read_dataset
 from assay.data.spec import DatasetSpec
 from assay.errors import ConfigError, DataError
 from assay.models.base import Message, Request, Response
+from assay.tasks import identity
 from assay.tasks.config import TaskConfig, check_tools, expand_shorthands, validate_config
 from assay.tasks.fewshot import FewshotSampler
 from assay.tasks.filters import NO_FILTER, FilterPipeline, build_step
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from assay.evaluators.base import Evaluator
     from assay.record import TaskInfo
 
-HASH_SCHEMA = 1  # bump when the meaning of the hashed payload changes
+HASH_SCHEMA = identity.HASH_SCHEMA  # re-exported: it used to live here
 
 
 class Task:
@@ -393,6 +394,11 @@ class Task:
         """The filter pipelines (the pass-through ``none`` pipeline when none are configured)."""
         return list(self._pipelines) or [NO_FILTER]
 
+    @property
+    def configured_pipelines(self) -> list[FilterPipeline]:
+        """The filter pipelines as configured (empty when none are: the task then uses the ``none`` pipeline)."""
+        return list(self._pipelines)
+
     def apply_filters(self, responses: Sequence[Response | None]) -> dict[str, list[Any]]:
         """Each pipeline's filtered values for one sample's responses (one per repeat, None where it failed)."""
         return {p.name: p.apply(responses) for p in self.pipelines}
@@ -424,7 +430,7 @@ class Task:
         """sha256 (hex) of everything that changes the requests or the scoring; not names, tags or descriptions."""
         if self._hash is None:
             self.validate()
-            self._hash = sha256_hex(self._hash_payload())
+            self._hash = sha256_hex(identity.hash_payload(self))
         return self._hash
 
     @property
@@ -432,120 +438,22 @@ class Task:
         """sha256 (hex) of what shapes the requests alone (data, prompt, few-shot, generation, tools, repeats):
         equal for two tasks that differ only in filters or evaluators, so one's logged answers fit the other."""
         self.validate()
-        return sha256_hex(self._request_payload())
+        return sha256_hex(identity.request_payload(self))
 
-    def _request_payload(self) -> dict[str, Any]:
-        cfg = self.config
-        fewshot: dict[str, Any] | None = None
-        if cfg.fewshot is not None and cfg.fewshot.shots > 0:
-            fs = cfg.fewshot
-            if fs.fixed is not None:
-                source: Any = {"fixed": sha256_hex(fs.fixed[: fs.shots])}
-            elif self.fewshot_spec is not None:
-                sampler = self._fewshot()
-                assert sampler is not None and self._pool_dataset is not None
-                source = {"dataset": self._pool_dataset.content_hash, "seed": fs.seed}
-            else:
-                source = {"dataset": "same", "seed": fs.seed}
-            fewshot = {"n": fs.shots, "source": source, "separator": fs.separator, "delimiter": fs.target_delimiter}
-        return {
-            "schema": HASH_SCHEMA,
-            "dataset": self.dataset.content_hash,
-            "fields": self.fields.to_config(),
-            "template": cfg.template,
-            "system": cfg.system,
-            "messages": [m.model_dump() for m in cfg.messages] if cfg.messages is not None else None,
-            "fewshot": fewshot,
-            "generation": self.generation,
-            "tools": self.tools,
-            "response_format": self.response_format,
-            "repeats": self.repeats,
-        }
-
-    def _hash_payload(self) -> dict[str, Any]:
-        # Left out on purpose: name, alias, description, tags, groups, model (the runner keys answers by model
-        # separately), dataset location (only its content counts), and higher_is_better and repeat_reduction
-        # (they change how results are read and aggregated, not any request or per-sample verdict).
-        return {
-            **self._request_payload(),
-            "version": self.version,
-            "filters": [p.to_config() for p in self._pipelines],
-            "metrics": [
-                {"name": m.name, "evaluator": m.evaluator.to_config(), "expected": m.expected, "filters": m.filters}
-                for m in self.metrics
-            ],
-        }
+    def fewshot_pool_hash(self) -> str | None:
+        """The content hash of the few-shot pool read from its own source, else None (fixed rows or the dataset)."""
+        if self.fewshot_spec is None or self._fewshot() is None:
+            return None
+        assert self._pool_dataset is not None
+        return self._pool_dataset.content_hash
 
     def to_config(self) -> dict[str, Any]:
         """The task as a JSON-safe config that :meth:`from_config` rebuilds (dataset paths made absolute)."""
-        cfg = self.config
-        out: dict[str, Any] = {"name": self.name, "version": self.version}
-        if self.alias is not None:
-            out["alias"] = self.alias
-        if self.description is not None:
-            out["description"] = self.description
-        if self.tags:
-            out["tags"] = list(self.tags)
-        if self.groups:
-            out["groups"] = list(self.groups)
-        out["dataset"] = self.dataset_spec.to_config()
-        if fields := self.fields.to_config():
-            out["fields"] = fields
-        for key in ("template", "system"):
-            if getattr(cfg, key) is not None:
-                out[key] = getattr(cfg, key)
-        if cfg.messages is not None:
-            out["messages"] = [m.model_dump() for m in cfg.messages]
-        if cfg.fewshot is not None:
-            fewshot = cfg.fewshot.model_dump(mode="json", exclude_none=True, exclude={"source"})
-            fewshot["source"] = self.fewshot_spec.to_config() if self.fewshot_spec is not None else "same"
-            if cfg.fewshot.fixed is not None:
-                del fewshot["source"]
-            out["fewshot"] = fewshot
-        if self.generation:
-            out["generation"] = dict(self.generation)
-        if self.tools is not None:
-            out["tools"] = self.tools
-        if self.response_format is not None:
-            out["response_format"] = self.response_format
-        if self._pipelines:
-            out["filters"] = [p.to_config() for p in self._pipelines]
-        out["repeats"] = self.repeats
-        if self.repeat_reduction is not None:
-            out["repeat_reduction"] = self.repeat_reduction
-        out["evaluators"] = [m.to_config() for m in self.metrics]
-        if self.model is not None:
-            out["model"] = self.model
-        if cfg.resources is not None:
-            out["resources"] = cfg.resources.model_dump(exclude_none=True)
-        return out
+        return identity.task_config(self)
 
     def info(self, n_selected: int) -> TaskInfo:
         """What the results code records about this task."""
-        from assay.record import MetricInfo, TaskInfo
-
-        return TaskInfo(
-            name=self.name,
-            version=self.version,
-            task_hash=self.hash,
-            config=self.to_config(),
-            n_shot=self.n_shot,
-            metrics=[
-                MetricInfo(
-                    name=m.name,
-                    evaluator=m.evaluator.to_config(),
-                    higher_is_better=m.higher_is_better,
-                    aggregation=m.aggregation,
-                )
-                for m in self.metrics
-            ],
-            filters=self.filters,
-            repeats=self.repeats,
-            groups=list(self.groups),
-            n_docs=self.n_docs,
-            n_selected=n_selected,
-            system_instruction=self.system,
-        )
+        return identity.task_info(self, n_selected)
 
     def config_error(self, path: KeyPath, message: str) -> ConfigError:
         """A ConfigError naming this task's file, the line and the key at ``path`` (e.g. ``("model",)``)."""
