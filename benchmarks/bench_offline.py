@@ -9,6 +9,7 @@ N, in the same run; the ratio compares rows/s.
     python -m benchmarks offline                     # 1,000,000 rows (baseline: 20,000)
     python -m benchmarks.bench_offline --quick       # 20,000 rows (baseline: 5,000)
     python -m benchmarks.bench_offline --rows 10000000 --no-baseline
+    python -m benchmarks.bench_offline --table 100000,300000,1000000   # issue 12's table: wall, peak RSS, folder
 """
 
 from __future__ import annotations
@@ -170,6 +171,25 @@ def report(label: str, n: int, r: dict[str, Any]) -> float:
     return rate
 
 
+def folder_bytes(path: Path) -> int:
+    """Bytes of the files under ``path`` (the run folders a measured run wrote)."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def table(sizes: list[int]) -> None:
+    """`assay run TASK --model predictions:FILE` at each size, end to end (results.json and the sample logs
+    included), in a subprocess: the figures of issue 12's table."""
+    print("| samples | wall | rows/s | peak RSS | run folder |\n|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        with tempfile.TemporaryDirectory(prefix="bench_offline_") as tmp:
+            folder = Path(tmp)
+            write_data(folder, n)
+            r = measure("offline", folder)
+            size = folder_bytes(folder / "runs-offline")
+            rate, rss = n / r["wall"], r["rss_mib"]
+            print(f"| {n:,} | {r['wall']:.1f} s | {rate:,.0f} | {rss:,.0f} MiB | {size / 1e6:,.0f} MB |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="bench_offline")
     parser.add_argument("--quick", action="store_true", help="20,000 rows (baseline 5,000)")
@@ -177,6 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--baseline-rows", type=int, help="rows of the per-sample baseline")
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--skip-results", action="store_true", help="time everything but writing results.json")
+    parser.add_argument("--table", help="comma-separated row counts: wall, peak RSS and run folder size of each")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv if argv is not None else [])
     if args.child:
@@ -184,6 +205,9 @@ def main(argv: list[str] | None = None) -> None:
         import resource
 
         print(f"peak_rss_kib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
+        return
+    if args.table:
+        table([int(n) for n in args.table.split(",")])
         return
     quick = args.quick or os.environ.get("ASSAY_BENCH_QUICK") == "1"
     n = args.rows or (20_000 if quick else 1_000_000)
