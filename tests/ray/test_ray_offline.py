@@ -165,3 +165,36 @@ def _wait_lines(root: Path, n: int, proc: subprocess.Popen[str], timeout: float 
             return
         time.sleep(0.05)
     raise AssertionError(f"the score did not write {n} samples in {timeout}s")
+
+
+def test_a_predictions_run_on_ray_killed_then_resumed_has_every_sample_once(
+    tmp_path: Path, cluster: LocalCluster
+) -> None:
+    """SIGKILL of the driver mid-run (shards in flight on the workers), then `assay run --resume` (on Ray again:
+    the executor and address are recorded): every sample once, and the results of an uninterrupted local run."""
+    import signal
+
+    n = 6000
+    task = _task(tmp_path, n, [{"name": "custom", "fn": "slow_eval:slow"}])
+    (tmp_path / "slow_eval.py").write_text(SLOW)
+    _predictions(tmp_path, n)
+    run = ("run", str(task), "--model", "predictions:preds.jsonl", "--bootstrap-iters", "200")
+    cmd = assay_cmd(
+        *run, "-o", "ray", "-q", "--executor", "ray", "--ray-address", cluster.address, "--ray-workers", "2"
+    )
+    env = {**cluster.env(), "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_lines(tmp_path / "ray", 1024, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    run_dir = only_run_dir(tmp_path / "ray")
+    before = (run_dir / "samples.jsonl").read_bytes().count(b"\n")
+    assert 1024 <= before < n
+    out = _cli(tmp_path, cluster, "run", "--resume", str(run_dir))
+    assert f"{before} already done" in out.stderr
+    _cli(tmp_path, cluster, *run, "-o", "local")
+    _same_run(run_dir, only_run_dir(tmp_path / "local"), n)
