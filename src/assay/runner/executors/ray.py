@@ -33,6 +33,7 @@ from assay.models.base import Model, Request, Response
 from assay.record import SampleRecord
 from assay.runner.cache import ResponseCache
 from assay.runner.executors import RayOptions
+from assay.runner.executors.dispatch import ShardQueue, feed_all, next_shard
 from assay.runner.executors.ray_worker import Finished, ShardWorker, local_key
 from assay.runner.progress import RunProgress
 from assay.runner.rundir import SampleWriter
@@ -242,37 +243,27 @@ class RayExecutor(Scheduler):
             ) from None
 
     async def _dispatch(self, work: Sequence[tuple[Task, Sample]], actors: list[Any]) -> None:
+        """Shards cut from the work as workers free up (the driver never holds the whole run), lost ones first."""
         size = self.options.shard_size or min(MAX_SHARD_SIZE, max(1, min(self._share_of)))
-        queue: asyncio.Queue[_Shard] = asyncio.Queue()
-        for shard in _shards(work, size):
-            queue.put_nowait(shard)
-        feeders = [asyncio.create_task(self._feed(actor, queue)) for actor in actors for _ in range(SHARDS_PER_WORKER)]
-        finished = asyncio.create_task(queue.join())
-        try:
-            await asyncio.wait({finished, *feeders}, return_when=asyncio.FIRST_COMPLETED)
-            for feeder in feeders:
-                if feeder.done() and feeder.exception() is not None:
-                    raise cast(BaseException, feeder.exception())
-        finally:
-            for job in [finished, *feeders]:
-                job.cancel()
-            await asyncio.gather(finished, *feeders, return_exceptions=True)
+        queue: ShardQueue[_Shard] = ShardQueue(_shards(work, size))
+        await feed_all(queue, [self._feed(actor, queue) for actor in actors for _ in range(SHARDS_PER_WORKER)])
 
-    async def _feed(self, actor: Any, queue: asyncio.Queue[_Shard]) -> None:
+    async def _feed(self, actor: Any, queue: ShardQueue[_Shard]) -> None:
         """Keep one of ``actor``'s shard slots busy; after losing the worker, hand the shard's unfinished samples
         back to the queue (other workers take them) and wait until Ray has restarted the worker."""
-        while True:
-            shard = await queue.get()
+        while (shard := await next_shard(queue)) is not None:
+            missing: list[Sample] | None = None
             try:
                 missing = await self._run_shard(actor, shard)
                 if missing is not None:
                     self._redo(queue, shard, missing)
             finally:
-                queue.task_done()
+                queue.busy -= 1
+                queue.poke()
             if missing is not None:
                 await _restarted(actor)
 
-    def _redo(self, queue: asyncio.Queue[_Shard], shard: _Shard, missing: list[Sample]) -> None:
+    def _redo(self, queue: ShardQueue[_Shard], shard: _Shard, missing: list[Sample]) -> None:
         """Send a shard's unfinished samples again; a shard that keeps killing workers is split, to isolate the
         sample that does it, and fails the run when it is down to that sample."""
         attempts = shard.attempts + 1
@@ -292,8 +283,7 @@ class RayExecutor(Scheduler):
         )
         half = len(missing) // 2
         parts = [missing] if attempts < 2 or len(missing) == 1 else [missing[:half], missing[half:]]
-        for part in parts:
-            queue.put_nowait(_Shard(shard.task, part, attempts))
+        queue.redo.extend(_Shard(shard.task, part, attempts) for part in parts)
 
     def _requests(self, shard: _Shard) -> tuple[list[tuple[Sample, list[Request]]], dict[str, Response] | None]:
         task = shard.task

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import groupby, islice
@@ -27,6 +26,7 @@ import ray.exceptions
 from assay.errors import AssayError, ConfigError
 from assay.models.base import ModelError, Response
 from assay.runner.executors import RayOptions
+from assay.runner.executors.dispatch import ShardQueue, feed_all, next_shard
 from assay.runner.executors.ray import (
     _LOST,
     MAX_SHARD_ATTEMPTS,
@@ -152,43 +152,24 @@ class OfflinePool:
 
     async def score(self, shards: Iterator[OfflineShard], on_scored: Callable[[OfflineShard, Scored], None]) -> None:
         """Score every shard of ``shards`` (read as workers free up) and call ``on_scored`` with each, here."""
-        state = _Dispatch(shards)
-        feeders = [
-            asyncio.create_task(self._feed(actor, state, on_scored))
-            for actor in self._actors
-            for _ in range(SHARDS_PER_WORKER)
-        ]
-        finished = asyncio.create_task(state.done.wait())
-        try:
-            await asyncio.wait({finished, *feeders}, return_when=asyncio.FIRST_COMPLETED)
-            for feeder in feeders:
-                if feeder.done() and feeder.exception() is not None:
-                    raise cast(BaseException, feeder.exception())
-        finally:
-            for job in [finished, *feeders]:
-                job.cancel()
-            await asyncio.gather(finished, *feeders, return_exceptions=True)
+        queue: ShardQueue[OfflineShard] = ShardQueue(shards)
+        feeders = [self._feed(actor, queue, on_scored) for actor in self._actors for _ in range(SHARDS_PER_WORKER)]
+        await feed_all(queue, feeders)
 
-    async def _feed(self, actor: Any, state: _Dispatch, on_scored: Callable[[OfflineShard, Scored], None]) -> None:
+    async def _feed(
+        self, actor: Any, queue: ShardQueue[OfflineShard], on_scored: Callable[[OfflineShard, Scored], None]
+    ) -> None:
         """Keep one of ``actor``'s slots busy; a shard lost with its worker goes back for any worker to take."""
-        while True:
-            shard = state.take()
-            if shard is None:
-                if state.settled():
-                    return
-                state.changed.clear()
-                await state.changed.wait()
-                continue
-            state.busy += 1
+        while (shard := await next_shard(queue)) is not None:
             try:
                 scored = await self._score(actor, shard)
                 if scored is not None:
                     on_scored(shard, scored)
                 else:
-                    self._redo(state, shard)
+                    self._redo(queue, shard)
             finally:
-                state.busy -= 1
-                state.poke()
+                queue.busy -= 1
+                queue.poke()
             if scored is None:
                 await _restarted(actor)
 
@@ -205,7 +186,7 @@ class OfflinePool:
             cause = err.cause
             raise cause if isinstance(cause, AssayError) else err from None
 
-    def _redo(self, state: _Dispatch, shard: OfflineShard) -> None:
+    def _redo(self, queue: ShardQueue[OfflineShard], shard: OfflineShard) -> None:
         """Send a lost shard again; one that keeps killing workers is split, to isolate the sample that does it,
         and fails the run when it is down to that sample."""
         attempts = shard.attempts + 1
@@ -223,39 +204,7 @@ class OfflinePool:
         items, half = shard.items, len(shard.items) // 2
         parts = [items] if attempts < 2 or len(items) == 1 else [items[:half], items[half:]]
         for part in parts:
-            state.redo.append(shard.part(part, attempts))
-
-
-class _Dispatch:
-    """What the feeders share: the shards still to read, the lost ones to send again, how many are out."""
-
-    def __init__(self, shards: Iterator[OfflineShard]) -> None:
-        self.shards: Iterator[OfflineShard] | None = shards
-        self.redo: deque[OfflineShard] = deque()
-        self.busy = 0
-        self.changed = asyncio.Event()
-        self.done = asyncio.Event()
-
-    def take(self) -> OfflineShard | None:
-        if self.redo:
-            return self.redo.popleft()
-        if self.shards is not None:
-            shard = next(self.shards, None)
-            if shard is not None:
-                return shard
-            self.shards = None
-        return None
-
-    def settled(self) -> bool:
-        """True once every shard was read and scored (none out, none to redo)."""
-        if self.shards is None and not self.redo and self.busy == 0:
-            self.done.set()
-            return True
-        return False
-
-    def poke(self) -> None:
-        self.changed.set()
-        self.settled()
+            queue.redo.append(shard.part(part, attempts))
 
 
 def _runs(work: Iterable[tuple[Task, Sample]], size: int) -> Iterator[tuple[Task, list[Sample]]]:
