@@ -82,5 +82,9 @@ def test_pending_work_skips_done_samples_and_indexes_like_a_list(tmp_path: Path,
     ]
     assert [(t.name, s.id) for t, s in work[2:4]] == expected[2:4]
     assert len(PendingWork([first], 10, set())) == 10
+    assert [t.name for t in work.tasks()] == ["a", "b"]
+    assert [t.name for t in PendingWork([first, second], None, {("b", s.id) for s in second.samples()}).tasks()] == [
+        "a"
+    ]
     with pytest.raises(IndexError):
         work[len(work)]

@@ -63,3 +63,15 @@ class PendingWork(Sequence[tuple["Task", "Sample"]]):
             return task, samples[offset]
         kept = (s for s in samples if s.id not in finished)
         return task, next(s for i, s in enumerate(kept) if i == offset)
+
+    def tasks(self) -> list[Task]:
+        """The tasks with pending samples, in order, without reading any sample."""
+        starts = [0, *self._ends[:-1]]
+        return [task for (task, _, _), start, end in zip(self._parts, starts, self._ends, strict=True) if end > start]
+
+
+def tasks_of(work: Sequence[tuple[Task, Sample]]) -> list[Task]:
+    """The distinct tasks of some work, in order: a :class:`PendingWork` says so without reading its samples."""
+    if isinstance(work, PendingWork):
+        return work.tasks()
+    return list({task.name: task for task, _ in work}.values())

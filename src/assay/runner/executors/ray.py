@@ -35,6 +35,7 @@ from assay.runner.cache import ResponseCache
 from assay.runner.executors import RayOptions
 from assay.runner.executors.dispatch import ShardQueue, feed_all, next_shard
 from assay.runner.executors.ray_worker import Finished, ShardWorker, local_key
+from assay.runner.pending import tasks_of
 from assay.runner.progress import RunProgress
 from assay.runner.rundir import SampleWriter
 from assay.runner.scheduler import RunStats, Scheduler, SchedulerConfig
@@ -184,7 +185,7 @@ class RayExecutor(Scheduler):
         started = time.perf_counter()
         if not work:
             return self.stats
-        self.options = with_resources(self.options, list({task.name: task for task, _ in work}.values()))
+        self.options = with_resources(self.options, tasks_of(work))
         connected = connect(self.options)
         actors: list[Any] = []
         try:
@@ -207,9 +208,7 @@ class RayExecutor(Scheduler):
         return max(1, int(cpus // self.options.num_cpus) if self.options.num_cpus else int(cpus))
 
     def _start_workers(self, work: Sequence[tuple[Task, Sample]]) -> list[Any]:
-        tasks: dict[str, Task] = {}
-        for task, _ in work:
-            tasks.setdefault(task.name, task)
+        tasks = {task.name: task for task in tasks_of(work)}
         try:
             tasks_ref = ray.put([_for_workers(t) for t in tasks.values()])
             model_ref = ray.put(self.model)

@@ -41,6 +41,7 @@ from assay.runner.executors.ray import (
 )
 from assay.runner.executors.ray_worker import OfflineWorker, Scored
 from assay.runner.offline import OfflineScheduler
+from assay.runner.pending import tasks_of
 
 if TYPE_CHECKING:
     from assay.models.predictions import PredictionsModel
@@ -228,7 +229,7 @@ class RayOfflineExecutor(OfflineScheduler):
         started = time.perf_counter()
         if not work:
             return self.stats
-        tasks = list({task.name: task for task, _ in work}.values())
+        tasks = tasks_of(work)
         size = self.options.shard_size or OFFLINE_SHARD
         try:
             self.pool = OfflinePool(self.options, tasks, max_response_chars=self.config.max_response_chars)
