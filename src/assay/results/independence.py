@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from assay.record import SampleRecord
+from assay.results.aggregate import as_record_dict
 
 OBSERVED_RECORDS = 20_000  # per task: enough to see shared fields, bounded for runs of millions of samples
 LONG_TEXT = 200  # a text field this long that several samples share is a passage, whatever its name
@@ -41,14 +42,15 @@ class SharedContext:
         self.seen = 0
         self._values: dict[str, Counter[str]] = {}
 
-    def observe(self, record: SampleRecord) -> None:
-        """Look at one record (past ``limit`` records this does nothing)."""
+    def observe(self, record: SampleRecord | Mapping[str, Any]) -> None:
+        """Look at one record or its dict (past ``limit`` records this does nothing)."""
         if self.seen >= self.limit:
             return
         self.seen += 1
-        self._count(PROMPT_FIELD, record.prompt)
-        for source in (record.doc, record.metadata):
-            for name, value in _candidates(source, record.sample_id):
+        rec = as_record_dict(record)
+        self._count(PROMPT_FIELD, rec["prompt"])
+        for source in (rec["doc"], rec.get("metadata") or {}):
+            for name, value in _candidates(source, rec["sample_id"]):
                 self._count(name, value)
 
     def _count(self, name: str, value: Any) -> None:

@@ -82,7 +82,8 @@ def samples_filename(task: str) -> str:
     return f"samples_{re.sub(r'[^A-Za-z0-9_.-]', '_', task)}.jsonl"
 
 
-def _as_text(value: Any) -> str:
+def as_text(value: Any) -> str:
+    """A response or filtered value as the text lm-eval logs: strings as they are, JSON for containers."""
     if isinstance(value, str):
         return value
     if value is None:
@@ -95,7 +96,7 @@ def _as_text(value: Any) -> str:
 def _filtered_resps(fr: FilterRecord | None) -> list[Any]:
     if fr is None:
         return []
-    values = [_as_text(v) for v in fr.filtered]
+    values = [as_text(v) for v in fr.filtered]
     return values if len(values) == 1 else [values]
 
 
@@ -107,7 +108,7 @@ def sample_log_line(record: SampleRecord, filter_name: str, metric_values: dict[
         "doc": record.doc,
         "target": target,
         "arguments": {"gen_args_0": {"arg_0": record.prompt, "arg_1": dict(record.gen_kwargs)}},
-        "resps": [[_as_text(r.text) if r is not None else "" for r in record.responses]],
+        "resps": [[as_text(r.text) if r is not None else "" for r in record.responses]],
         "filtered_resps": _filtered_resps(record.filters.get(filter_name)),
         "filter": filter_name,
         "metrics": list(metric_values),
@@ -129,14 +130,14 @@ def sample_log_line_raw(obj: dict[str, Any], filter_name: str, metric_values: di
     fr = (obj.get("filters") or {}).get(filter_name)
     filtered: list[Any] = []
     if fr is not None:
-        values = [_as_text(v) for v in fr.get("filtered") or []]
+        values = [as_text(v) for v in fr.get("filtered") or []]
         filtered = values if len(values) == 1 else [values]
     line: dict[str, Any] = {
         "doc_id": int(obj["doc_id"]),
         "doc": doc,
         "target": target,
         "arguments": {"gen_args_0": {"arg_0": prompt, "arg_1": dict(obj.get("gen_kwargs") or {})}},
-        "resps": [[_as_text(r.get("text")) if r is not None else "" for r in obj.get("responses") or []]],
+        "resps": [[as_text(r.get("text")) if r is not None else "" for r in obj.get("responses") or []]],
         "filtered_resps": filtered,
         "filter": filter_name,
         "metrics": list(metric_values),

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pydantic_core
 from pydantic import ValidationError
 
 from assay.errors import DataError
@@ -299,12 +300,33 @@ def iter_indexed(index: SampleIndex, order: npt.NDArray[np.int64] | None = None)
             yield int(i), parse_record(fh.readline(), index.path, int(index.linenos[i]))
 
 
-def iter_raw(index: SampleIndex, order: npt.NDArray[np.int64]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(position, parsed JSON object) of the lines at ``order``: for lines a scan has already validated."""
-    with open(index.path, "rb") as fh:
-        for i in order:
-            fh.seek(int(index.offsets[i]))
-            yield int(i), json.loads(fh.readline())
+def iter_dicts(index: SampleIndex) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(position in the index, parsed JSON object) of each indexed line, in file order, without validating it as a
+    SampleRecord (several times faster); a line that is not a JSON object is a DataError naming file, line and key.
+    """
+    if not len(index):
+        return
+    offsets = array("q")
+    offsets.frombytes(index.offsets.tobytes())  # indexing an array is several times cheaper than a numpy one
+    n = len(offsets)
+    from_json = pydantic_core.from_json
+    with open(index.path, "rb", buffering=1 << 20) as fh:
+        wanted = 0
+        pos = 0
+        for raw in fh:
+            if pos == offsets[wanted]:
+                try:
+                    obj = from_json(raw)
+                except ValueError:
+                    obj = None
+                if type(obj) is not dict:
+                    parse_record(raw, index.path, int(index.linenos[wanted]))  # raises the DataError
+                    raise DataError(f"{index.path}:{int(index.linenos[wanted])}: corrupt sample line")
+                yield wanted, obj
+                wanted += 1
+                if wanted == n:
+                    return
+            pos += len(raw)
 
 
 def parse_record(raw: bytes, path: Path, lineno: int) -> SampleRecord:
