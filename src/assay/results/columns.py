@@ -88,6 +88,32 @@ class FileSource:
             pass  # parsing the line as a SampleRecord raises the DataError that names file, line and key
 
 
+class SamplesRewritten(Exception):
+    """A :class:`StreamSource` scan read a sample written twice: its figures would count both copies."""
+
+
+class StreamSource:
+    """A run folder's ``samples.jsonl`` read without an index made beforehand: each scan indexes the lines as it
+    parses them (:class:`assay.runner.rundir.SampleStream`); valid as a source when no sample was written twice
+    (``stream.rewritten`` after a scan), else read through ``FileSource(stream.index())``."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream  # assay.runner.rundir.SampleStream
+
+    def scan(self) -> Iterator[tuple[int, RecordDict]]:
+        yield from self.stream
+        if self.stream.rewritten:
+            raise SamplesRewritten(f"{self.stream.path}: a sample was written twice")
+
+    def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
+        from assay.runner.rundir import iter_indexed
+
+        return iter_indexed(self.stream.index(), positions)
+
+    def explain(self, position: int) -> None:
+        self.stream.explain(position)
+
+
 class SampleLogSink(Protocol):
     """Takes each scanned record with its metric values per filter (the sample logs are written from these)."""
 
@@ -379,11 +405,29 @@ class _ScanState:
         seq, as_zero, cols = self.seq, self.as_zero, acc.metrics
         logs = self.sample_logs
         per_filter: list[tuple[str, list[tuple[str, float]]]] = []
+        majority = reduction == "majority"
         for fname in task_filters:
             present: list[tuple[str, float]] = []
+            fr = rec_filters.get(fname)
+            by_metric = (fr.get("verdicts") or {}) if fr is not None else {}
             for mname in task_metrics:
+                col = cols[(fname, mname)]
+                verdicts = by_metric.get(mname)
+                if verdicts and len(verdicts) == 1:  # one judged repeat (most records): record_value's result, inline
+                    v = verdicts[0]
+                    score = v.get("score")
+                    if score is not None and v.get("error") is None:
+                        ok = bool(v.get("passed", False))
+                        value = (1.0 if ok else 0.0) if majority else float(score)
+                        col.values.append(value)
+                        col.frac.append(1.0 if ok else 0.0)
+                        col.attempts.append(1)
+                        col.passed.append(ok)
+                        if logs is not None:
+                            present.append((mname, value))
+                        continue
                 rv = record_value(rec, fname, mname, as_zero=as_zero, repeat_reduction=reduction)
-                cols[(fname, mname)].add(seq, doc_id, rv)
+                col.add(seq, doc_id, rv)
                 if logs is not None and rv[0] == rv[0]:  # not NaN: the metric has a value in the sample log
                     present.append((mname, rv[0]))
             per_filter.append((fname, present))

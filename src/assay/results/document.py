@@ -32,7 +32,7 @@ class RecordFacts:
 
     def add(self, rec: Any) -> None:
         """Take one record dict (as parsed from its line) or SampleRecord into account."""
-        if isinstance(rec, Mapping):
+        if type(rec) is dict or isinstance(rec, Mapping):
             gen_kwargs = rec.get("gen_kwargs", {})
             started = rec.get("started_at", 0.0)
             times = (started, rec.get("model_seconds", 0.0), rec.get("eval_seconds", 0.0))

@@ -335,31 +335,32 @@ def write_results(
 ) -> dict[str, Any]:
     """Read ``run.json`` + ``samples.jsonl``, write ``results.json`` and ``samples_<task>.jsonl`` atomically.
 
-    Streams over the samples: one pass to index them, one that computes the figures and encodes the sample logs (a
-    second when records hold metrics run.json does not declare); each record is parsed once."""
-    from assay.results.columns import FileSource
-    from assay.runner.rundir import atomic_write_text, index_samples, read_manifest
+    Streams over the samples: one pass indexes and parses each line, computes the figures and encodes the sample
+    logs (a second when records hold metrics run.json does not declare, or a sample was written twice)."""
+    from assay.results.columns import FileSource, SamplesRewritten, StreamSource
+    from assay.runner.rundir import SampleStream, atomic_write_text, read_manifest
 
     root = Path(run_dir)
     started = time.perf_counter()
     manifest = read_manifest(root)
-    index = index_samples(root)
+    stream = SampleStream(root)
     logs = SampleLogSpool(root, [task.name for task in manifest.tasks])
+    options: dict[str, Any] = {
+        "error_policy": error_policy,
+        "bootstrap_iters": bootstrap_iters,
+        "seed": seed,
+        "cluster_key": cluster_key,
+        "prices": prices,
+        "repeat_reduction": repeat_reduction,
+        "group_weighting": group_weighting,
+        "confidence": confidence,
+    }
     try:
-        computed = compute_results(
-            manifest,
-            FileSource(index),
-            error_policy=error_policy,
-            bootstrap_iters=bootstrap_iters,
-            seed=seed,
-            cluster_key=cluster_key,
-            prices=prices,
-            repeat_reduction=repeat_reduction,
-            group_weighting=group_weighting,
-            confidence=confidence,
-            torn_lines=index.torn,
-            sample_logs=logs,
-        )
+        try:
+            computed = compute_results(manifest, StreamSource(stream), sample_logs=logs, **options)
+        except SamplesRewritten:  # a sample written twice (a resume): read again, keeping each sample's last copy
+            computed = compute_results(manifest, FileSource(stream.index()), sample_logs=logs, **options)
+        computed.doc["assay"]["torn_lines"] = stream.torn
         logs.commit()
     finally:
         logs.discard()
