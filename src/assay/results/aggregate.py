@@ -96,7 +96,8 @@ def _reduce(scores: list[float], passes: list[bool], reduction: str) -> float:
 
 def record_error(rec: Mapping[str, Any]) -> str | None:
     """The first model error of a record dict (``SampleRecord.error``): the first failed repeat's message."""
-    return next((e for e in rec.get("response_errors") or () if e), None)
+    errors = rec.get("response_errors")
+    return next((e for e in errors if e), None) if errors and any(errors) else None
 
 
 def as_record_dict(rec: SampleRecord | Mapping[str, Any]) -> Mapping[str, Any]:

@@ -12,7 +12,6 @@ encoder.
 from __future__ import annotations
 
 import json
-import math
 import mmap
 import os
 import tempfile
@@ -53,42 +52,6 @@ _COPY_CHUNK = 1 << 16  # lines moved per step when reordering a spool (bounds th
 _SCALARS = {bool: lambda v: "true" if v else "false", type(None): lambda v: "null", int: int.__repr__}
 
 
-def _flat_items(doc: dict[str, Any]) -> list[str] | None:
-    """``"key": value`` of each item of a doc whose values are strings or finite numbers, as json.dumps writes
-    them; None for any other doc (nested, non-finite or not JSON), which goes through the general encoders."""
-    items = []
-    for key, value in doc.items():
-        kind = type(value)
-        if type(key) is not str:
-            return None
-        if kind is str:
-            text = encode_basestring(value)
-        elif kind is float and math.isfinite(value):
-            text = float.__repr__(value)
-        elif kind in _SCALARS:
-            text = _SCALARS[kind](value)
-        else:
-            return None
-        items.append(f"{encode_basestring(key)}: {text}")
-    return items
-
-
-def encoded_doc(doc: Any) -> tuple[str, str]:
-    """(the doc as json.dumps writes it in a sample-log line, its lm-eval ``doc_hash``): a flat doc's items are
-    encoded once for both (the hash reads them as ``json.dumps(indent=2)`` lays them out)."""
-    items = _flat_items(doc) if type(doc) is dict else None
-    if items is None:
-        return _VALUE(doc), schema.doc_hash(doc)
-    if not items:
-        return "{}", schema.hash_string("{}")
-    return "{" + ", ".join(items) + "}", schema.hash_string("{\n  " + ",\n  ".join(items) + "\n}")
-
-
-def doc_hash(doc: Any) -> str:
-    """:func:`schema.doc_hash`, without Python's indenting encoder for a flat doc."""
-    return encoded_doc(doc)[1]
-
-
 def _as_text(value: Any) -> str:
     return value if type(value) is str else schema.as_text(value)
 
@@ -103,7 +66,9 @@ class _TaskSpool:
         self.files: list[IO[bytes]] = []
         self.paths: list[Path] = []
         self.doc_ids = array("q")
-        self.names_json: dict[tuple[str, ...], str] = {}
+        self.gen_json: dict[str, str] = {}  # gen_kwargs (the same in most records) by repr, encoded
+        self.key_json: dict[str, str] = {}  # a doc key, encoded with its separator
+        self.metric_json: dict[tuple[str, tuple[str, ...]], tuple[str, list[str]]] = {}
 
     def _open(self, filters: list[str]) -> None:
         self.filters = filters
@@ -115,26 +80,28 @@ class _TaskSpool:
     def add(self, rec: dict[str, Any], per_filter: list[tuple[str, list[tuple[str, float]]]]) -> None:
         if self.filters is None:
             self._open([f for f, _ in per_filter])
+        esc = encode_basestring
         doc_id = int(rec["doc_id"])
         self.doc_ids.append(doc_id)
         doc, prompt = rec["doc"], rec["prompt"]
         target = str(rec.get("target"))
-        escaped: dict[str, str] = {}  # each text escaped once: a filtered response is often the response
-
-        def text_json(value: Any) -> str:
-            text = _as_text(value)
-            out = escaped.get(text)
-            if out is None:
-                out = escaped[text] = encode_basestring(text)
-            return out
-
-        resps = ", ".join(text_json(r.get("text")) if r is not None else '""' for r in rec.get("responses") or ())
-        doc_json, doc_hex = encoded_doc(doc)
-        gen_kwargs = _VALUE(dict(rec.get("gen_kwargs") or {}))
+        texts: list[str] = []  # each response's text, and escaped: a filtered response is often the response
+        escaped: list[str] = []
+        for r in rec.get("responses") or ():
+            text = "" if r is None else _as_text(r.get("text"))
+            texts.append(text)
+            escaped.append(esc(text))
+        doc_json, doc_hex = self._doc(doc)
+        gen = rec.get("gen_kwargs") or {}
+        gen_key = repr(gen)  # equal reprs, equal JSON (1, 1.0 and True differ in both)
+        gen_json = self.gen_json.get(gen_key)
+        if gen_json is None:
+            gen_json = _VALUE(dict(gen))
+            if len(self.gen_json) < 64:
+                self.gen_json[gen_key] = gen_json
         head = (
-            f'{{"doc_id": {doc_id}, "doc": {doc_json}, "target": {encode_basestring(target)}, "arguments": '
-            f'{{"gen_args_0": {{"arg_0": {encode_basestring(prompt)}, "arg_1": {gen_kwargs}}}}}, '
-            f'"resps": [[{resps}]], "filtered_resps": '
+            f'{{"doc_id": {doc_id}, "doc": {doc_json}, "target": {esc(target)}, "arguments": {{"gen_args_0": '
+            f'{{"arg_0": {esc(prompt)}, "arg_1": {gen_json}}}}}, "resps": [[{", ".join(escaped)}]], "filtered_resps": '
         )
         tail = (
             f'"doc_hash": "{doc_hex}", "prompt_hash": "{schema.hash_string(prompt)}", '
@@ -146,17 +113,55 @@ class _TaskSpool:
             if fr is None:
                 filtered = "[]"
             else:
-                values = [text_json(v) for v in fr.get("filtered") or ()]
-                filtered = f"[{values[0]}]" if len(values) == 1 else f"[[{', '.join(values)}]]"
-            names = tuple(m for m, _ in present)
-            names_json = self.names_json.get(names)
-            if names_json is None:
-                names_json = self.names_json[names] = _VALUE(list(names))
+                values = [v if type(v) is str else _as_text(v) for v in fr.get("filtered") or ()]
+                if values == texts:
+                    encoded = escaped
+                else:
+                    encoded = [escaped[texts.index(v)] if v in texts else esc(v) for v in values]
+                filtered = f"[{encoded[0]}]" if len(encoded) == 1 else f"[[{', '.join(encoded)}]]"
+            names = tuple([m for m, _ in present])
+            pieces = self.metric_json.get((fname, names))
+            if pieces is None:
+                pieces = self.metric_json[(fname, names)] = (
+                    f', "filter": {esc(fname)}, "metrics": {_VALUE(list(names))}, ',
+                    [f", {esc(m)}: " for m in names],
+                )
             scores = "".join(
-                f", {encode_basestring(m)}: {float.__repr__(v) if math.isfinite(v) else _VALUE(v)}" for m, v in present
+                [
+                    p + (float.__repr__(v) if v - v == 0.0 else _VALUE(v))
+                    for p, (_, v) in zip(pieces[1], present, strict=True)
+                ]
             )
-            line = f'{head}{filtered}, "filter": {_VALUE(fname)}, "metrics": {names_json}, {tail}{scores}}}\n'
-            fh.write(line.encode("utf-8"))
+            fh.write(f"{head}{filtered}{pieces[0]}{tail}{scores}}}\n".encode())
+
+    def _doc(self, doc: Any) -> tuple[str, str]:
+        """(the doc as json.dumps writes it in a line, its lm-eval ``doc_hash``): a flat doc's items are encoded once
+        for both (the hash reads them as ``json.dumps(indent=2)`` lays them out); any other goes the general way."""
+        if type(doc) is not dict:
+            return _VALUE(doc), schema.doc_hash(doc)
+        keys = self.key_json
+        items = []
+        for key, value in doc.items():
+            kind = type(value)
+            if kind is str:
+                text = encode_basestring(value)
+            elif kind is float and value - value == 0.0:
+                text = float.__repr__(value)
+            elif kind in _SCALARS:
+                text = _SCALARS[kind](value)
+            else:
+                return _VALUE(doc), schema.doc_hash(doc)
+            prefix = keys.get(key)
+            if prefix is None:
+                if type(key) is not str:
+                    return _VALUE(doc), schema.doc_hash(doc)
+                prefix = encode_basestring(key) + ": "
+                if len(keys) < 1024:
+                    keys[key] = prefix
+            items.append(prefix + text)
+        if not items:
+            return "{}", schema.hash_string("{}")
+        return "{" + ", ".join(items) + "}", schema.hash_string("{\n  " + ",\n  ".join(items) + "\n}")
 
     def _flush(self) -> None:
         for fh in self.files:
