@@ -24,6 +24,7 @@ CASES: dict[str, dict[str, Any]] = {
     "varied_as_zero": {"bootstrap_iters": 100, "error_policy": "as_zero", "repeat_reduction": "max"},
     "varied_clustered": {"bootstrap_iters": 100, "cluster_key": "passage", "group_weighting": "equal"},
     "corpus": {"bootstrap_iters": 100},
+    "in_order": {"bootstrap_iters": 100, "repeat_reduction": "min"},
     **{f"streaming_{name}": options for name, options in streaming_cases.CASES.items()},
 }
 
@@ -166,11 +167,35 @@ def _corpus(path: Path) -> None:
     rf.write_run(path, rf.manifest([t]), recs)
 
 
+def _in_order(path: Path) -> None:
+    """Two filters, records written in doc_id order (the sample logs need no reordering), repeats and errors."""
+    rng = random.Random(3)
+    t = rf.task("ordered", (("exact_match", True), ("f1", True)), filters=("none", "last"), repeats=2, n=25)
+    recs = []
+    for i in range(25):
+        texts: list[str | None] = [f"ответ\t{i}\n«{r}»" if i % 7 != 2 or r == 0 else None for r in range(2)]
+        per = {}
+        for f in ("none", "last"):
+            per[f] = {
+                m: [
+                    rf.verdict(None, error="no response to evaluate: HTTP 500")
+                    if text is None
+                    else rf.verdict(round(rng.random(), 3), True)
+                    for text in texts
+                ]
+                for m in ("exact_match", "f1")
+            }
+        rec = rf.record("ordered", i, filters=per, texts=texts, doc={"q": f"вопрос {i}", "k": i % 3 == 0, "z": None})
+        rec.filters["last"].filtered = [texts[-1]]
+        recs.append(rec)
+    rf.write_run(path, rf.manifest([t]), recs)
+
+
 def build(case: str, path: Path) -> Path:
     """Write the run folder of ``case`` (run.json + samples.jsonl) at ``path``."""
     if case.startswith("streaming_"):
         return streaming_cases.build(case.removeprefix("streaming_"), path)
-    (_corpus if case == "corpus" else _varied)(path)
+    {"corpus": _corpus, "in_order": _in_order}.get(case, _varied)(path)
     return path
 
 
