@@ -17,6 +17,7 @@ import os
 import tempfile
 from array import array
 from collections.abc import Callable, Iterable
+from hashlib import sha256
 from json.encoder import encode_basestring
 from pathlib import Path
 from typing import IO, Any
@@ -49,6 +50,7 @@ def _encoder(**options: Any) -> Callable[[Any], str]:
 
 _VALUE = _encoder(ensure_ascii=False, allow_nan=False)  # json.dumps(line, ensure_ascii=False, allow_nan=False)
 _COPY_CHUNK = 1 << 16  # lines moved per step when reordering a spool (bounds the index lists built)
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
 _SCALARS = {bool: lambda v: "true" if v else "false", type(None): lambda v: "null", int: int.__repr__}
 
 
@@ -66,7 +68,7 @@ class _TaskSpool:
         self.files: list[IO[bytes]] = []
         self.paths: list[Path] = []
         self.doc_ids = array("q")
-        self.gen_json: dict[str, str] = {}  # gen_kwargs (the same in most records) by repr, encoded
+        self.gen: tuple[Any, list[type], str] = (None, [], "")  # the last gen_kwargs (most records share them)
         self.key_json: dict[str, str] = {}  # a doc key, encoded with its separator
         self.metric_json: dict[tuple[str, tuple[str, ...]], tuple[str, list[str]]] = {}
 
@@ -93,20 +95,21 @@ class _TaskSpool:
             escaped.append(esc(text))
         doc_json, doc_hex = self._doc(doc)
         gen = rec.get("gen_kwargs") or {}
-        gen_key = repr(gen)  # equal reprs, equal JSON (1, 1.0 and True differ in both)
-        gen_json = self.gen_json.get(gen_key)
-        if gen_json is None:
+        gen_types = [type(v) for v in gen.values()]
+        if gen == self.gen[0] and gen_types == self.gen[1]:  # the same as the last record's (1 == 1.0, not in JSON)
+            gen_json = self.gen[2]
+        else:
             gen_json = _VALUE(dict(gen))
-            if len(self.gen_json) < 64:
-                self.gen_json[gen_key] = gen_json
+            if _JSON_SCALARS.issuperset(gen_types):  # nested values could hide 1 == 1.0: not reused
+                self.gen = (gen, gen_types, gen_json)
         head = (
             f'{{"doc_id": {doc_id}, "doc": {doc_json}, "target": {esc(target)}, "arguments": {{"gen_args_0": '
             f'{{"arg_0": {esc(prompt)}, "arg_1": {gen_json}}}}}, "resps": [[{", ".join(escaped)}]], "filtered_resps": '
         )
         tail = (
-            f'"doc_hash": "{doc_hex}", "prompt_hash": "{schema.hash_string(prompt)}", '
-            f'"target_hash": "{schema.hash_string(target)}"'
-        )
+            f'"doc_hash": "{doc_hex}", "prompt_hash": "{sha256(prompt.encode()).hexdigest()}", '
+            f'"target_hash": "{sha256(target.encode()).hexdigest()}"'
+        )  # schema.hash_string, inline
         rec_filters = rec.get("filters") or {}
         for (fname, present), fh in zip(per_filter, self.files, strict=True):
             fr = rec_filters.get(fname)
