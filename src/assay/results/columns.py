@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-import json
 import math
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -133,7 +132,9 @@ def hash64(text: str) -> int:
 
 def doc_hash64(doc: Any) -> int:
     """The first 8 bytes of lm-eval's ``doc_hash`` (sha256 of the doc as indented JSON) as an int64."""
-    text = json.dumps(doc, indent=2, ensure_ascii=False, default=str)
+    from assay.results.schema import indented_json
+
+    text = indented_json(doc)
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little", signed=True)
 
 
