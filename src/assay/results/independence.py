@@ -8,6 +8,7 @@ should have named, from the first records of each task (bounded memory whatever 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections import Counter
@@ -75,8 +76,14 @@ def _candidates(source: Mapping[str, Any], sample_id: str) -> Iterable[tuple[str
             continue
         if str(value) == sample_id:
             continue
-        if (isinstance(value, str) and len(value) >= LONG_TEXT) or _CONTEXT_NAME.search(str(name)):
+        if (isinstance(value, str) and len(value) >= LONG_TEXT) or _context_name(str(name)):
             yield str(name), value
+
+
+@functools.lru_cache(maxsize=4096)
+def _context_name(name: str) -> bool:
+    """Whether a field's name says "a context several samples hang off" (the same few names in every record)."""
+    return _CONTEXT_NAME.search(name) is not None
 
 
 def independence_warning(task: str, detector: SharedContext, cluster_key: str | None) -> str | None:
