@@ -253,6 +253,9 @@ class _TaskAcc:
     doc_hashes: array[int] = field(default_factory=lambda: array("q"))
     ids: bytearray = field(default_factory=bytearray)
     id_ends: array[int] = field(default_factory=lambda: array("q"))
+    filter_names: set[str] = field(default_factory=set)  # of filters and metrics: known (names of the columns)
+    metric_names: set[str] = field(default_factory=set)
+    plan: list[tuple[str, list[tuple[str, _MetricAcc]]]] | None = None
 
 
 def _declared_keys(info: TaskInfo) -> tuple[list[str], list[str]]:
@@ -327,6 +330,7 @@ def _scan_once(
         keys = [(f, m) for f in filters[info.name] for m in metrics[info.name]]
         acc = accs[info.name] = _TaskAcc(info, keys, with_ids, cluster_key)
         acc.metrics = {k: _MetricAcc() for k in keys}
+        acc.filter_names, acc.metric_names = set(filters[info.name]), set(metrics[info.name])
     state = _ScanState(error_policy == "as_zero", repeat_reduction, reductions, cluster_key, with_ids, sample_logs)
     with _no_cyclic_gc():
         _feed(source, state, observers, accs, filters, metrics)
@@ -409,37 +413,47 @@ class _ScanState:
             return
         task_filters, task_metrics = filters[task], metrics[task]
         rec_filters = rec.get("filters") or {}
-        added = False
-        for fname, fr in rec_filters.items():  # a filter or metric run.json does not declare: found in records
-            if fname not in task_filters:
-                task_filters.append(fname)
-                added = True
-            for mname in fr.get("verdicts") or ():
-                if mname not in task_metrics:
-                    task_metrics.append(mname)
+        known = rec_filters.keys() <= acc.filter_names  # set operations in C: the names of most records are known
+        if known:
+            for fr in rec_filters.values():
+                if not (fr.get("verdicts") or {}).keys() <= acc.metric_names:
+                    known = False
+                    break
+        if not known:  # a filter or metric run.json does not declare: found in records
+            added = False
+            for fname, fr in rec_filters.items():
+                if fname not in task_filters:
+                    task_filters.append(fname)
                     added = True
-        if added:
-            self.grown = self.grown or bool(len(acc.positions))
+                for mname in fr.get("verdicts") or ():
+                    if mname not in task_metrics:
+                        task_metrics.append(mname)
+                        added = True
+            acc.filter_names, acc.metric_names = set(task_filters), set(task_metrics)
+            if added:
+                self.grown = self.grown or bool(len(acc.positions))
+                acc.plan = None
         if self.grown:  # columns of earlier records would miss the new key: finish reading names, then scan again
             return
-        if added:
+        plan = acc.plan
+        if plan is None:  # each filter with its metrics' columns, in the order of the columns and sample logs
             for k in [(f, m) for f in task_filters for m in task_metrics if (f, m) not in acc.metrics]:
                 acc.keys.append(k)
                 acc.metrics[k] = _MetricAcc()
+            plan = acc.plan = [(f, [(m, acc.metrics[(f, m)]) for m in task_metrics]) for f in task_filters]
         doc_id = int(rec["doc_id"])
         acc.positions.append(pos)
         acc.doc_ids.append(doc_id)
         reduction = self.reductions.get(task, self.repeat_reduction)
-        seq, as_zero, cols = self.seq, self.as_zero, acc.metrics
+        seq, as_zero = self.seq, self.as_zero
         logs = self.sample_logs
         per_filter: list[tuple[str, list[tuple[str, float]]]] = []
         majority = reduction == "majority"
-        for fname in task_filters:
+        for fname, columns in plan:
             present: list[tuple[str, float]] = []
             fr = rec_filters.get(fname)
             by_metric = (fr.get("verdicts") or {}) if fr is not None else {}
-            for mname in task_metrics:
-                col = cols[(fname, mname)]
+            for mname, col in columns:
                 verdicts = by_metric.get(mname)
                 if verdicts and len(verdicts) == 1:  # one judged repeat (most records): record_value's result, inline
                     v = verdicts[0]
