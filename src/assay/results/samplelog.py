@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from hashlib import sha256
 from json.encoder import encode_basestring
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
@@ -49,6 +49,8 @@ def _encoder(**options: Any) -> Callable[[Any], str]:
 
 
 _VALUE = _encoder(ensure_ascii=False, allow_nan=False)  # json.dumps(line, ensure_ascii=False, allow_nan=False)
+_SPOOL_BLOCK = 1 << 16  # a task's lines are appended to its spools once they hold this many bytes (memory is
+# bounded by tasks x this, and no spool file stays open)
 _COPY_CHUNK = 1 << 16  # lines moved per step when reordering a spool (bounds the index lists built)
 _JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
 _SCALARS = {bool: lambda v: "true" if v else "false", type(None): lambda v: "null", int: int.__repr__}
@@ -65,7 +67,8 @@ class _TaskSpool:
         self.root = root
         self.filename = schema.samples_filename(name)
         self.filters: list[str] | None = None
-        self.files: list[IO[bytes]] = []
+        self.pending: list[list[bytes]] = []  # per filter: lines not yet appended to its spool
+        self.pending_bytes = 0
         self.paths: list[Path] = []
         self.doc_ids = array("q")
         self.gen: tuple[Any, list[type], str] = (None, [], "")  # the last gen_kwargs (most records share them)
@@ -77,7 +80,8 @@ class _TaskSpool:
         for _ in filters:
             fd, tmp = tempfile.mkstemp(prefix=f".{self.filename}.", suffix=".tmp", dir=self.root)
             self.paths.append(Path(tmp))
-            self.files.append(os.fdopen(fd, "wb", buffering=1 << 20))
+            os.close(fd)  # appended to a block at a time: no file stays open (a run may have hundreds of tasks)
+            self.pending.append([])
 
     def add(self, rec: dict[str, Any], per_filter: list[tuple[str, list[tuple[str, float]]]]) -> None:
         if self.filters is None:
@@ -111,7 +115,7 @@ class _TaskSpool:
             f'"target_hash": "{sha256(target.encode()).hexdigest()}"'
         )  # schema.hash_string, inline
         rec_filters = rec.get("filters") or {}
-        for (fname, present), fh in zip(per_filter, self.files, strict=True):
+        for (fname, present), pending in zip(per_filter, self.pending, strict=True):
             fr = rec_filters.get(fname)
             if fr is None:
                 filtered = "[]"
@@ -135,7 +139,11 @@ class _TaskSpool:
                     for p, (_, v) in zip(pieces[1], present, strict=True)
                 ]
             )
-            fh.write(f"{head}{filtered}{pieces[0]}{tail}{scores}}}\n".encode())
+            line = f"{head}{filtered}{pieces[0]}{tail}{scores}}}\n".encode()
+            pending.append(line)
+            self.pending_bytes += len(line)
+        if self.pending_bytes >= _SPOOL_BLOCK:
+            self._flush()
 
     def _doc(self, doc: Any) -> tuple[str, str]:
         """(the doc as json.dumps writes it in a line, its lm-eval ``doc_hash``): a flat doc's items are encoded once
@@ -167,9 +175,12 @@ class _TaskSpool:
         return "{" + ", ".join(items) + "}", schema.hash_string("{\n  " + ",\n  ".join(items) + "\n}")
 
     def _flush(self) -> None:
-        for fh in self.files:
-            fh.close()
-        self.files = []
+        for path, pending in zip(self.paths, self.pending, strict=False):
+            if pending:
+                with open(path, "ab") as fh:
+                    fh.write(b"".join(pending))
+                pending.clear()
+        self.pending_bytes = 0
 
     def commit(self) -> None:
         """Make the spools ``samples_<task>.jsonl`` in doc_id order (atomically: complete or not at all)."""
@@ -221,11 +232,9 @@ class _TaskSpool:
         return Path(tmp)
 
     def discard(self) -> None:
-        for fh in self.files:
-            fh.close()
         for path in self.paths:
             path.unlink(missing_ok=True)
-        self.files, self.paths, self.filters = [], [], None
+        self.pending, self.paths, self.filters, self.pending_bytes = [], [], None, 0
         self.doc_ids = array("q")
 
 
