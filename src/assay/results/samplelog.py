@@ -12,7 +12,6 @@ encoder.
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import tempfile
 from array import array
@@ -20,7 +19,7 @@ from collections.abc import Callable, Iterable
 from hashlib import sha256
 from json.encoder import encode_basestring
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
@@ -51,6 +50,7 @@ def _encoder(**options: Any) -> Callable[[Any], str]:
 _VALUE = _encoder(ensure_ascii=False, allow_nan=False)  # json.dumps(line, ensure_ascii=False, allow_nan=False)
 _SPOOL_BLOCK = 1 << 16  # a task's lines are appended to its spools once they hold this many bytes (memory is
 # bounded by tasks x this, and no spool file stays open)
+_READ_MAX = 1 << 23  # bytes of adjacent lines read at once when reordering
 _COPY_CHUNK = 1 << 16  # lines moved per step when reordering a spool (bounds the index lists built)
 _JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
 _SCALARS = {bool: lambda v: "true" if v else "false", type(None): lambda v: "null", int: int.__repr__}
@@ -215,20 +215,29 @@ class _TaskSpool:
         self.discard()
 
     def _reordered(self, order: Any) -> Path:
-        """A new file with each spool's lines in ``order`` (lines hold no raw newline: JSON escapes it)."""
+        """A new file with each spool's lines in ``order`` (lines hold no raw newline: JSON escapes it). Lines are
+        read with pread, lines next to each other in one read: page cache, not the process's memory (an mmap of the
+        spool would count in its RSS)."""
         fd, tmp = tempfile.mkstemp(prefix=f".{self.filename}.", suffix=".tmp", dir=self.root)
         self.paths.append(Path(tmp))
         with os.fdopen(fd, "wb", buffering=1 << 20) as out:
             for path in self.paths[:-1]:
-                if not path.stat().st_size:
-                    continue
-                with open(path, "rb") as src, mmap.mmap(src.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                    ends = _line_ends(mm)
+                with open(path, "rb", buffering=0) as src:
+                    ends = _line_ends(src)
+                    if not ends.size:
+                        continue
                     starts = np.concatenate([np.zeros(1, dtype=np.int64), ends[:-1]])
                     for lo in range(0, order.size, _COPY_CHUNK):
                         part = order[lo : lo + _COPY_CHUNK]
+                        run_start = run_end = -1
                         for a, b in zip(starts[part].tolist(), ends[part].tolist(), strict=True):
-                            out.write(mm[a:b])
+                            if a != run_end or run_end - run_start >= _READ_MAX:
+                                if run_end > run_start:
+                                    out.write(_pread(src.fileno(), run_start, run_end))
+                                run_start = a
+                            run_end = b
+                        if run_end > run_start:
+                            out.write(_pread(src.fileno(), run_start, run_end))
         return Path(tmp)
 
     def discard(self) -> None:
@@ -238,14 +247,26 @@ class _TaskSpool:
         self.doc_ids = array("q")
 
 
-def _line_ends(data: mmap.mmap) -> Any:
-    """The offset just past each newline of ``data``, found a block at a time (memory stays flat)."""
-    block = 1 << 24
+def _line_ends(src: IO[bytes]) -> Any:
+    """The offset just past each newline of the file ``src``, read a block at a time (memory stays flat)."""
     parts = []
-    for lo in range(0, len(data), block):
-        chunk = np.frombuffer(data[lo : lo + block], dtype=np.uint8)
-        parts.append(np.flatnonzero(chunk == 10).astype(np.int64) + (lo + 1))
+    offset = 0
+    while block := src.read(1 << 24):
+        parts.append(np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10).astype(np.int64) + (offset + 1))
+        offset += len(block)
     return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def _pread(fd: int, start: int, end: int) -> bytes:
+    """The bytes [start, end) of a file, however many reads that takes."""
+    chunks = []
+    while start < end:
+        chunk = os.pread(fd, end - start, start)
+        if not chunk:
+            raise OSError(f"unexpected end of a sample-log spool at byte {start}")
+        chunks.append(chunk)
+        start += len(chunk)
+    return b"".join(chunks)
 
 
 def _file_mode(path: Path) -> int:
