@@ -33,17 +33,20 @@ def _encoder(**options: Any) -> Callable[[Any], str]:
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None or encoder.ensure_ascii or encoder.indent is not None:
         return encoder.encode
-    c_encode = make(
-        None,
-        encoder.default,
-        encode_basestring,
-        None,
-        encoder.key_separator,
-        encoder.item_separator,
-        False,
-        False,
-        encoder.allow_nan,
-    )
+    try:  # the arguments JSONEncoder.iterencode passes (CPython 3.11-3.13)
+        c_encode = make(
+            None,
+            encoder.default,
+            encode_basestring,
+            None,
+            encoder.key_separator,
+            encoder.item_separator,
+            False,
+            False,
+            encoder.allow_nan,
+        )
+    except TypeError:  # another interpreter's C encoder: the ordinary, slower path
+        return encoder.encode
     return lambda value: "".join(c_encode(value, 0))
 
 
