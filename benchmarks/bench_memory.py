@@ -3,8 +3,9 @@
 Builds two synthetic run folders of N samples each (default 1,000,000; ``--quick`` 50,000; or
 ``BENCH_MEMORY_SAMPLES=N``): one task, ``exact_match`` and ``token_f1``, Cyrillic/CJK text, one sample in
 100 with a 20 KB output, one in 50 with a model error and one in 40 with an evaluator error; run B differs from
-A in one sample in 20. Each step runs in its own subprocess, which reports its peak RSS (``ru_maxrss``); figures
-are printed with the ratio to the run folder's size and to a bare ``import assay`` process (the floor).
+A in one sample in 20. Each step runs in its own subprocess, which reports its peak RSS (``ru_maxrss``), wall and
+CPU time; figures are printed with the ratio to the run folder's size and to a bare ``import assay`` process (the
+floor), and the records read per CPU second (samples of one run / the step's CPU time).
 With N <= 200,000 the list-based baseline (every record in one list, as results were written before) is measured
 too. Run: ``python -m benchmarks memory`` or ``python -m benchmarks.bench_memory --quick``
 (``BENCH_MEMORY_STEPS="write_results A,HTML report"`` runs only those steps).
@@ -144,19 +145,22 @@ STEPS = {
 LIST_BASELINE = "from assay.runner.rundir import read_samples; records, _ = read_samples(A)"
 
 
-def _measure(code: str, a: Path, b: Path, out: Path) -> tuple[float, float]:
-    """(peak RSS in MiB, wall seconds) of a fresh Python process running ``code``."""
+def _measure(code: str, a: Path, b: Path, out: Path) -> tuple[float, float, float]:
+    """(peak RSS in MiB, wall seconds, CPU seconds) of a fresh Python process running ``code`` (the times leave
+    out starting Python; CPU time is user + system, the figure to trust on a machine other work shares)."""
     script = (
         "import resource, sys, time\nfrom pathlib import Path\n"
         f"A, B, OUT = Path({str(a)!r}), Path({str(b)!r}), Path({str(out)!r})\n"
-        f"t = time.perf_counter()\n{code}\n"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, time.perf_counter() - t)\n"
+        "t, c = time.perf_counter(), time.process_time()\n"
+        f"{code}\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, time.perf_counter() - t,"
+        " time.process_time() - c)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"step failed:\n{done.stderr[-2000:]}")
-    rss, seconds = done.stdout.split()[-2:]
-    return float(rss), float(seconds)
+    rss, seconds, cpu = done.stdout.split()[-3:]
+    return float(rss), float(seconds), float(cpu)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -176,13 +180,16 @@ def main(argv: list[str] | None = None) -> None:
         if n <= LIST_BASELINE_MAX:
             steps = {"records in one list (before)": LIST_BASELINE, **steps}
         floor = None
-        print(f"{'step':<30} {'peak RSS':>10} {'÷ folder':>9} {'÷ floor':>8} {'wall':>8}")
+        print(f"{'step':<30} {'peak RSS':>10} {'÷ folder':>9} {'÷ floor':>8} {'wall':>8} {'CPU':>8} {'records/s':>10}")
         for name, code in steps.items():
-            rss, seconds = _measure(code, a, b, root)
+            rss, seconds, cpu = _measure(code, a, b, root)
             floor = floor if floor is not None or "floor" not in name else rss
             ratio_floor = f"{rss / floor:.1f}x" if floor else "—"
+            rate = f"{n / cpu:>10,.0f}" if "floor" not in name and cpu > 0 else f"{'—':>10}"
             print(
-                f"{name:<30} {rss:>7,.0f} MiB {rss * 2**20 / size:>8.2f}x {ratio_floor:>8} {seconds:>7.1f}s", flush=True
+                f"{name:<30} {rss:>7,.0f} MiB {rss * 2**20 / size:>8.2f}x {ratio_floor:>8} {seconds:>7.1f}s"
+                f" {cpu:>7.1f}s {rate}",
+                flush=True,
             )
         html = root / "report.html"
         if html.exists():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -94,43 +94,68 @@ def _reduce(scores: list[float], passes: list[bool], reduction: str) -> float:
     return 1.0 if sum(passes) * 2 > len(passes) else 0.0  # majority of repeats passed
 
 
-def _model_failed(rec: SampleRecord, repeat: int, n_verdicts: int) -> bool:
+def record_error(rec: Mapping[str, Any]) -> str | None:
+    """The first model error of a record dict (``SampleRecord.error``): the first failed repeat's message."""
+    errors = rec.get("response_errors")
+    return next((e for e in errors if e), None) if errors and any(errors) else None
+
+
+def as_record_dict(rec: SampleRecord | Mapping[str, Any]) -> Mapping[str, Any]:
+    """A record as the dict its ``samples.jsonl`` line parses to (what the streamed results code reads)."""
+    return rec.model_dump() if isinstance(rec, SampleRecord) else rec
+
+
+def _model_failed(rec: Mapping[str, Any], error: str | None, repeat: int, n_verdicts: int) -> bool:
     """Whether an errored verdict had no response to judge: its repeat's model request failed (or, after a
     filter that reduces the repeats to one value, every repeat's did)."""
-    n = max(len(rec.responses), len(rec.response_errors))
-    if not rec.error or n == 0:
+    responses = rec.get("responses") or []
+    n = max(len(responses), len(rec.get("response_errors") or ()))
+    if not error or n == 0:
         return False
     if n_verdicts == n:
-        return repeat >= len(rec.responses) or rec.responses[repeat] is None
-    return all(r is None for r in rec.responses) or len(rec.responses) == 0
+        return repeat >= len(responses) or responses[repeat] is None
+    return all(r is None for r in responses) or len(responses) == 0
 
 
 # (value or NaN, passed share or NaN, attempts, passed, errored verdicts, of them model errors, first error,
 #  every error message of the record's verdicts)
 RecordValue = tuple[float, float, int, int, int, int, str | None, list[str]]
+_NO_MESSAGES: list[str] = []
 
 
 def record_value(
-    rec: SampleRecord, filter_name: str, metric: str, *, as_zero: bool, repeat_reduction: str
+    rec: Mapping[str, Any] | SampleRecord, filter_name: str, metric: str, *, as_zero: bool, repeat_reduction: str
 ) -> RecordValue:
     """One sample's value of one metric: its verdicts reduced over repeats, errors excluded or scored 0.
 
-    A verdict with ``error`` set (score None) is an error; so is a sample with no verdicts for the
-    metric (its model call failed, or its filter record is missing). Under ``as_zero`` each errored
-    repeat scores 0 and fails; otherwise a sample with no judged repeat is errored (value NaN).
+    ``rec`` is a record's dict (a parsed ``samples.jsonl`` line) or a SampleRecord. A verdict with ``error`` set
+    (score None) is an error; so is a sample with no verdicts for the metric (its model call failed, or its filter
+    record is missing). Under ``as_zero`` each errored repeat scores 0 and fails; otherwise a sample with no judged
+    repeat is errored (value NaN).
     """
-    fr = rec.filters.get(filter_name)
-    verdicts = fr.verdicts.get(metric) if fr is not None else None
+    rec = as_record_dict(rec)
+    fr = (rec.get("filters") or {}).get(filter_name)
+    verdicts = (fr.get("verdicts") or {}).get(metric) if fr is not None else None
+    if verdicts and len(verdicts) == 1:  # the common case, one judged repeat: no lists to build
+        v = verdicts[0]
+        score = v.get("score")
+        if score is not None and v.get("error") is None:
+            value = float(score)
+            ok = bool(v.get("passed", False))
+            if repeat_reduction == "majority":
+                value = 1.0 if ok else 0.0
+            return value, 1.0 if ok else 0.0, 1, int(ok), 0, 0, None, _NO_MESSAGES
     scores: list[float] = []
     passes: list[bool] = []
     messages: list[str] = []
     n_err = n_model = 0
+    error = record_error(rec)
     if verdicts:
         for repeat, v in enumerate(verdicts):
             score, err = v.get("score"), v.get("error")
             if err is not None or score is None:
                 n_err += 1
-                n_model += _model_failed(rec, repeat, len(verdicts))
+                n_model += _model_failed(rec, error, repeat, len(verdicts))
                 messages.append(str(err or "verdict has no score"))
                 if as_zero:
                     scores.append(0.0)
@@ -138,14 +163,14 @@ def record_value(
             else:
                 scores.append(float(score))
                 passes.append(bool(v.get("passed", False)))
-    elif fr is not None and fr.scores.get(metric) is not None:  # a record without per-repeat verdicts: its summary
-        scores.append(float(fr.scores[metric]))  # type: ignore[arg-type]
-        passes.append(bool(fr.passed.get(metric)))
+    elif fr is not None and (fr.get("scores") or {}).get(metric) is not None:  # no per-repeat verdicts: the summary
+        scores.append(float(fr["scores"][metric]))
+        passes.append(bool((fr.get("passed") or {}).get(metric)))
     else:
         n_err = 1
-        if rec.error:
+        if error:
             n_model = 1
-            messages.append(f"model error: {rec.error}")
+            messages.append(f"model error: {error}")
         elif fr is None:
             messages.append(f"no record for filter {filter_name!r}")
         else:
@@ -182,7 +207,7 @@ def sample_values(
     as_zero = error_policy == "as_zero"
     for i, rec in enumerate(records):
         value, frac, att, npass, n_err, n_mod, first, messages = record_value(
-            rec, filter_name, metric, as_zero=as_zero, repeat_reduction=repeat_reduction
+            as_record_dict(rec), filter_name, metric, as_zero=as_zero, repeat_reduction=repeat_reduction
         )
         values[i], passed_frac[i], n_attempts[i], n_passed[i] = value, frac, att, npass
         n_errored_verdicts += n_err

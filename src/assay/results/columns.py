@@ -9,38 +9,43 @@ Columns come out in doc_id order (ties in the order written), the order of the l
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import heapq
-import json
 import math
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from assay.errors import AssayError
 from assay.record import RunManifest, SampleRecord, TaskInfo
-from assay.results.aggregate import MAX_ERROR_EXAMPLES, SampleValues, count_error, record_value
+from assay.results.aggregate import MAX_ERROR_EXAMPLES, SampleValues, count_error, record_error, record_value
 
 Int64Array = npt.NDArray[np.int64]
 EXAMPLES_KEPT = max(MAX_ERROR_EXAMPLES, 5)  # first errors (by doc_id) kept per column, for messages
 
 
+RecordDict = dict[str, Any]  # a record as its samples.jsonl line parses to (the fields of SampleRecord)
+
+
 class RecordSource(Protocol):
     """Records that can be read again: all of them in a stable order, or some by position."""
 
-    def scan(self) -> Iterator[tuple[int, SampleRecord]]:
-        """(position, record) for every record."""
+    def scan(self) -> Iterator[tuple[int, RecordDict]]:
+        """(position, record dict) for every record, in a stable order."""
         ...
 
     def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
         """(position, record) for the records at ``positions``, in that order."""
         ...
 
-    def fetch_raw(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord | dict[str, Any]]]:
-        """Like :meth:`fetch`, as the parsed JSON of the line where that is cheaper (records already scanned)."""
+    def explain(self, position: int) -> None:
+        """Raise a DataError naming what is wrong with the record at ``position`` (nothing when it is valid)."""
         ...
 
 
@@ -50,36 +55,76 @@ class ListSource:
     def __init__(self, records: Iterable[SampleRecord]) -> None:
         self.records = records if isinstance(records, list) else list(records)
 
-    def scan(self) -> Iterator[tuple[int, SampleRecord]]:
-        return iter(enumerate(self.records))
+    def scan(self) -> Iterator[tuple[int, RecordDict]]:
+        return ((i, rec.model_dump()) for i, rec in enumerate(self.records))
 
     def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
         return ((int(i), self.records[int(i)]) for i in positions)
 
-    def fetch_raw(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord | dict[str, Any]]]:
-        return self.fetch(positions)
+    def explain(self, position: int) -> None:
+        return None  # validated models
 
 
 class FileSource:
-    """A run folder's ``samples.jsonl`` through its index: records are parsed as they are read, then dropped."""
+    """A run folder's ``samples.jsonl`` through its index: lines are parsed to dicts as they are read, then
+    dropped (no SampleRecord is built: a scan reads only the fields it needs)."""
 
     def __init__(self, index: Any) -> None:
         self.index = index  # assay.runner.rundir.SampleIndex
 
-    def scan(self) -> Iterator[tuple[int, SampleRecord]]:
-        from assay.runner.rundir import iter_indexed
+    def scan(self) -> Iterator[tuple[int, RecordDict]]:
+        from assay.runner.rundir import iter_dicts
 
-        return iter_indexed(self.index)
+        return iter_dicts(self.index)
 
     def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
         from assay.runner.rundir import iter_indexed
 
         return iter_indexed(self.index, positions)
 
-    def fetch_raw(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord | dict[str, Any]]]:
-        from assay.runner.rundir import iter_raw
+    def explain(self, position: int) -> None:
+        from assay.runner.rundir import iter_indexed
 
-        return iter_raw(self.index, positions)
+        for _ in iter_indexed(self.index, np.asarray([position], dtype=np.int64)):
+            pass  # parsing the line as a SampleRecord raises the DataError that names file, line and key
+
+
+class SamplesRewritten(Exception):
+    """A :class:`StreamSource` scan read a sample written twice: its figures would count both copies."""
+
+
+class StreamSource:
+    """A run folder's ``samples.jsonl`` read without an index made beforehand: each scan indexes the lines as it
+    parses them (:class:`assay.runner.rundir.SampleStream`); valid as a source when no sample was written twice
+    (``stream.rewritten`` after a scan), else read through ``FileSource(stream.index())``."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream  # assay.runner.rundir.SampleStream
+
+    def scan(self) -> Iterator[tuple[int, RecordDict]]:
+        yield from self.stream
+        if self.stream.rewritten:
+            raise SamplesRewritten(f"{self.stream.path}: a sample was written twice")
+
+    def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
+        from assay.runner.rundir import iter_indexed
+
+        return iter_indexed(self.stream.index(), positions)
+
+    def explain(self, position: int) -> None:
+        self.stream.explain(position)
+
+
+class SampleLogSink(Protocol):
+    """Takes each scanned record with its metric values per filter (the sample logs are written from these)."""
+
+    def reset(self) -> None:
+        """Forget everything added: the scan starts again."""
+        ...
+
+    def add(self, task: str, rec: RecordDict, per_filter: list[tuple[str, list[tuple[str, float]]]]) -> None:
+        """One record of ``task`` (in scan order) and, per filter of the task, its metrics that have a value."""
+        ...
 
 
 def hash64(text: str) -> int:
@@ -89,7 +134,9 @@ def hash64(text: str) -> int:
 
 def doc_hash64(doc: Any) -> int:
     """The first 8 bytes of lm-eval's ``doc_hash`` (sha256 of the doc as indented JSON) as an int64."""
-    text = json.dumps(doc, indent=2, ensure_ascii=False, default=str)
+    from assay.results.schema import indented_json
+
+    text = indented_json(doc)
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little", signed=True)
 
 
@@ -206,6 +253,9 @@ class _TaskAcc:
     doc_hashes: array[int] = field(default_factory=lambda: array("q"))
     ids: bytearray = field(default_factory=bytearray)
     id_ends: array[int] = field(default_factory=lambda: array("q"))
+    filter_names: set[str] = field(default_factory=set)  # of filters and metrics: known (names of the columns)
+    metric_names: set[str] = field(default_factory=set)
+    plan: list[tuple[str, list[tuple[str, _MetricAcc]]]] | None = None
 
 
 def _declared_keys(info: TaskInfo) -> tuple[list[str], list[str]]:
@@ -229,14 +279,20 @@ def scan(
     reductions: dict[str, str] | None = None,
     cluster_key: str | None = None,
     with_ids: bool = False,
-    observers: Sequence[Callable[[SampleRecord], None]] = (),
+    observers: Sequence[Callable[[RecordDict], None]] = (),
+    sample_logs: SampleLogSink | None = None,
 ) -> ScanResult:
-    """One pass over the records (two when a record has a filter or metric no earlier record of its task had)."""
+    """One pass over the records (two when a record has a filter or metric no earlier record of its task had).
+
+    ``observers`` see every record dict (of any task) once; ``sample_logs`` gets every record of a known task with
+    its values per filter (reset before a second pass)."""
     filters: dict[str, list[str]] = {}
     metrics: dict[str, list[str]] = {}
     for info in manifest.tasks:
         filters[info.name], metrics[info.name] = _declared_keys(info)
     while True:
+        if sample_logs is not None:
+            sample_logs.reset()
         result, grown = _scan_once(
             manifest,
             source,
@@ -248,6 +304,7 @@ def scan(
             cluster_key=cluster_key,
             with_ids=with_ids,
             observers=observers,
+            sample_logs=sample_logs,
         )
         if not grown:
             return result
@@ -265,69 +322,179 @@ def _scan_once(
     reductions: dict[str, str],
     cluster_key: str | None,
     with_ids: bool,
-    observers: Sequence[Callable[[SampleRecord], None]],
+    observers: Sequence[Callable[[RecordDict], None]],
+    sample_logs: SampleLogSink | None,
 ) -> tuple[ScanResult, bool]:
-    as_zero = error_policy == "as_zero"
     accs: dict[str, _TaskAcc] = {}
     for info in manifest.tasks:
         keys = [(f, m) for f in filters[info.name] for m in metrics[info.name]]
         acc = accs[info.name] = _TaskAcc(info, keys, with_ids, cluster_key)
         acc.metrics = {k: _MetricAcc() for k in keys}
-    unknown: dict[str, int] = {}
-    grown = False
-    seq = 0
-    for pos, rec in source.scan():
-        for observe in observers:
-            observe(rec)
-        acc_or_none = accs.get(rec.task)
-        if acc_or_none is None:
-            unknown[rec.task] = unknown.get(rec.task, 0) + 1
-            continue
-        acc = acc_or_none
-        task_filters, task_metrics = filters[rec.task], metrics[rec.task]
-        for fname, fr in rec.filters.items():  # a filter or metric run.json does not declare: found in records
-            if fname not in task_filters:
-                task_filters.append(fname)
-                grown = grown or bool(len(acc.positions))
-            for mname in fr.verdicts:
-                if mname not in task_metrics:
-                    task_metrics.append(mname)
-                    grown = grown or bool(len(acc.positions))
-        if grown:  # columns of earlier records would miss the new key: finish reading names, then scan again
-            continue
-        for k in [(f, m) for f in task_filters for m in task_metrics if (f, m) not in acc.metrics]:
-            acc.keys.append(k)
-            acc.metrics[k] = _MetricAcc()
-        doc_id = rec.doc_id
-        acc.positions.append(pos)
-        acc.doc_ids.append(doc_id)
-        reduction = reductions.get(rec.task, repeat_reduction)
-        for (fname, mname), col in acc.metrics.items():
-            col.add(seq, doc_id, record_value(rec, fname, mname, as_zero=as_zero, repeat_reduction=reduction))
-        if rec.error:
-            acc.n_model_errors += 1
-            item = (doc_id, seq, f"{rec.sample_id}: {rec.error}")
-            if acc.model_error_example is None or item < acc.model_error_example:
-                acc.model_error_example = item
-        if cluster_key:
-            value = rec.metadata.get(cluster_key, rec.doc.get(cluster_key, None))
-            if value is None:
-                acc.cluster_codes.append(-1 - len(acc.cluster_codes))  # its own cluster
-            else:
-                acc.cluster_codes.append(acc.cluster_index.setdefault(repr(value), len(acc.cluster_index)))
-        if with_ids:
-            acc.id_hashes.append(hash64(rec.sample_id))
-            acc.doc_hashes.append(doc_hash64(rec.doc))
-            acc.ids += rec.sample_id.encode("utf-8")
-            acc.id_ends.append(len(acc.ids))
-        seq += 1
-    if grown:
-        return ScanResult({}, unknown), True
+        acc.filter_names, acc.metric_names = set(filters[info.name]), set(metrics[info.name])
+    state = _ScanState(error_policy == "as_zero", repeat_reduction, reductions, cluster_key, with_ids, sample_logs)
+    with _no_cyclic_gc():
+        _feed(source, state, observers, accs, filters, metrics)
+    if state.grown:
+        return ScanResult({}, state.unknown), True
     out = {}
     for name, acc in accs.items():
         acc.keys = [(f, m) for f in filters[name] for m in metrics[name]]
         out[name] = _finish(acc)
-    return ScanResult(out, unknown), False
+    return ScanResult(out, state.unknown), False
+
+
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """The cyclic garbage collector paused: a scan allocates millions of acyclic dicts (parsed records, freed by
+    reference counting) that would set it off every few hundred records, to find nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _feed(
+    source: RecordSource,
+    state: _ScanState,
+    observers: Sequence[Callable[[RecordDict], None]],
+    accs: dict[str, _TaskAcc],
+    filters: dict[str, list[str]],
+    metrics: dict[str, list[str]],
+) -> None:
+    for pos, rec in source.scan():
+        try:
+            for observe in observers:
+                observe(rec)
+            state.add(pos, rec, accs, filters, metrics)
+        except AssayError:
+            raise
+        except (KeyError, TypeError, AttributeError, ValueError, IndexError):
+            source.explain(pos)  # a malformed record: the error names file, line and key
+            raise
+
+
+class _ScanState:
+    """What one pass carries from record to record."""
+
+    def __init__(
+        self,
+        as_zero: bool,
+        repeat_reduction: str,
+        reductions: dict[str, str],
+        cluster_key: str | None,
+        with_ids: bool,
+        sample_logs: SampleLogSink | None,
+    ) -> None:
+        self.as_zero = as_zero
+        self.repeat_reduction = repeat_reduction
+        self.reductions = reductions
+        self.cluster_key = cluster_key
+        self.with_ids = with_ids
+        self.sample_logs = sample_logs
+        self.unknown: dict[str, int] = {}
+        self.grown = False
+        self.seq = 0
+
+    def add(
+        self,
+        pos: int,
+        rec: RecordDict,
+        accs: dict[str, _TaskAcc],
+        filters: dict[str, list[str]],
+        metrics: dict[str, list[str]],
+    ) -> None:
+        task = rec["task"]
+        acc = accs.get(task)
+        if acc is None:
+            self.unknown[task] = self.unknown.get(task, 0) + 1
+            return
+        task_filters, task_metrics = filters[task], metrics[task]
+        rec_filters = rec.get("filters") or {}
+        known = rec_filters.keys() <= acc.filter_names  # set operations in C: the names of most records are known
+        if known:
+            for fr in rec_filters.values():
+                if not (fr.get("verdicts") or {}).keys() <= acc.metric_names:
+                    known = False
+                    break
+        if not known:  # a filter or metric run.json does not declare: found in records
+            added = False
+            for fname, fr in rec_filters.items():
+                if fname not in task_filters:
+                    task_filters.append(fname)
+                    added = True
+                for mname in fr.get("verdicts") or ():
+                    if mname not in task_metrics:
+                        task_metrics.append(mname)
+                        added = True
+            acc.filter_names, acc.metric_names = set(task_filters), set(task_metrics)
+            if added:
+                self.grown = self.grown or bool(len(acc.positions))
+                acc.plan = None
+        if self.grown:  # columns of earlier records would miss the new key: finish reading names, then scan again
+            return
+        plan = acc.plan
+        if plan is None:  # each filter with its metrics' columns, in the order of the columns and sample logs
+            for k in [(f, m) for f in task_filters for m in task_metrics if (f, m) not in acc.metrics]:
+                acc.keys.append(k)
+                acc.metrics[k] = _MetricAcc()
+            plan = acc.plan = [(f, [(m, acc.metrics[(f, m)]) for m in task_metrics]) for f in task_filters]
+        doc_id = int(rec["doc_id"])
+        acc.positions.append(pos)
+        acc.doc_ids.append(doc_id)
+        reduction = self.reductions.get(task, self.repeat_reduction)
+        seq, as_zero = self.seq, self.as_zero
+        logs = self.sample_logs
+        per_filter: list[tuple[str, list[tuple[str, float]]]] = []
+        majority = reduction == "majority"
+        for fname, columns in plan:
+            present: list[tuple[str, float]] = []
+            fr = rec_filters.get(fname)
+            by_metric = (fr.get("verdicts") or {}) if fr is not None else {}
+            for mname, col in columns:
+                verdicts = by_metric.get(mname)
+                if verdicts and len(verdicts) == 1:  # one judged repeat (most records): record_value's result, inline
+                    v = verdicts[0]
+                    score = v.get("score")
+                    if score is not None and v.get("error") is None:
+                        ok = bool(v.get("passed", False))
+                        value = (1.0 if ok else 0.0) if majority else float(score)
+                        col.values.append(value)
+                        col.frac.append(1.0 if ok else 0.0)
+                        col.attempts.append(1)
+                        col.passed.append(ok)
+                        if logs is not None:
+                            present.append((mname, value))
+                        continue
+                rv = record_value(rec, fname, mname, as_zero=as_zero, repeat_reduction=reduction)
+                col.add(seq, doc_id, rv)
+                if logs is not None and rv[0] == rv[0]:  # not NaN: the metric has a value in the sample log
+                    present.append((mname, rv[0]))
+            per_filter.append((fname, present))
+        if logs is not None:
+            logs.add(task, rec, per_filter)
+        error = record_error(rec)
+        if error:
+            acc.n_model_errors += 1
+            item = (doc_id, seq, f"{rec['sample_id']}: {error}")
+            if acc.model_error_example is None or item < acc.model_error_example:
+                acc.model_error_example = item
+        if self.cluster_key:
+            cluster_key = self.cluster_key
+            value = (rec.get("metadata") or {}).get(cluster_key, rec["doc"].get(cluster_key, None))
+            if value is None:
+                acc.cluster_codes.append(-1 - len(acc.cluster_codes))  # its own cluster
+            else:
+                acc.cluster_codes.append(acc.cluster_index.setdefault(repr(value), len(acc.cluster_index)))
+        if self.with_ids:
+            sample_id = rec["sample_id"]
+            acc.id_hashes.append(hash64(sample_id))
+            acc.doc_hashes.append(doc_hash64(rec["doc"]))
+            acc.ids += sample_id.encode("utf-8")
+            acc.id_ends.append(len(acc.ids))
+        self.seq = seq + 1
 
 
 def _ints(a: array[int]) -> Int64Array:

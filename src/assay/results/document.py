@@ -14,6 +14,21 @@ from assay.results.aggregate import MetricSummary, combine_group
 from assay.secrets import is_secret_config_key
 
 
+def _json_key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+_JSON_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _scalar_types(value: Any) -> list[type] | None:
+    """The types of a dict's values when all are JSON scalars (1 == 1.0 == True, yet each is its own JSON)."""
+    if type(value) is not dict:
+        return None
+    types = [type(v) for v in value.values()]
+    return types if _JSON_SCALARS.issuperset(types) else None
+
+
 class RecordFacts:
     """What the lm-eval document needs from the records, gathered one record at a time: the generation
     parameters if all samples share them, and when the last sample ended."""
@@ -21,20 +36,33 @@ class RecordFacts:
     def __init__(self) -> None:
         self._gen_kwargs: Any = None
         self._gen_key: str | None = None
+        self._gen_types: list[type] | None = None
         self.n = 0
         self.mixed = False
         self.last_end: float | None = None
 
     def add(self, rec: Any) -> None:
-        """Take one SampleRecord into account."""
-        key = json.dumps(rec.gen_kwargs, sort_keys=True, default=str)
+        """Take one record dict (as parsed from its line) or SampleRecord into account."""
+        if type(rec) is dict or isinstance(rec, Mapping):
+            gen_kwargs = rec.get("gen_kwargs", {})
+            started = rec.get("started_at", 0.0)
+            times = (started, rec.get("model_seconds", 0.0), rec.get("eval_seconds", 0.0))
+        else:
+            gen_kwargs, times = rec.gen_kwargs, (rec.started_at, rec.model_seconds, rec.eval_seconds)
         if self.n == 0:
-            self._gen_kwargs, self._gen_key = rec.gen_kwargs, key
-        elif key != self._gen_key:
-            self.mixed = True
+            self._gen_kwargs, self._gen_key = gen_kwargs, _json_key(gen_kwargs)
+            self._gen_types = _scalar_types(gen_kwargs)
+        elif not self.mixed:
+            same = (  # equal with scalar values of the same types: the same JSON, found at a fraction of its cost
+                self._gen_types is not None
+                and gen_kwargs == self._gen_kwargs
+                and [type(v) for v in gen_kwargs.values()] == self._gen_types
+            )
+            if not same:
+                self.mixed = _json_key(gen_kwargs) != self._gen_key
         self.n += 1
-        if rec.started_at:
-            end = rec.started_at + rec.model_seconds + rec.eval_seconds
+        if times[0]:
+            end = times[0] + times[1] + times[2]
             self.last_end = end if self.last_end is None else max(self.last_end, end)
 
     @property

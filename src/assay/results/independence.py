@@ -8,6 +8,7 @@ should have named, from the first records of each task (bounded memory whatever 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections import Counter
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from assay.record import SampleRecord
+from assay.results.aggregate import as_record_dict
 
 OBSERVED_RECORDS = 20_000  # per task: enough to see shared fields, bounded for runs of millions of samples
 LONG_TEXT = 200  # a text field this long that several samples share is a passage, whatever its name
@@ -41,14 +43,15 @@ class SharedContext:
         self.seen = 0
         self._values: dict[str, Counter[str]] = {}
 
-    def observe(self, record: SampleRecord) -> None:
-        """Look at one record (past ``limit`` records this does nothing)."""
+    def observe(self, record: SampleRecord | Mapping[str, Any]) -> None:
+        """Look at one record or its dict (past ``limit`` records this does nothing)."""
         if self.seen >= self.limit:
             return
         self.seen += 1
-        self._count(PROMPT_FIELD, record.prompt)
-        for source in (record.doc, record.metadata):
-            for name, value in _candidates(source, record.sample_id):
+        rec = as_record_dict(record)
+        self._count(PROMPT_FIELD, rec["prompt"])
+        for source in (rec["doc"], rec.get("metadata") or {}):
+            for name, value in _candidates(source, rec["sample_id"]):
                 self._count(name, value)
 
     def _count(self, name: str, value: Any) -> None:
@@ -73,8 +76,14 @@ def _candidates(source: Mapping[str, Any], sample_id: str) -> Iterable[tuple[str
             continue
         if str(value) == sample_id:
             continue
-        if (isinstance(value, str) and len(value) >= LONG_TEXT) or _CONTEXT_NAME.search(str(name)):
+        if (isinstance(value, str) and len(value) >= LONG_TEXT) or _context_name(str(name)):
             yield str(name), value
+
+
+@functools.lru_cache(maxsize=4096)
+def _context_name(name: str) -> bool:
+    """Whether a field's name says "a context several samples hang off" (the same few names in every record)."""
+    return _CONTEXT_NAME.search(name) is not None
 
 
 def independence_warning(task: str, detector: SharedContext, cluster_key: str | None) -> str | None:

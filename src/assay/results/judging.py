@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.record import SampleRecord
+from assay.results.aggregate import as_record_dict
 
 _COUNTS = ("judgements", "inconsistent", "prefers_first", "prefers_second")
 
@@ -80,16 +81,24 @@ class JudgingFigures:
     def __init__(self) -> None:
         self._by_metric: dict[str, PositionBias] = {}
 
-    def add(self, record: SampleRecord) -> None:
-        """Count the verdicts of one sample record."""
-        for filter_name, filtered in record.filters.items():
-            for metric, verdicts in filtered.verdicts.items():
-                key = f"{record.task}/{metric}" + ("" if filter_name == "none" else f",{filter_name}")
-                bias = self._by_metric.get(key) or PositionBias()
+    def add(self, record: SampleRecord | Mapping[str, Any]) -> None:
+        """Count the verdicts of one sample record (or its dict, as parsed from its line)."""
+        rec = as_record_dict(record)
+        task = rec["task"]
+        for filter_name, filtered in (rec.get("filters") or {}).items():
+            for metric, verdicts in (filtered.get("verdicts") or {}).items():
                 for verdict in verdicts:
-                    bias.add(verdict)
-                if bias.verdicts:
-                    self._by_metric[key] = bias
+                    details = verdict.get("details")
+                    if isinstance(details, Mapping) and details.get("mode") == "pairwise":
+                        self.add_pairwise(task, filter_name, metric, verdict)
+
+    def add_pairwise(self, task: str, filter_name: str, metric: str, verdict: Mapping[str, Any]) -> None:
+        """Count one pairwise judge verdict of ``task``'s ``metric`` under ``filter_name``."""
+        key = f"{task}/{metric}" + ("" if filter_name == "none" else f",{filter_name}")
+        bias = self._by_metric.get(key)
+        if bias is None:
+            bias = self._by_metric[key] = PositionBias()
+        bias.add(verdict)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-safe figures; empty when no metric has a pairwise judge."""

@@ -25,6 +25,7 @@ import numpy as np
 from assay.errors import ConfigError
 from assay.models.base import display_name
 from assay.record import RunManifest, SampleRecord
+from assay.results.aggregate import as_record_dict
 
 ROLES = ("model", "judge")
 
@@ -141,31 +142,55 @@ class OperationalTally:
         self.default_model = display_name(manifest.model) if manifest else "model"
         self.tallies: dict[str, dict[str, _Tally]] = {role: {} for role in ROLES}
         self.n_samples = 0
+        self._model_tally: _Tally | None = None
 
-    def add(self, rec: SampleRecord) -> None:
-        """Count one sample's model requests and judge calls."""
+    def add(self, rec: SampleRecord | Mapping[str, Any]) -> None:
+        """Count one sample's model requests and judge calls (a record, or its dict as parsed from its line)."""
+        record = as_record_dict(rec)
+        self.add_requests(record)
+        for fr in (record.get("filters") or {}).values():
+            for verdicts in (fr.get("verdicts") or {}).values():
+                for v in verdicts:
+                    details = v.get("details")
+                    if details:
+                        self.add_judge_calls(details)
+
+    def add_requests(self, rec: Mapping[str, Any]) -> None:
+        """Count the model requests of one record dict (its judge calls come through :meth:`add_judge_calls`)."""
         self.n_samples += 1
-        n_repeats = max(len(rec.responses), len(rec.response_errors))
+        responses = rec.get("responses") or ()
+        errors = rec.get("response_errors") or ()
+        n_repeats = max(len(responses), len(errors))
+        if not n_repeats:
+            return
+        tally = self._model_tally
+        if tally is None:
+            tally = self._model_tally = self.tallies["model"].setdefault(self.default_model, _Tally())
         for i in range(n_repeats):
-            resp = rec.responses[i] if i < len(rec.responses) else None
-            err = rec.response_errors[i] if i < len(rec.response_errors) else None
-            tally = self.tallies["model"].setdefault(self.default_model, _Tally())
+            resp = responses[i] if i < len(responses) else None
             if resp is None:
                 tally.requests += 1
                 tally.errors += 1
                 continue
-            tally.add(
-                input_tokens=resp.usage.input_tokens,
-                output_tokens=resp.usage.output_tokens,
-                latency=resp.latency_s,
-                cached=resp.cached,
-            )
-            if err:
+            usage = resp.get("usage") or {}
+            input_tokens, output_tokens = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))
+            tally.requests += 1  # _Tally.add, inline: once per request of a run of millions
+            tally.input_tokens += input_tokens
+            tally.output_tokens += output_tokens
+            if resp.get("cached", False):
+                tally.cached += 1
+            else:
+                tally.billable_input_tokens += input_tokens
+                tally.billable_output_tokens += output_tokens
+                latency = float(resp.get("latency_s", 0.0))
+                if latency - latency == 0.0:  # finite
+                    tally.latencies.append(latency)
+            if i < len(errors) and errors[i]:
                 tally.errors += 1
-        for fr in rec.filters.values():
-            for verdicts in fr.verdicts.values():
-                for v in verdicts:
-                    _tally_judge_calls(self.tallies["judge"], v)
+
+    def add_judge_calls(self, details: Mapping[str, Any]) -> None:
+        """Count the judge requests recorded in one verdict's (non-empty) ``details``."""
+        _tally_judge_calls(self.tallies["judge"], {"details": details})
 
     def figures(self) -> dict[str, Any]:
         """Per role and model: requests, errors, cache hits, tokens in/out, latency p50/p95/p99 and cost."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from json.encoder import encode_basestring
 from typing import Any
 
 from assay.record import FilterRecord, SampleRecord
@@ -67,9 +68,34 @@ def hash_string(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def indented_json(doc: Any) -> str:
+    """``json.dumps(doc, indent=2, ensure_ascii=False, default=str)``; a flat dict (string, finite number, bool or
+    null values) is laid out from its items' C-encoded text, ~10x faster than Python's indenting encoder."""
+    if type(doc) is dict and doc:
+        items = []
+        for key, value in doc.items():
+            kind = type(value)
+            if type(key) is not str:
+                break
+            if kind is str:
+                text = encode_basestring(value)
+            elif kind is float and value - value == 0.0:
+                text = float.__repr__(value)
+            elif kind is int:
+                text = int.__repr__(value)
+            elif kind is bool or value is None:
+                text = "true" if value is True else "false" if value is False else "null"
+            else:
+                break
+            items.append(f"{encode_basestring(key)}: {text}")
+        else:
+            return "{\n  " + ",\n  ".join(items) + "\n}"
+    return json.dumps(doc, indent=2, ensure_ascii=False, default=str)
+
+
 def doc_hash(doc: Any) -> str:
     """lm-eval's ``doc_hash``: sha256 of ``json.dumps(doc, indent=2, ensure_ascii=False)``."""
-    return hash_string(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
+    return hash_string(indented_json(doc))
 
 
 def sanitize_model_name(name: str) -> str:
@@ -82,7 +108,8 @@ def samples_filename(task: str) -> str:
     return f"samples_{re.sub(r'[^A-Za-z0-9_.-]', '_', task)}.jsonl"
 
 
-def _as_text(value: Any) -> str:
+def as_text(value: Any) -> str:
+    """A response or filtered value as the text lm-eval logs: strings as they are, JSON for containers."""
     if isinstance(value, str):
         return value
     if value is None:
@@ -95,7 +122,7 @@ def _as_text(value: Any) -> str:
 def _filtered_resps(fr: FilterRecord | None) -> list[Any]:
     if fr is None:
         return []
-    values = [_as_text(v) for v in fr.filtered]
+    values = [as_text(v) for v in fr.filtered]
     return values if len(values) == 1 else [values]
 
 
@@ -107,7 +134,7 @@ def sample_log_line(record: SampleRecord, filter_name: str, metric_values: dict[
         "doc": record.doc,
         "target": target,
         "arguments": {"gen_args_0": {"arg_0": record.prompt, "arg_1": dict(record.gen_kwargs)}},
-        "resps": [[_as_text(r.text) if r is not None else "" for r in record.responses]],
+        "resps": [[as_text(r.text) if r is not None else "" for r in record.responses]],
         "filtered_resps": _filtered_resps(record.filters.get(filter_name)),
         "filter": filter_name,
         "metrics": list(metric_values),
@@ -129,14 +156,14 @@ def sample_log_line_raw(obj: dict[str, Any], filter_name: str, metric_values: di
     fr = (obj.get("filters") or {}).get(filter_name)
     filtered: list[Any] = []
     if fr is not None:
-        values = [_as_text(v) for v in fr.get("filtered") or []]
+        values = [as_text(v) for v in fr.get("filtered") or []]
         filtered = values if len(values) == 1 else [values]
     line: dict[str, Any] = {
         "doc_id": int(obj["doc_id"]),
         "doc": doc,
         "target": target,
         "arguments": {"gen_args_0": {"arg_0": prompt, "arg_1": dict(obj.get("gen_kwargs") or {})}},
-        "resps": [[_as_text(r.get("text")) if r is not None else "" for r in obj.get("responses") or []]],
+        "resps": [[as_text(r.get("text")) if r is not None else "" for r in obj.get("responses") or []]],
         "filtered_resps": filtered,
         "filter": filter_name,
         "metrics": list(metric_values),

@@ -1,20 +1,18 @@
 """Build ``results.json`` (lm-eval schema + the ``assay`` key) from a run, and write it and the sample logs.
 
-Everything streams: one pass over ``samples.jsonl`` builds per-sample columns (:mod:`assay.results.columns`),
-the figures come from those, and the sample logs are written record by record in a second pass, so memory
-stays flat in the size of the run (no list of records).
+Everything streams: one pass over ``samples.jsonl`` parses each record once into a dict and builds per-sample
+columns (:mod:`assay.results.columns`) while it encodes the sample logs (:mod:`assay.results.samplelog`); the
+figures come from the columns, so memory stays flat in the size of the run (no list of records).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -31,11 +29,12 @@ from assay.results.aggregate import (
     summarize_metric,
     task_rng,
 )
-from assay.results.columns import ListSource, RecordSource, TaskColumns, scan
+from assay.results.columns import ListSource, RecordSource, SampleLogSink, TaskColumns, scan
 from assay.results.document import RecordFacts, groups_figures, json_safe, lm_eval_document, put_metric
 from assay.results.independence import SharedContext, independence_warning
 from assay.results.judging import JudgingFigures
 from assay.results.operational import OperationalTally, validate_prices
+from assay.results.samplelog import SampleLogSpool
 
 ASSAY_SCHEMA_VERSION = 1
 
@@ -108,8 +107,10 @@ def compute_results(
     group_weighting: str = "size",
     confidence: float = 0.95,
     torn_lines: int = 0,
+    sample_logs: SampleLogSink | None = None,
 ) -> _Computed:
-    """The results document of the records of ``source``, from one streamed scan (two if undeclared metrics)."""
+    """The results document of the records of ``source``, from one streamed scan (two if undeclared metrics);
+    ``sample_logs`` gets each record with its values as the scan passes it (see :mod:`assay.results.samplelog`)."""
     _check_options(error_policy, repeat_reduction, group_weighting, bootstrap_iters, confidence)
     price_table = validate_prices(prices if prices is not None else manifest.config.get("prices"))
     reductions: dict[str, str] = {}
@@ -118,23 +119,32 @@ def compute_results(
         reductions[task.name] = check_choice(f"task {task.name!r}: repeat_reduction", reduction, REPEAT_REDUCTIONS)
     ops, facts, judging = OperationalTally(manifest, price_table), RecordFacts(), JudgingFigures()
     shared = {task.name: SharedContext() for task in manifest.tasks}
-
-    def observe_shared(rec: SampleRecord) -> None:  # the first records of each task, in the order written
-        detector = shared.get(rec.task)
-        if detector is not None:
-            detector.observe(rec)
-
     corpus_metrics = {t.name: [m.name for m in t.metrics if m.aggregation == "corpus"] for t in manifest.tasks}
     corpus_stats: dict[tuple[str, str, str], corpus.CorpusStats] = {}
 
-    def observe_corpus(rec: SampleRecord) -> None:  # corpus metrics: each sample's sufficient statistics, columnar
-        for metric in corpus_metrics.get(rec.task, ()):
-            for filter_name, fr in rec.filters.items():
-                key = (rec.task, filter_name, metric)
+    def observe(rec: dict[str, Any]) -> None:  # every record once, in the order written: run-wide figures
+        task = rec["task"]
+        ops.add_requests(rec)
+        facts.add(rec)
+        detector = shared.get(task)
+        if detector is not None and detector.seen < detector.limit:  # the first records of each task
+            detector.observe(rec)
+        for filter_name, fr in (rec.get("filters") or {}).items():
+            by_metric = fr.get("verdicts") or {}
+            for metric, verdicts in by_metric.items():
+                for v in verdicts:
+                    details = v.get("details")
+                    if details:  # judge calls, pairwise judgements
+                        ops.add_judge_calls(details)
+                        if isinstance(details, Mapping) and details.get("mode") == "pairwise":
+                            judging.add_pairwise(task, filter_name, metric, v)
+        for metric in corpus_metrics.get(task, ()):  # corpus metrics: each sample's sufficient statistics
+            for filter_name, fr in (rec.get("filters") or {}).items():
+                key = (task, filter_name, metric)
                 stats = corpus_stats.get(key)
                 if stats is None:
                     stats = corpus_stats[key] = corpus.CorpusStats()
-                stats.add(fr.verdicts.get(metric))
+                stats.add((fr.get("verdicts") or {}).get(metric))
 
     scanned = scan(
         manifest,
@@ -143,7 +153,8 @@ def compute_results(
         repeat_reduction=repeat_reduction,
         reductions=reductions,
         cluster_key=cluster_key,
-        observers=(ops.add, facts.add, observe_shared, judging.add, observe_corpus),
+        observers=(observe,),
+        sample_logs=sample_logs,
     )
     warnings = [
         f"{n} sample(s) of task {t!r}, which is not in run.json, were ignored" for t, n in scanned.unknown.items()
@@ -310,34 +321,6 @@ def atomic_file(path: Path) -> Iterator[IO[str]]:
         raise
 
 
-def write_sample_logs(root: Path, computed: _Computed, source: RecordSource) -> None:
-    """Write ``samples_<task>.jsonl``: per filter, one line per sample in doc_id order (metrics with a value).
-
-    Records are read back one at a time in doc_id order; the lines of the second and later filters wait in
-    temporary files, so only one record is in memory at a time."""
-    for task, cols in computed.columns.items():
-        filters: list[str] = []
-        for f, _ in cols.keys:
-            if f not in filters:
-                filters.append(f)
-        with atomic_file(root / schema.samples_filename(task)) as out, ExitStack() as stack:
-            sinks: list[IO[str]] = [out] + [
-                stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8")) for _ in filters[1:]
-            ]
-            by_filter = {f: [(m, cols.values[(f, m)].values) for ff, m in cols.keys if ff == f] for f in filters}
-            for i, (_, rec) in enumerate(source.fetch_raw(cols.positions)):
-                for f, sink in zip(filters, sinks, strict=True):
-                    present = {m: float(v[i]) for m, v in by_filter[f] if not math.isnan(v[i])}
-                    if isinstance(rec, SampleRecord):
-                        line = schema.sample_log_line(rec, f, present)
-                    else:
-                        line = schema.sample_log_line_raw(rec, f, present)
-                    sink.write(json.dumps(line, ensure_ascii=False, allow_nan=False) + "\n")
-            for sink in sinks[1:]:
-                sink.seek(0)
-                shutil.copyfileobj(sink, out, 1 << 20)
-
-
 def write_results(
     run_dir: str | os.PathLike[str],
     *,
@@ -352,29 +335,35 @@ def write_results(
 ) -> dict[str, Any]:
     """Read ``run.json`` + ``samples.jsonl``, write ``results.json`` and ``samples_<task>.jsonl`` atomically.
 
-    Streams over the samples (two passes, a third when records hold metrics run.json does not declare)."""
-    from assay.results.columns import FileSource
-    from assay.runner.rundir import atomic_write_text, index_samples, read_manifest
+    Streams over the samples: one pass indexes and parses each line, computes the figures and encodes the sample
+    logs (a second when records hold metrics run.json does not declare, or a sample was written twice)."""
+    from assay.results.columns import FileSource, SamplesRewritten, StreamSource
+    from assay.runner.rundir import SampleStream, atomic_write_text, read_manifest
 
     root = Path(run_dir)
     started = time.perf_counter()
     manifest = read_manifest(root)
-    index = index_samples(root)
-    source = FileSource(index)
-    computed = compute_results(
-        manifest,
-        source,
-        error_policy=error_policy,
-        bootstrap_iters=bootstrap_iters,
-        seed=seed,
-        cluster_key=cluster_key,
-        prices=prices,
-        repeat_reduction=repeat_reduction,
-        group_weighting=group_weighting,
-        confidence=confidence,
-        torn_lines=index.torn,
-    )
-    write_sample_logs(root, computed, source)
+    stream = SampleStream(root)
+    logs = SampleLogSpool(root, [task.name for task in manifest.tasks])
+    options: dict[str, Any] = {
+        "error_policy": error_policy,
+        "bootstrap_iters": bootstrap_iters,
+        "seed": seed,
+        "cluster_key": cluster_key,
+        "prices": prices,
+        "repeat_reduction": repeat_reduction,
+        "group_weighting": group_weighting,
+        "confidence": confidence,
+    }
+    try:
+        try:
+            computed = compute_results(manifest, StreamSource(stream), sample_logs=logs, **options)
+        except SamplesRewritten:  # a sample written twice (a resume): read again, keeping each sample's last copy
+            computed = compute_results(manifest, FileSource(stream.index()), sample_logs=logs, **options)
+        computed.doc["assay"]["torn_lines"] = stream.torn
+        logs.commit()
+    finally:
+        logs.discard()
     doc = computed.doc
     doc["assay"]["results_seconds"] = time.perf_counter() - started
     atomic_write_text(root / "results.json", json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n")

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pydantic_core
 from pydantic import ValidationError
 
 from assay.errors import DataError
@@ -299,12 +300,107 @@ def iter_indexed(index: SampleIndex, order: npt.NDArray[np.int64] | None = None)
             yield int(i), parse_record(fh.readline(), index.path, int(index.linenos[i]))
 
 
-def iter_raw(index: SampleIndex, order: npt.NDArray[np.int64]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(position, parsed JSON object) of the lines at ``order``: for lines a scan has already validated."""
-    with open(index.path, "rb") as fh:
-        for i in order:
-            fh.seek(int(index.offsets[i]))
-            yield int(i), json.loads(fh.readline())
+def iter_dicts(index: SampleIndex) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(position in the index, parsed JSON object) of each indexed line, in file order, without validating it as a
+    SampleRecord (several times faster); a line that is not a JSON object is a DataError naming file, line and key.
+    """
+    if not len(index):
+        return
+    offsets = array("q")
+    offsets.frombytes(index.offsets.tobytes())  # indexing an array is several times cheaper than a numpy one
+    n = len(offsets)
+    with open(index.path, "rb", buffering=1 << 20) as fh:
+        wanted = 0
+        pos = 0
+        for raw in fh:
+            if pos == offsets[wanted]:
+                yield wanted, _parse_dict(raw, index.path, int(index.linenos[wanted]))
+                wanted += 1
+                if wanted == n:
+                    return
+            pos += len(raw)
+
+
+def _parse_dict(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
+    try:
+        obj = pydantic_core.from_json(raw)
+    except ValueError:
+        obj = None
+    if type(obj) is not dict:
+        parse_record(raw, path, lineno)  # raises the DataError naming the bad key
+        raise DataError(f"{path}:{lineno}: corrupt sample line")
+    return obj
+
+
+class SampleStream:
+    """``samples.jsonl`` read once: each finished line parsed to a dict and indexed as it passes, so a results
+    pass needs no separate indexing pass. Iterate it for (position, dict) as :func:`iter_dicts` would give them;
+    afterwards :attr:`torn` and :meth:`index` are what :func:`index_samples` gives. When a sample was written twice
+    (:attr:`rewritten`), the pass saw every copy: read again through :meth:`index`, which keeps the last."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / SAMPLES
+        self.torn = 0
+        self.rewritten = False
+        self._offsets, self._linenos, self._hashes = array("q"), array("q"), array("q")
+
+    def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        self.torn, self.rewritten = 0, False
+        self._offsets, self._linenos, self._hashes = array("q"), array("q"), array("q")
+        if not self.path.is_file():
+            return
+        offsets, linenos, hashes = self._offsets, self._linenos, self._hashes
+        path = self.path
+        pending: tuple[bytes, int, int] | None = None  # the last non-blank line, checked once the file ends
+        with open(path, "rb", buffering=1 << 20) as fh:
+            lineno = pos = 0
+            for raw in fh:
+                lineno += 1
+                start, pos = pos, pos + len(raw)
+                if raw.isspace():
+                    continue
+                if pending is not None:
+                    obj = _parse_dict(pending[0], path, pending[2])
+                    offsets.append(pending[1])
+                    linenos.append(pending[2])
+                    hashes.append(hash((obj.get("task"), obj.get("sample_id"))))
+                    yield len(offsets) - 1, obj
+                pending = (raw, start, lineno)
+        if pending is not None:
+            try:
+                SampleRecord.model_validate_json(pending[0])
+            except ValidationError:
+                self.torn = 1  # the last line was cut mid-write by a crash: not a finished sample
+            else:
+                obj = _parse_dict(pending[0], path, pending[2])
+                offsets.append(pending[1])
+                linenos.append(pending[2])
+                hashes.append(hash((obj.get("task"), obj.get("sample_id"))))
+                yield len(offsets) - 1, obj
+        self.rewritten = bool(self._dropped().size)
+
+    def _dropped(self) -> npt.NDArray[np.int64]:
+        empty = np.zeros(0, dtype=np.int64)
+        off = np.frombuffer(self._offsets, dtype=np.int64) if self._offsets else empty
+        return _rewritten(self.path, off, np.frombuffer(self._hashes, dtype=np.int64) if self._hashes else empty)
+
+    def index(self) -> SampleIndex:
+        """The index of the lines read (after a full pass): the last copy of each sample, as index_samples."""
+        empty = np.zeros(0, dtype=np.int64)
+        off = np.frombuffer(self._offsets, dtype=np.int64).copy() if self._offsets else empty
+        num = np.frombuffer(self._linenos, dtype=np.int64).copy() if self._linenos else empty
+        dropped = self._dropped()
+        if dropped.size:
+            keep = np.ones(off.size, dtype=bool)
+            keep[dropped] = False
+            off, num = off[keep], num[keep]
+        return SampleIndex(self.path, off, num, self.torn)
+
+    def explain(self, position: int) -> None:
+        """Raise the DataError naming what is wrong with the line at ``position`` (of the pass under way)."""
+        with open(self.path, "rb") as fh:
+            fh.seek(self._offsets[position])
+            parse_record(fh.readline(), self.path, self._linenos[position])
 
 
 def parse_record(raw: bytes, path: Path, lineno: int) -> SampleRecord:
