@@ -43,30 +43,19 @@ class JsonlRows(Sequence[Row]):
 
     def _scan(self) -> str:
         """Validate every line as :func:`assay.data.readers.iter_jsonl` does; record offsets; hash as ``rows_hash``."""
-        from assay.data.readers import _kind
+        from assay.data.readers import jsonl_row
         from assay.tasks.hashing import canonical_json
 
         digest = hashlib.sha256()
-        loads, starts, lengths, lines = json.loads, self._starts, self._lengths, self.lines
+        starts, lengths, lines = self._starts, self._lengths, self.lines
         pos = 0
         try:
             with open(self.path, "rb") as fh:
                 for lineno, raw in enumerate(fh, 1):
                     start, pos = pos, pos + len(raw)
-                    try:
-                        line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-                    except UnicodeDecodeError as err:
-                        raise DataError(
-                            f"{self.name}:{lineno}: not valid UTF-8 ({err.reason} at byte {err.start})"
-                        ) from None
-                    if not line or line.isspace():
+                    obj = jsonl_row(raw, lineno, self.name)
+                    if obj is None:
                         continue
-                    try:
-                        obj = loads(line)
-                    except json.JSONDecodeError as err:
-                        raise DataError(f"{self.name}:{lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
-                    if type(obj) is not dict:
-                        raise DataError(f"{self.name}:{lineno}: expected a JSON object on each line, got {_kind(obj)}")
                     skip = 3 if lineno == 1 and raw.startswith(b"\xef\xbb\xbf") else 0  # a UTF-8 BOM
                     starts.append(start + skip)
                     lengths.append(len(raw) - skip)

@@ -144,23 +144,13 @@ def iter_jsonl(path: Path, name: str | None = None, chunk: int = 8192) -> Iterat
     name = name or display_path(path)
     rows: list[Row] = []
     lines: list[int] = []
-    loads = json.loads
     try:
         fh = gzip.open(path, "rb") if path.suffix.lower() == ".gz" else open(path, "rb")  # noqa: SIM115
         with fh:
             for lineno, raw in enumerate(fh, 1):
-                try:
-                    line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-                except UnicodeDecodeError as err:
-                    raise DataError(f"{name}:{lineno}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
-                if not line or line.isspace():
+                obj = jsonl_row(raw, lineno, name)
+                if obj is None:
                     continue
-                try:
-                    obj = loads(line)
-                except json.JSONDecodeError as err:
-                    raise DataError(f"{name}:{lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
-                if type(obj) is not dict:
-                    raise DataError(f"{name}:{lineno}: expected a JSON object on each line, got {_kind(obj)}")
                 rows.append({intern(k): v for k, v in obj.items()})  # one copy of each field name, not one per row
                 lines.append(lineno)
                 if len(rows) >= chunk:
@@ -170,6 +160,24 @@ def iter_jsonl(path: Path, name: str | None = None, chunk: int = 8192) -> Iterat
         raise DataError(f"{name}: cannot read: {err}") from None
     if rows:
         yield rows, lines
+
+
+def jsonl_row(raw: bytes, lineno: int, name: str) -> Row | None:
+    """Line ``lineno`` of a JSONL file as its object (None for a blank line); a bad line raises DataError
+    ``name:line: ...`` (not UTF-8, not JSON, not an object). A UTF-8 BOM on line 1 is allowed."""
+    try:
+        line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+    except UnicodeDecodeError as err:
+        raise DataError(f"{name}:{lineno}: not valid UTF-8 ({err.reason} at byte {err.start})") from None
+    if not line or line.isspace():
+        return None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise DataError(f"{name}:{lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
+    if type(obj) is not dict:
+        raise DataError(f"{name}:{lineno}: expected a JSON object on each line, got {_kind(obj)}")
+    return obj
 
 
 def parse_jsonl(text: str, name: str) -> tuple[list[Row], list[int]]:
