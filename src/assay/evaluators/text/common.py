@@ -56,6 +56,13 @@ VectorStep = Callable[
 FastDicts = Callable[[Sequence[Any], Sequence[Any], FloatArray, BoolArray, Columns], Callable[[int], dict[str, Any]]]
 
 
+def objects(values: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.object_]]:
+    """``values`` as a numpy object column (a vector step's per-pair texts)."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
 def chunked_batch(
     evaluator: Evaluator,
     actuals: Sequence[Any],

@@ -23,7 +23,7 @@ from assay.evaluators.normalize import (
     squad_tokens_prepared,
 )
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, listing, references
+from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, listing, objects, references
 from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
 
@@ -145,7 +145,7 @@ class TokenF1(Evaluator):
             n_pred[equal] = n_gold[equal] = counts
         columns: Columns = {"precision": precision, "recall": recall, "n_pred": n_pred, "n_gold": n_gold}
         # the prepared texts: a failing pair's feedback takes its tokens from them (preparing is the costly step)
-        columns["prep_a"], columns["prep_e"] = _objects(prep_a), _objects(prep_e)
+        columns["prep_a"], columns["prep_e"] = objects(prep_a), objects(prep_e)
         return f1, passed, columns
 
     def _fast_dicts(
@@ -196,12 +196,6 @@ class TokenF1(Evaluator):
             }
 
         return build
-
-
-def _objects(texts: list[str]) -> npt.NDArray[np.object_]:
-    out = np.empty(len(texts), dtype=object)
-    out[:] = texts
-    return out
 
 
 def _quoted(tokens: list[str], limit: int = 8) -> str:
