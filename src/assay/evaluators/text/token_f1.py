@@ -47,6 +47,16 @@ def token_overlap(a: list[str], b: list[str]) -> int:
     return sum(min(ca[t], cb[t]) for t in common)
 
 
+def excess(a: list[str], b: list[str]) -> list[str]:
+    """The tokens of ``a`` beyond those of ``b``, each token's surplus together in order of first appearance:
+    ``list((Counter(a) - Counter(b)).elements())``, without Counters where ``a`` repeats no token."""
+    if len(set(a)) == len(a):  # each token once: kept unless ``b`` has it
+        have = set(b)
+        return [token for token in a if token not in have]
+    counts, other = Counter(a), Counter(b)
+    return [token for token, count in counts.items() for _ in range(count - other.get(token, 0))]
+
+
 def f1_figures(same: int, n_pred: int, n_gold: int) -> tuple[float, float, float]:
     """(f1, precision, recall) as the official SQuAD script computes them; two empty answers agree (SQuAD v2)."""
     if n_pred == 0 or n_gold == 0:
@@ -104,9 +114,7 @@ class TokenF1(Evaluator):
     def _feedback(pred: list[str], gold: list[str], answer: str) -> str:
         if not pred:
             return f"The output has no words once punctuation and articles are dropped; answer with {clip(answer)}."
-        have, want = Counter(pred), Counter(gold)
-        missing = list((want - have).elements())
-        extra = list((have - want).elements())
+        missing, extra = excess(gold, pred), excess(pred, gold)
         parts = []
         if missing:
             parts.append(f"include the missing word(s) {_quoted(missing)}")
