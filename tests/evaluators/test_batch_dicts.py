@@ -109,3 +109,23 @@ def test_a_batch_without_bulk_dicts_gives_its_verdicts_dicts() -> None:
     verdicts = [Verdict.pass_(details={"k": 1}), Verdict.fail("no", feedback="do"), Verdict.errored("bad")]
     batch = BatchResult.from_verdicts("x", verdicts)
     assert batch.to_dicts() == [v.to_dict() for v in verdicts]
+
+
+@pytest.mark.parametrize("with_nul", [False, True], ids=["numpy-tokens", "nul-pair-by-pair"])
+def test_token_f1_bulk_dicts_with_hidden_articles_and_combining_marks(with_nul: bool) -> None:
+    # the batch's own tokens (articles inside tokens expanded, combining marks splitting words) feed the feedback
+    words = ["the", "a", "an", "The", "the–end", "a–b–the", "e\u0301", "the\u0301", "x", "y", "«a»", "an.", "thé"]
+    words += ["ऄ", "\u0301", "—", "", "1", "a_the"] + (["the\x00a"] if with_nul else [])
+    rnd = random.Random(7)
+    actuals, expecteds = [], []
+    for _ in range(1500):
+        expected = " ".join(rnd.choice(words) for _ in range(rnd.randint(0, 4)))
+        actual = " ".join(rnd.choice(words) for _ in range(rnd.randint(0, 8)))
+        actuals.append(expected if rnd.random() < 0.2 else actual)
+        expecteds.append(expected)
+    ev = evaluators.get("token_f1", threshold=0.6)
+    batch = ev.evaluate_batch(actuals, expecteds)
+    assert batch._fast is not None and batch._fast.all()
+    got = [json.dumps(d, ensure_ascii=False) for d in batch.to_dicts()]
+    assert got == per_pair(ev, actuals, expecteds)
+    assert 0 < int(batch.passed.sum()) < len(actuals)

@@ -59,7 +59,8 @@ FastDicts = Callable[[Sequence[Any], Sequence[Any], FloatArray, BoolArray, Colum
 def objects(values: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.object_]]:
     """``values`` as a numpy object column (a vector step's per-pair texts)."""
     out = np.empty(len(values), dtype=object)
-    out[:] = values
+    for i, value in enumerate(values):  # one by one: numpy would make equally long lists a second dimension
+        out[i] = value
     return out
 
 
