@@ -256,7 +256,13 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
 
 
 def prompt_of(messages: list[Message]) -> str:
-    """The prompt as one text, as :meth:`Task.prompt_text` makes it from a request's messages."""
+    """The prompt as one text, as :meth:`Task.prompt_text` makes it from a request's messages (a lone user
+    message's text read off at once: the usual case, a million times)."""
+    if len(messages) == 1:
+        only = messages[0]
+        content = only.get("content")
+        if only.get("role") == "user" and isinstance(content, str):
+            return str(content)
     from assay.tasks import Task
 
     return Task.prompt_text(cast(Request, SimpleNamespace(messages=messages)))
