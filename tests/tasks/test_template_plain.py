@@ -151,3 +151,52 @@ def test_jinjas_missing_sentinel_in_the_context_is_left_to_jinja() -> None:
     template = compiled("{{ x }}")
     assert outcome(template.render, {"x": missing}) == outcome(lambda c: jinja(template, c), {"x": missing})
     assert outcome(template.render, {"x": missing})[0] == "UndefinedError"
+
+
+def test_a_prompt_that_cannot_fail_renders_and_the_others_are_left_to_the_render() -> None:
+    from assay.tasks.prompt import Prompt
+    from assay.tasks.sample import Sample
+
+    prompt = Prompt(template=compiled("Q{{ q }} {{ input }}|{{ target }}|{{ doc }}|{{ fewshot }}|{{ metadata }}"))
+    fine = [
+        Sample(0, "a", {"q": "?", "input": "shadowed"}, input="hi", target=["t", 1], metadata={"m": None}),
+        Sample(1, "b", {"q": 3.5}, input=None, target=None),
+        Sample(2, "c", {"q": Shouty("x" * 100)}),
+    ]
+    for sample in fine:
+        assert prompt.cannot_fail(sample)
+        assert prompt.render(sample, [])[0]["content"]  # what the check vouched for renders
+    failing = [
+        Sample(3, "d", {"other": 1}),  # q missing
+        Sample(4, "e", {"q": Broken()}),
+        Sample(5, "f", {"q": "a" * MAX_OUTPUT}),
+    ]
+    for sample in failing:
+        assert not prompt.cannot_fail(sample)
+        with pytest.raises(Exception):  # noqa: B017 - each fails its own way; the render raises it
+            prompt.render(sample, [])
+    system = Prompt(template=compiled("{{ q }}"), system=compiled("be brief"))
+    chat = Prompt(messages=(("user", compiled("{{ q }}")),))
+    filtered = Prompt(template=compiled("{{ q | upper }}"))
+    assert not any(p.cannot_fail(fine[0]) for p in (system, chat, filtered, Prompt()))
+
+
+def test_an_offline_run_still_refuses_a_row_its_template_cannot_render(tmp_path: Any) -> None:
+    import asyncio
+    import json
+
+    from assay.errors import DataError
+    from assay.models.predictions import PredictionsModel
+    from assay.runner.session import RunSettings, execute
+    from assay.tasks import load_task
+
+    rows = [{"id": f"s{i}", "q": f"{i}?", "a": str(i)} for i in range(30)]
+    del rows[17]["q"]
+    preds = tmp_path / "p.jsonl"
+    preds.write_text("".join(json.dumps({"id": r["id"], "prediction": r["a"]}) + "\n" for r in rows))
+    config = {"name": "t", "dataset": {"rows": rows}, "fields": {"target": "a"}, "template": "Q: {{ q }}"}
+    config["evaluators"] = ["exact_match"]
+    settings = RunSettings(output_dir=tmp_path / "runs", progress=False, cache=False)
+    with pytest.raises(DataError, match="undefined variable 'q'"):
+        asyncio.run(execute([load_task(config)], PredictionsModel(preds), settings))
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())  # nothing written

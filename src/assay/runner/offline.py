@@ -279,9 +279,14 @@ def render(task: Task, sample: Sample) -> list[Message]:
 
 
 def check_renders(work: Sequence[tuple[Task, Sample]]) -> None:
-    """Render every pending sample's prompt before anything is written (the offline form of check_requests)."""
-    for task, sample in work:
-        render(task, sample)
+    """Render every pending sample's prompt before anything is written (the offline form of check_requests); a
+    plain template shown no few-shot examples is only checked to render (:meth:`Prompt.cannot_fail`), since
+    scoring renders it again."""
+    for task, group in groupby(work, key=lambda pair: pair[0]):
+        prompt = task.prompt if task.config.fewshot is None else None
+        for _, sample in group:
+            if prompt is None or not prompt.cannot_fail(sample):
+                render(task, sample)
 
 
 def response_json(response: Response | None) -> dict[str, Any] | None:
