@@ -434,8 +434,14 @@ class OfflineScheduler(Scheduler):
         self.writer.write_lines([encode(record) for record in records])
         stats, failed = self.stats, 0
         for item, record in zip(answered, records, strict=True):
-            stats.truncated += sum(r is not None and r["truncated_from"] is not None for r in record["responses"])
-            model_error = next((e for e in item.errors if e), None)
+            for response in record["responses"]:
+                if response is not None and response["truncated_from"] is not None:
+                    stats.truncated += 1
+            model_error = None
+            for error in item.errors:
+                if error:
+                    model_error = error
+                    break
             evaluator_error = None if model_error is not None else verdict_error(record["filters"])
             if model_error is not None:
                 stats.errors += 1
