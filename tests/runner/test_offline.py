@@ -161,3 +161,13 @@ def test_the_gc_is_paused_for_a_chunk_and_restored_after_it_even_on_error() -> N
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+async def test_an_offline_run_leaves_the_gc_as_it_found_it(tmp_path: Path) -> None:
+    import gc
+
+    rows, preds = write_inputs(tmp_path, 20)
+    frozen = gc.get_freeze_count()
+    outcome = await execute([load_task(task_config(rows))], PredictionsModel(preds), settings(tmp_path, "gc"))
+    assert outcome.status == "finished" and outcome.written == 20
+    assert gc.isenabled() and gc.get_freeze_count() == frozen  # frozen only while it ran

@@ -396,6 +396,11 @@ class OfflineScheduler(Scheduler):
     async def run(self, work: list[tuple[Task, Sample]]) -> RunStats:
         """Score every (task, sample) pair from the predictions file and append the records chunk by chunk."""
         started = time.perf_counter()
+        # what is loaded (rows, samples, the work list) stays: no collection need walk it again (and what someone
+        # else froze is never thawed here)
+        freeze = gc.get_freeze_count() == 0
+        if freeze:
+            gc.freeze()
         try:
             for task, samples in _chunks(work, self.chunk_size):
                 with gc_paused():
@@ -403,6 +408,8 @@ class OfflineScheduler(Scheduler):
                 await asyncio.sleep(0)  # let Ctrl-C and other tasks in
             self._check_error_rate(final=True)
         finally:
+            if freeze:
+                gc.unfreeze()
             self.stats.seconds = time.perf_counter() - started
         return self.stats
 

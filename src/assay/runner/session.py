@@ -220,8 +220,10 @@ async def _execute(
         prior = error_counts(run_dir, exclude=retry)
     elif retry_errors:
         raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
-    work, skipped = _pending(tasks, settings.limit, done - retry)
-    from assay.runner.offline import check_renders, is_offline
+    from assay.runner.offline import check_renders, gc_paused, is_offline
+
+    with gc_paused():  # a million (task, sample) pairs set off full collections over every loaded row
+        work, skipped = _pending(tasks, settings.limit, done - retry)
 
     offline = is_offline(model, settings.feedback_model)  # answers exist: scored in chunks, no request loop
     if offline:
