@@ -19,7 +19,7 @@ WORDS = _WORD_TEXT.split(" ")
 
 
 def pairs(n: int, seed: int = 3) -> tuple[list[Any], list[Any]]:
-    """Exact, close (case, punctuation, article, extra word), wrong, empty and long predictions."""
+    """Exact, close (case, punctuation, article, extra word, NUL), wrong, blank, empty and long predictions."""
     rnd = random.Random(seed)
     actuals, expecteds = [], []
     for _ in range(n):
@@ -28,7 +28,8 @@ def pairs(n: int, seed: int = 3) -> tuple[list[Any], list[Any]]:
         if r < 0.35:
             out = answer
         elif r < 0.55:
-            out = rnd.choice([answer.upper() + ".", f"the {answer}", f"{answer} {rnd.choice(WORDS)}", f" {answer}!"])
+            forms = [answer.upper() + ".", f"the {answer}", f"{answer} {rnd.choice(WORDS)}", f" {answer}!", " \t "]
+            out = rnd.choice([*forms, f"«{answer}»\n", f"{answer}\x00{answer}", f"Answer: {answer} 123"])
         elif r < 0.95:
             out = " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(0, 6)))
         else:
@@ -48,6 +49,10 @@ CASES = [
     ("exact_match", {}),
     ("exact_match", {"ignore_case": True, "ignore_punctuation": True}),
     ("exact_match", {"ignore_case": True, "ignore_whitespace": True, "ignore_articles": True}),
+    ("exact_match", {"ignore_articles": True}),
+    ("exact_match", {"ignore_numbers": True, "strip": True}),
+    ("exact_match", {"ignore_case": True, "strip": True}),
+    ("exact_match", {"regexes_to_ignore": [r"\d+", "^the "], "ignore_punctuation": True}),
     ("token_f1", {}),
     ("token_f1", {"threshold": 0.3}),
     ("token_f1", {"threshold": 1.0}),
@@ -94,13 +99,33 @@ def test_only_failing_pairs_are_judged_again(name: str, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(type(ev), "check", counting)
     dicts = batch.to_dicts()
-    failing = [a for a, ok in zip(actuals, batch.passed.tolist(), strict=True) if not ok]
-    # exact_match rebuilds a failing pair's reason by judging it; token_f1 builds it from the batch's columns
-    assert judged == (failing if name == "exact_match" else [])
+    # failing pairs' reasons are built from the batch's columns too
+    assert judged == []
     assert [d["passed"] for d in dicts] == batch.passed.tolist()
+    assert not all(d["passed"] for d in dicts)
 
 
 def test_a_batch_without_bulk_dicts_gives_its_verdicts_dicts() -> None:
     verdicts = [Verdict.pass_(details={"k": 1}), Verdict.fail("no", feedback="do"), Verdict.errored("bad")]
     batch = BatchResult.from_verdicts("x", verdicts)
     assert batch.to_dicts() == [v.to_dict() for v in verdicts]
+
+
+@pytest.mark.parametrize("with_nul", [False, True], ids=["numpy-tokens", "nul-pair-by-pair"])
+def test_token_f1_bulk_dicts_with_hidden_articles_and_combining_marks(with_nul: bool) -> None:
+    # the batch's own tokens (articles inside tokens expanded, combining marks splitting words) feed the feedback
+    words = ["the", "a", "an", "The", "the–end", "a–b–the", "e\u0301", "the\u0301", "x", "y", "«a»", "an.", "thé"]
+    words += ["ऄ", "\u0301", "—", "", "1", "a_the"] + (["the\x00a"] if with_nul else [])
+    rnd = random.Random(7)
+    actuals, expecteds = [], []
+    for _ in range(1500):
+        expected = " ".join(rnd.choice(words) for _ in range(rnd.randint(0, 4)))
+        actual = " ".join(rnd.choice(words) for _ in range(rnd.randint(0, 8)))
+        actuals.append(expected if rnd.random() < 0.2 else actual)
+        expecteds.append(expected)
+    ev = evaluators.get("token_f1", threshold=0.6)
+    batch = ev.evaluate_batch(actuals, expecteds)
+    assert batch._fast is not None and batch._fast.all()
+    got = [json.dumps(d, ensure_ascii=False) for d in batch.to_dicts()]
+    assert got == per_pair(ev, actuals, expecteds)
+    assert 0 < int(batch.passed.sum()) < len(actuals)

@@ -203,3 +203,18 @@ def test_batch_on_many_pairs_equals_official():
         for p, g in zip(preds, golds, strict=True)
     ]
     assert list(scores) == expected
+
+
+def test_excess_is_the_counter_difference_in_its_order() -> None:
+    import random
+    from collections import Counter
+
+    from assay.evaluators.text.token_f1 import excess
+
+    rnd = random.Random(1)
+    words = ["a", "b", "c", "d", "é", "東京"]
+    for _ in range(2000):
+        a = [rnd.choice(words) for _ in range(rnd.randint(0, 8))]
+        b = [rnd.choice(words) for _ in range(rnd.randint(0, 8))]
+        assert excess(a, b) == list((Counter(a) - Counter(b)).elements()), (a, b)
+    assert excess(["x", "y", "x", "z"], ["y"]) == ["x", "x", "z"]

@@ -161,3 +161,47 @@ async def test_entries_are_read_back_from_disk_in_any_order_without_leaking_desc
         PredictionsModel(path).entries(["s1"])  # dropped without aclose
     assert len(os.listdir("/proc/self/fd")) <= before + 1
     await model.aclose()
+
+
+def _many_rows(tmp_path: Path, n: int = 400) -> tuple[Path, dict[str, str]]:
+    rows = [{"id": f"s{i}", "prediction": ("é" if i % 2 else "x") * (i % 7 + 1) + str(i)} for i in range(n)]
+    lines = [json.dumps(r, ensure_ascii=i % 3 == 0) for i, r in enumerate(rows)]
+    path = tmp_path / "many.jsonl"
+    # a bad UTF-8 byte and an encoded surrogate: each line is decoded as it was at indexing ('replace')
+    raw = "\n".join(lines).encode().replace(b'"s5", "prediction": "', b'"s5", "prediction": "\xff\xed\xa0\x80', 1)
+    path.write_bytes(b"\xef\xbb\xbf" + raw + b"\r\n")
+    expected = {r["id"]: r["prediction"] for r in rows}
+    expected["s5"] = "\ufffd" * 4 + expected["s5"]
+    return path, expected
+
+
+@pytest.mark.parametrize("scattered", [False, True], ids=["one-read", "read-per-line"])
+def test_entries_read_in_file_order_match_the_file_with_colliding_hashes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scattered: bool
+) -> None:
+    import random
+
+    from assay.models import predictions
+
+    monkeypatch.setattr(predictions, "hash", lambda s: len(s) % 3, raising=False)  # ids collide in 3 buckets
+    if scattered:  # the lines' stretch counts as too sparse: one read a line
+        monkeypatch.setattr(predictions, "_SPAN_SLACK", 0)
+        monkeypatch.setattr(predictions, "_BLOCK", 16)
+    path, expected = _many_rows(tmp_path)
+    model = PredictionsModel(path)
+    wanted = [*expected, "nope", "s1x", "s3"]
+    random.Random(4).shuffle(wanted)
+    entries = model.entries(wanted)
+    got = {s: (e.texts[0] if e else None) for s, e in zip(wanted, entries, strict=True)}
+    assert got == {**expected, "nope": None, "s1x": None}
+    assert entries[wanted.index("s0")] is not None and entries[wanted.index("s0")].line == 1
+    assert model.entries([]) == []
+
+
+def test_a_file_changed_after_indexing_names_the_line(tmp_path: Path) -> None:
+    path = write(tmp_path, [{"id": f"s{i}", "prediction": "abc"} for i in range(5)])
+    model = PredictionsModel(path)
+    path.write_bytes(path.read_bytes().replace(b'"s3", "prediction": "abc"}', b'"s3", "prediction": "abc" '))
+    with pytest.raises(DataError, match=r"preds.jsonl:4: not valid JSON"):
+        model.entries(["s1", "s3"])
+    assert model.entries(["s1"])[0] is not None

@@ -142,3 +142,32 @@ def test_a_response_json_form_is_its_model_dump() -> None:
         assert got == response.model_dump() and list(got) == list(response.model_dump())
         assert got is not None and got["usage"] is not response.usage.__dict__  # a copy, not the model's own
     assert response_json(None) is None
+
+
+def test_the_gc_is_paused_for_a_chunk_and_restored_after_it_even_on_error() -> None:
+    import gc
+
+    from assay.runner.offline import gc_paused
+
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), gc_paused():
+        assert not gc.isenabled()
+        raise RuntimeError("chunk failed")
+    assert gc.isenabled()
+    gc.disable()
+    try:  # a caller that turned it off keeps it off
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+async def test_an_offline_run_leaves_the_gc_as_it_found_it(tmp_path: Path) -> None:
+    import gc
+
+    rows, preds = write_inputs(tmp_path, 20)
+    frozen = gc.get_freeze_count()
+    outcome = await execute([load_task(task_config(rows))], PredictionsModel(preds), settings(tmp_path, "gc"))
+    assert outcome.status == "finished" and outcome.written == 20
+    assert gc.isenabled() and gc.get_freeze_count() == frozen  # frozen only while it ran

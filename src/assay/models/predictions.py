@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from assay.errors import DataError
 from assay.models.base import Model, ModelError, Request, Response, ToolCall
 
 TEXT_FIELDS = ("prediction", "output", "response", "text")
 _BLOCK = 1 << 23  # bytes read at a time while indexing
+_SPAN_SLACK = 4  # the lines asked for are read in one go when their stretch of the file is at most this many times them
 
 
 class _Entry:
@@ -149,6 +151,10 @@ class PredictionsModel(Model):
             row = json.loads(line)
         except ValueError as err:
             raise DataError(f"{self._where(number)}: not valid JSON ({err})") from None
+        return self._entry(row, number)
+
+    def _entry(self, row: Any, number: int) -> tuple[str, _Entry]:
+        """The id and entry of a parsed line (a DataError naming the line when it is not a prediction)."""
         if not isinstance(row, dict):
             raise DataError(f"{self._where(number)}: expected a JSON object, got {type(row).__name__}")
         if self.id_field not in row:
@@ -182,21 +188,59 @@ class PredictionsModel(Model):
         return [[_tool_call(c) for c in calls] for calls in raw]
 
     def entries(self, sample_ids: Sequence[str]) -> list[_Entry | None]:
-        """The stored outputs of each sample id (None where the file has none), read from disk in one pass."""
-        wanted = np.fromiter((hash(s) for s in sample_ids), dtype=np.int64, count=len(sample_ids))
-        found = np.searchsorted(self._hashes, wanted)
-        out: list[_Entry | None] = []
-        size = self._hashes.size
-        for sample_id, key, position in zip(sample_ids, wanted.tolist(), found.tolist(), strict=True):
-            entry = None
-            while position < size and self._hashes.item(position) == key:  # equal hashes: compare the ids
-                found_id, candidate = self._read(position)
-                if found_id == sample_id:
-                    entry = candidate
-                    break
-                position += 1
-            out.append(entry)
+        """The stored outputs of each sample id (None where the file has none), read from disk in one pass.
+
+        The lines are read in file order (one read of the stretch they lie in, when they are most of it) and
+        parsed together; a sample whose hash leads to another id's line is looked up line by line.
+        """
+        n, size = len(sample_ids), self._hashes.size
+        out: list[_Entry | None] = [None] * n
+        if not n or not size:
+            return out
+        wanted = np.fromiter((hash(s) for s in sample_ids), dtype=np.int64, count=n)
+        found = np.minimum(np.searchsorted(self._hashes, wanted), size - 1)
+        hits = np.flatnonzero(self._hashes[found] == wanted)
+        positions = found[hits]
+        for i, position, (found_id, entry) in zip(
+            hits.tolist(), positions.tolist(), self._read_many(positions), strict=True
+        ):
+            sample_id = sample_ids[i]
+            out[i] = entry if found_id == sample_id else self._probe(sample_id, int(wanted[i]), position + 1)
         return out
+
+    def _probe(self, sample_id: str, key: int, position: int) -> _Entry | None:
+        """The entry of ``sample_id`` among the index's entries of hash ``key`` from ``position`` on."""
+        while position < self._hashes.size and self._hashes.item(position) == key:  # equal hashes: compare the ids
+            found_id, candidate = self._read(position)
+            if found_id == sample_id:
+                return candidate
+            position += 1
+        return None
+
+    def _read_many(self, positions: npt.NDArray[np.int64]) -> list[tuple[str, _Entry]]:
+        """The ids and entries at many positions of the index: their lines read in file order, parsed together."""
+        if not positions.size:
+            return []
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDONLY)
+        offsets, lengths = self._offsets[positions], self._lengths[positions]
+        numbers = self._numbers[positions].tolist()
+        start, end = int(offsets.min()), int((offsets + lengths).max())
+        if end - start <= _SPAN_SLACK * int(lengths.sum()) + _BLOCK:  # the lines are most of their stretch
+            span = os.pread(self._fd, end - start, start)
+            raws = [span[o - start : o - start + k] for o, k in zip(offsets.tolist(), lengths.tolist(), strict=True)]
+        else:
+            raws = [b""] * len(numbers)
+            for i in np.argsort(offsets, kind="stable").tolist():  # scattered: one read a line, in file order
+                raws[i] = os.pread(self._fd, lengths.item(i), offsets.item(i))
+        try:  # the lines parsed at indexing, so they parse as one JSON array of the same objects (decoded as
+            # each line is: a bad byte sequence cannot reach past the line's end)
+            rows = json.loads((b"[" + b",".join(raws) + b"]").decode("utf-8", "replace"))
+        except ValueError:
+            rows = None
+        if not isinstance(rows, list) or len(rows) != len(raws):  # the file changed: each line names its error
+            return [self._parse(raw.decode("utf-8", "replace"), k) for raw, k in zip(raws, numbers, strict=True)]
+        return [self._entry(row, k) for row, k in zip(rows, numbers, strict=True)]
 
     # ---- answering ---------------------------------------------------------------------------------
 

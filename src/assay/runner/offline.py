@@ -10,9 +10,13 @@ writer of the run folder.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
+from itertools import groupby
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -30,6 +34,7 @@ if TYPE_CHECKING:
     from assay.models.predictions import PredictionsModel
     from assay.runner.scheduler import RunStats
     from assay.tasks import Sample, Task
+    from assay.tasks.metrics import MetricSpec
 
 CHUNK = 8192  # samples scored and written together
 JUDGE_CONCURRENCY = 32
@@ -90,11 +95,12 @@ async def _one(evaluator: Evaluator, value: Any, expected: Any, context: Mapping
 
 
 async def _verdicts(
-    evaluator: Evaluator, values: list[Any], expecteds: list[Any], contexts: list[Mapping[str, Any]]
+    evaluator: Evaluator, values: list[Any], expecteds: list[Any], contexts: Callable[[], list[Mapping[str, Any]]]
 ) -> list[dict[str, Any]]:
     """Verdicts (their JSON form, :meth:`Verdict.to_dict`) for many pairs: through ``evaluate_batch`` where it is
-    columnar (its :meth:`BatchResult.to_dicts` builds passing pairs' dicts in bulk), else one by one (judges
-    concurrently). A batch that raises is redone pair by pair, so only the pairs that fail get error verdicts."""
+    columnar (its :meth:`BatchResult.to_dicts` builds the dicts in bulk), else one by one with each pair's context
+    (made only then; judges run concurrently). A batch that raises is redone pair by pair, so only the pairs that
+    fail get error verdicts."""
     if not values:
         return []
     if has_fast_batch(evaluator):
@@ -109,15 +115,16 @@ async def _verdicts(
                 return batch.to_dicts()
             except Exception:  # a verdict that cannot be built: those pairs get error verdicts, one by one
                 return [_built(evaluator, batch, i) for i in range(len(values))]
+    pairs = zip(values, expecteds, contexts(), strict=True)
     if type(evaluator).aevaluate is Evaluator.aevaluate:
-        return [(await _one(evaluator, v, e, c)).to_dict() for v, e, c in zip(values, expecteds, contexts, strict=True)]
+        return [(await _one(evaluator, v, e, c)).to_dict() for v, e, c in pairs]
     slots = asyncio.Semaphore(JUDGE_CONCURRENCY)
 
     async def bounded(v: Any, e: Any, c: Mapping[str, Any]) -> dict[str, Any]:
         async with slots:
             return (await _one(evaluator, v, e, c)).to_dict()
 
-    return list(await asyncio.gather(*(bounded(v, e, c) for v, e, c in zip(values, expecteds, contexts, strict=True))))
+    return list(await asyncio.gather(*(bounded(v, e, c) for v, e, c in pairs)))
 
 
 def _built(evaluator: Evaluator, batch: Sequence[Verdict], i: int) -> dict[str, Any]:
@@ -149,6 +156,25 @@ def _context(item: Answered, prompt: str) -> dict[str, Any]:
     return {"input": s.input, "prompt": prompt, "doc": s.doc, "metadata": s.metadata, "target": s.target}
 
 
+def _picked(contexts: Callable[[], list[dict[str, Any]]], todo: list[tuple[int, int]]) -> list[Mapping[str, Any]]:
+    """The context of each pair to judge (made when first needed)."""
+    made = contexts()
+    return [made[i] for i, _ in todo]
+
+
+def _expecteds(task: Task, metric: MetricSpec, chunk: Sequence[Answered]) -> list[tuple[Any, str | None]]:
+    """What each sample's answers are compared with for ``metric``, or why there is nothing (a missing field)."""
+    if metric.expected == "target":  # the usual case, which cannot be missing
+        return [(item.sample.target, None) for item in chunk]
+    out: list[tuple[Any, str | None]] = []
+    for item in chunk:
+        try:
+            out.append((task.expected_for(item.sample, metric), None))
+        except DataError as err:  # the row lacks the field the metric compares with: an error, not a crash
+            out.append((None, str(err)))
+    return out
+
+
 async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[str]) -> list[dict[str, Any]]:
     """Every filter pipeline's record (``FilterRecord`` JSON form) of each answered sample, in chunk order.
 
@@ -159,21 +185,27 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
     n = len(chunk)
     out: list[dict[str, Any]] = [{} for _ in range(n)]
     failures = [next((e for e in item.errors if e), "the model request failed") for item in chunk]
-    contexts = [_context(item, prompt) for item, prompt in zip(chunk, prompts, strict=True)]
+    made: list[dict[str, Any]] = []
+
+    def contexts() -> list[dict[str, Any]]:  # for evaluators judging pair by pair (custom ones may read them)
+        if not made:
+            made.extend(_context(item, prompt) for item, prompt in zip(chunk, prompts, strict=True))
+        return made
+
     for pipeline in task.pipelines:
+        reduces = pipeline.reduces
         values: list[list[Any]] = []
         marks: list[list[NoMatch | None]] = []
-        broken: list[str | None] = []
-        for item in chunk:
+        broken: list[str | None] = [None] * n
+        for i, item in enumerate(chunk):
             try:
-                filtered, why = pipeline.apply(item.responses), None
+                filtered = pipeline.apply(item.responses)
             except Exception as err:  # a (custom) filter step that fails errors this sample's verdicts
-                filtered = [None] * (1 if pipeline.reduces else len(item.responses))
-                why = f"{type(err).__name__}: {err}"
+                filtered = [None] * (1 if reduces else len(item.responses))
+                broken[i] = f"{type(err).__name__}: {err}"
             plain, mark = unmark(filtered)
             values.append(plain)
             marks.append(mark)
-            broken.append(why)
         records: list[dict[str, Any]] = [
             {"filtered": [_jsonable(v) for v in vals], "verdicts": {}, "scores": {}, "passed": {}} for vals in values
         ]
@@ -182,51 +214,55 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
                 continue
             slots: list[list[dict[str, Any] | None]] = []
             todo: list[tuple[int, int]] = []
+            judged_values: list[Any] = []
             expecteds: list[Any] = []
-            for i, item in enumerate(chunk):
-                try:
-                    expected, missing = task.expected_for(item.sample, metric), None
-                except DataError as err:  # the row lacks the field the metric compares with: an error, not a crash
-                    expected, missing = None, str(err)
+            for i, (expected, missing) in enumerate(_expecteds(task, metric, chunk)):
                 row: list[dict[str, Any] | None] = []
                 for j, value in enumerate(values[i]):
                     if broken[i] is not None:
                         row.append(errored(f"filter pipeline {pipeline.name!r} failed: {broken[i]}"))
                     elif value is None:
-                        why = nothing_to_judge(pipeline.name, pipeline.reduces, item.responses, j, failures[i])
+                        why = nothing_to_judge(pipeline.name, reduces, chunk[i].responses, j, failures[i])
                         row.append(errored(why))
                     elif missing is not None:
                         row.append(errored(missing))
                     else:
                         row.append(None)
                         todo.append((i, j))
+                        judged_values.append(value)
                         expecteds.append(expected)
                 slots.append(row)
-            judged = await _verdicts(
-                metric.evaluator, [values[i][j] for i, j in todo], expecteds, [contexts[i] for i, _ in todo]
-            )
+            judged = await _verdicts(metric.evaluator, judged_values, expecteds, partial(_picked, contexts, todo))
             for (i, j), verdict in zip(todo, judged, strict=True):
-                slots[i][j] = _no_match(verdict, marks[i][j])
-            for i, row in enumerate(slots):
+                flag = marks[i][j]
+                slots[i][j] = verdict if flag is None else _no_match(verdict, flag)
+            name = metric.name
+            for row, record in zip(slots, records, strict=True):
                 verdicts = cast(list[dict[str, Any]], row)
-                record = records[i]
-                record["verdicts"][metric.name] = verdicts
+                record["verdicts"][name] = verdicts
                 if len(verdicts) == 1:  # the usual case: one answer
                     only = verdicts[0]
                     ok = only["error"] is None
-                    record["scores"][metric.name] = only["score"] if ok else None
-                    record["passed"][metric.name] = only["passed"] if ok else None
+                    record["scores"][name] = only["score"] if ok else None
+                    record["passed"][name] = only["passed"] if ok else None
                     continue
                 scored = [v for v in verdicts if v["error"] is None]
-                record["scores"][metric.name] = sum(v["score"] for v in scored) / len(scored) if scored else None
-                record["passed"][metric.name] = all(v["passed"] for v in scored) if scored else None
-        for i in range(n):
-            out[i][pipeline.name] = records[i]
+                record["scores"][name] = sum(v["score"] for v in scored) / len(scored) if scored else None
+                record["passed"][name] = all(v["passed"] for v in scored) if scored else None
+        name = pipeline.name
+        for scored_sample, record in zip(out, records, strict=True):
+            scored_sample[name] = record
     return out
 
 
 def prompt_of(messages: list[Message]) -> str:
-    """The prompt as one text, as :meth:`Task.prompt_text` makes it from a request's messages."""
+    """The prompt as one text, as :meth:`Task.prompt_text` makes it from a request's messages (a lone user
+    message's text read off at once: the usual case, a million times)."""
+    if len(messages) == 1:
+        only = messages[0]
+        content = only.get("content")
+        if only.get("role") == "user" and isinstance(content, str):
+            return str(content)
     from assay.tasks import Task
 
     return Task.prompt_text(cast(Request, SimpleNamespace(messages=messages)))
@@ -243,9 +279,14 @@ def render(task: Task, sample: Sample) -> list[Message]:
 
 
 def check_renders(work: Iterable[tuple[Task, Sample]]) -> None:
-    """Render every pending sample's prompt before anything is written (the offline form of check_requests)."""
-    for task, sample in work:
-        render(task, sample)
+    """Render every pending sample's prompt before anything is written (the offline form of check_requests); a
+    plain template shown no few-shot examples is only checked to render (:meth:`Prompt.cannot_fail`), since
+    scoring renders it again."""
+    for task, group in groupby(work, key=lambda pair: pair[0]):
+        prompt = task.prompt if task.config.fewshot is None else None
+        for _, sample in group:
+            if prompt is None or not prompt.cannot_fail(sample):
+                render(task, sample)
 
 
 def response_json(response: Response | None) -> dict[str, Any] | None:
@@ -324,6 +365,21 @@ async def score_records(
     return out
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic GC off while a chunk is scored and encoded: its many small dicts made CPython run full (gen-2)
+    collections over everything loaded, about a third of the scoring time. What a chunk leaves is freed at once by
+    reference counts; cycles (tracebacks of errors) wait for the next collection."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 def _chunks(work: Iterable[tuple[Task, Sample]], size: int) -> Iterator[tuple[Task, list[Sample]]]:
     """Consecutive samples of one task, at most ``size`` at a time (only one chunk is held: work is made on demand)."""
     task: Task | None = None
@@ -348,12 +404,20 @@ class OfflineScheduler(Scheduler):
     async def run(self, work: Sequence[tuple[Task, Sample]]) -> RunStats:
         """Score every (task, sample) pair from the predictions file and append the records chunk by chunk."""
         started = time.perf_counter()
+        # what is loaded (rows, samples, the work list) stays: no collection need walk it again (and what someone
+        # else froze is never thawed here)
+        freeze = gc.get_freeze_count() == 0
+        if freeze:
+            gc.freeze()
         try:
             for task, samples in _chunks(work, self.chunk_size):
-                await self._run_chunk(task, samples)
+                with gc_paused():
+                    await self._run_chunk(task, samples)
                 await asyncio.sleep(0)  # let Ctrl-C and other tasks in
             self._check_error_rate(final=True)
         finally:
+            if freeze:
+                gc.unfreeze()
             self.stats.seconds = time.perf_counter() - started
         return self.stats
 
@@ -385,8 +449,14 @@ class OfflineScheduler(Scheduler):
         self.writer.write_lines([encode(record) for record in records])
         stats, failed = self.stats, 0
         for item, record in zip(answered, records, strict=True):
-            stats.truncated += sum(r is not None and r["truncated_from"] is not None for r in record["responses"])
-            model_error = next((e for e in item.errors if e), None)
+            for response in record["responses"]:
+                if response is not None and response["truncated_from"] is not None:
+                    stats.truncated += 1
+            model_error = None
+            for error in item.errors:
+                if error:
+                    model_error = error
+                    break
             evaluator_error = None if model_error is not None else verdict_error(record["filters"])
             if model_error is not None:
                 stats.errors += 1

@@ -23,7 +23,7 @@ from assay.models.base import Response
 from assay.record import RunManifest
 from assay.runner.executors import EXECUTORS, RayOptions
 from assay.runner.lock import run_lock
-from assay.runner.offline import CHUNK, Answered, encode, score_records
+from assay.runner.offline import CHUNK, Answered, encode, gc_paused, score_records
 from assay.runner.rundir import SAMPLES, SampleWriter, iter_sample_lines, read_manifest, write_manifest
 from assay.runner.session import RESULTS_OPTIONS, close_evaluators, new_run_dir, task_judges
 
@@ -163,8 +163,9 @@ async def _rescore_into(source: Path, writer: SampleWriter, by_name: dict[str, T
         return await _rescore_on_ray(source, writer, by_name, samples, ray)
     count = 0
     for task, records in _chunks(source, by_name):
-        scored = await score_records(task, [_answered(r, samples[task.name]) for r in records])
-        writer.write_lines([encode(record) for record in scored])
+        with gc_paused():
+            scored = await score_records(task, [_answered(r, samples[task.name]) for r in records])
+            writer.write_lines([encode(record) for record in scored])
         count += len(records)
     return count
 

@@ -210,9 +210,11 @@ async def _execute(
         prior = error_counts(run_dir, exclude=retry)
     elif retry_errors:
         raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
-    work = PendingWork(tasks, settings.limit, done - retry)  # made as it is reached: memory flat in its size
+    from assay.runner.offline import check_renders, gc_paused, is_offline
+
+    with gc_paused():  # a resume's pass over the samples makes many small objects: no full collections meanwhile
+        work = PendingWork(tasks, settings.limit, done - retry)  # made as it is reached: memory flat in its size
     skipped = work.skipped
-    from assay.runner.offline import check_renders, is_offline
 
     offline = is_offline(model, settings.feedback_model)  # answers exist: scored in chunks, no request loop
     if offline:

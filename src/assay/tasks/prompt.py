@@ -12,7 +12,7 @@ from assay.models.base import Message
 from assay.tasks.config import FewshotConfig
 from assay.tasks.fewshot import example_context, shot_target
 from assay.tasks.sample import Sample
-from assay.tasks.template import Template
+from assay.tasks.template import MAX_OUTPUT, Template
 
 
 class RenderError(Exception):
@@ -79,6 +79,39 @@ class Prompt:
         """True when a template lays out the few-shot examples itself."""
         templates = [self.template, self.system, *(t for _, t in self.messages or ())]
         return any(t is not None and "fewshot" in t.variables for t in templates)
+
+    def cannot_fail(self, sample: Sample) -> bool:
+        """True when rendering ``sample`` without few-shot examples is sure to succeed, found without rendering it:
+        one plain template (no system or chat messages) whose every name resolves, as in :func:`sample_context`,
+        to a value with a text, the whole within MAX_OUTPUT. False says nothing: the render must be tried."""
+        template = self.template
+        plain = template.plain if template is not None else None
+        if plain is None or template is None or self.system is not None or self.messages is not None:
+            return False
+        special = {"input": sample.input, "target": sample.target, "metadata": sample.metadata, "fewshot": []}
+        doc, size = sample.doc, 0
+        for piece in plain.pieces:
+            if isinstance(piece, str):
+                size += len(piece)
+                continue
+            name = piece[0]
+            if name == "doc":
+                value: Any = doc
+            elif name in special:
+                value = special[name]
+            elif name in doc:
+                value = doc[name]
+            else:
+                value = template.globals.get(name, plain.missing)
+            if value is plain.missing:
+                return False
+            if type(value) is not str:
+                try:
+                    value = str(value)
+                except Exception:
+                    return False
+            size += len(value)
+        return size <= MAX_OUTPUT
 
     def render(self, sample: Sample, shots: list[Sample]) -> list[Message]:
         """The messages for ``sample``; raises RenderError naming the template that failed."""

@@ -161,13 +161,24 @@ class Template:
     compiled: jinja2.Template
     variables: frozenset[str]
     globals: dict[str, Any] = field(default_factory=dict)
+    plain: Plain | None = None  # set for a template of literal text and ``{{ name }}`` alone
 
     def render(self, context: dict[str, Any]) -> str:
         """Render; errors (undefined variables included) propagate as Jinja2 exceptions.
 
-        Builds the Jinja context from a plain dict of the template globals: ``Template.render`` merges them
-        from a ChainMap on every call, which made it 4x slower for the short templates prompts are.
+        A plain template is rendered without Jinja: each name's value is looked up as the compiled template looks
+        it up (the context, then the globals) and put in by ``str``, as its code does. Anything else (a name
+        that is missing, a prompt past MAX_OUTPUT) goes through Jinja, which raises its own error.
         """
+        if self.plain is not None:
+            text = self.plain.render(context, self.globals)
+            if text is not None:
+                return text
+        return self._render_jinja(context)
+
+    def _render_jinja(self, context: dict[str, Any]) -> str:
+        """Builds the Jinja context from a plain dict of the template globals: ``Template.render`` merges them
+        from a ChainMap on every call, which made it 4x slower for the short templates prompts are."""
         from jinja2.runtime import Context
 
         compiled = self.compiled
@@ -186,6 +197,57 @@ class Template:
             _budget.reset(token)
 
 
+@dataclass(frozen=True, slots=True)
+class Plain:
+    """A template made only of literal text and ``{{ name }}``, rendered without Jinja: each name looked up as the
+    compiled template looks it up (the context, then the globals) and put in by ``str``, as its code does."""
+
+    pieces: tuple[str | tuple[str], ...]  # literal text (as the lexer left it) or a name (a 1-tuple)
+    missing: Any  # Jinja's sentinel for a name that resolves to nothing
+
+    @classmethod
+    def of(cls, ast: Any) -> Plain | None:
+        """The plain form of a parsed template (newlines normalised, whitespace control applied), or None when it
+        holds anything but literal text and ``{{ name }}`` (filters, attributes, tags, ``self``)."""
+        from jinja2 import nodes
+        from jinja2.utils import missing
+
+        if not isinstance(ast, nodes.Template):
+            return None
+        pieces: list[str | tuple[str]] = []
+        for node in ast.body:
+            if not isinstance(node, nodes.Output):
+                return None
+            for child in node.nodes:
+                if type(child) is nodes.TemplateData:
+                    pieces.append(child.data)
+                elif type(child) is nodes.Name and child.ctx == "load" and child.name != "self":  # self: the template
+                    pieces.append((child.name,))
+                else:
+                    return None
+        return cls(tuple(pieces), missing)
+
+    def render(self, context: dict[str, Any], globals_: dict[str, Any]) -> str | None:
+        """The text, or None where Jinja must decide: a name that resolves to nothing (or to Jinja's ``missing``),
+        a value whose ``str`` raises, a text past MAX_OUTPUT."""
+        absent = self.missing
+        out: list[str] = []
+        try:
+            for piece in self.pieces:
+                if isinstance(piece, str):
+                    out.append(piece)
+                    continue
+                name = piece[0]
+                value = context[name] if name in context else globals_.get(name, absent)
+                if value is absent:
+                    return None
+                out.append(str(value))
+        except Exception:
+            return None
+        text = "".join(out)
+        return text if len(text) <= MAX_OUTPUT else None
+
+
 def compile_template(source: str, label: str) -> Template:
     """Compile ``source``; a syntax error raises ConfigError ``<label>: syntax error on template line N: ...``."""
     import jinja2
@@ -195,13 +257,14 @@ def compile_template(source: str, label: str) -> Template:
     try:
         ast = env.parse(source)
         variables = frozenset(meta.find_undeclared_variables(ast))
+        plain = Plain.of(ast)
         for loop in ast.find_all(nodes.For):  # count every loop's iterations (MAX_LOOP_ITEMS)
             bound = nodes.Name(_LOOP, "load", lineno=loop.lineno)
             loop.iter = nodes.Call(bound, [loop.iter], [], None, None, lineno=loop.lineno)
         compiled = env.from_string(ast)
     except jinja2.TemplateSyntaxError as err:
         raise ConfigError(f"{label}: template syntax error on template line {err.lineno}: {err.message}") from None
-    return Template(label, source, compiled, variables, dict(compiled.globals))
+    return Template(label, source, compiled, variables, dict(compiled.globals), plain)
 
 
 def template_line(err: BaseException, template: Template) -> int | None:

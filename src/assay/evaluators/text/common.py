@@ -56,6 +56,14 @@ VectorStep = Callable[
 FastDicts = Callable[[Sequence[Any], Sequence[Any], FloatArray, BoolArray, Columns], Callable[[int], dict[str, Any]]]
 
 
+def objects(values: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.object_]]:
+    """``values`` as a numpy object column (a vector step's per-pair texts)."""
+    out = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):  # one by one: numpy would make equally long lists a second dimension
+        out[i] = value
+    return out
+
+
 def chunked_batch(
     evaluator: Evaluator,
     actuals: Sequence[Any],

@@ -11,7 +11,7 @@ import numpy as np
 from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import NormalizeOptions, Normalizer
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, references
+from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, objects, references
 from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
 
@@ -40,29 +40,7 @@ class ExactMatch(Evaluator):
         return self._failure(text, norm, answers, norm_answers)
 
     def _failure(self, text: str, norm: str, answers: list[str], norm_answers: list[str]) -> Verdict:
-        details = {"normalized_output": cut(norm), "normalized_expected": [cut(a) for a in norm_answers]}
-        inside = [a for a, n in zip(answers, norm_answers, strict=True) if n and n in norm]
-        if inside:
-            # a distinct reason, so that "right answer, wrong form" is its own theme in `assay feedback`
-            reason = f"output {clip(text)} contains the expected answer {clip(inside[0])} but also other text"
-            if norm != text:
-                reason += f" (after normalisation: {clip(norm)})"
-        elif len(answers) == 1:
-            reason = f"output {clip(text)} does not equal expected {clip(answers[0])}"
-            if norm != text or norm_answers[0] != answers[0]:
-                reason += f" (after normalisation: {clip(norm)} vs {clip(norm_answers[0])})"
-        else:
-            shown = ", ".join(clip(a, 40) for a in answers[:5])
-            reason = f"output {clip(text)} equals none of {len(answers)} acceptable answers ({shown})"
-        if inside:
-            feedback = (
-                f"The answer {clip(inside[0])} is in the output but surrounded by other text; "
-                f"answer with {clip(inside[0])} only, nothing else."
-            )
-        elif not text.strip():
-            feedback = f"The output is empty; answer with {clip(answers[0])}."
-        else:
-            feedback = f"Answer with exactly {clip(answers[0])}; the output was {clip(text)}."
+        reason, feedback, details = failure_parts(text, norm, answers, norm_answers)
         return Verdict.fail(reason, feedback=feedback, details=details)
 
     def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
@@ -72,25 +50,79 @@ class ExactMatch(Evaluator):
         """
         return chunked_batch(self, actuals, expecteds, self._vector, self._fast_dicts)
 
-    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
+    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray, Columns] | None:
         keys_a = self.normalize.batch_keys(actuals)
         keys_e = None if keys_a is None else self.normalize.batch_keys(expecteds)
         if keys_a is None or keys_e is None:
             return None
         passed = np.fromiter(map(operator.eq, keys_a, keys_e), dtype=np.bool_, count=len(keys_a))
-        return passed.astype(np.float64), passed
+        # the normalised texts of failing pairs, for their reasons (one batch pass; the keys may be UTF-8 bytes)
+        failing = np.flatnonzero(~passed).tolist()
+        norm_a, norm_e = np.full(len(keys_a), None, dtype=object), np.full(len(keys_a), None, dtype=object)
+        if failing:
+            norm_a[failing] = objects(self.normalize.many([actuals[i] for i in failing]))
+            norm_e[failing] = objects(self.normalize.many([expecteds[i] for i in failing]))
+        return passed.astype(np.float64), passed, {"norm_a": norm_a, "norm_e": norm_e}
 
     def _fast_dicts(
         self, actuals: Sequence[Any], expecteds: Sequence[Any], scores: FloatArray, passed: BoolArray, columns: Columns
     ) -> Callable[[int], dict[str, Any]]:
         """The JSON form of a vectorised pair's verdict, as :meth:`check` gives it: a passing pair's is constant
-        but for the (one) answer it matched; only a failing pair is judged again, for its reason and feedback."""
+        but for the (one) answer it matched; a failing pair's reason and feedback come from the normalised texts
+        the batch kept, without judging the pair again."""
         ok = passed.tolist()
+        norm_a, norm_e = columns["norm_a"].tolist(), columns["norm_e"].tolist()
 
         def build(i: int) -> dict[str, Any]:
-            if not ok[i]:
-                return self.evaluate(actuals[i], expecteds[i]).to_dict()
-            details = {"matched": cut(expecteds[i])}
-            return {"score": 1.0, "passed": True, "reason": None, "feedback": None, "details": details, "error": None}
+            if ok[i]:
+                details = {"matched": cut(expecteds[i])}
+                return {
+                    "score": 1.0,
+                    "passed": True,
+                    "reason": None,
+                    "feedback": None,
+                    "details": details,
+                    "error": None,
+                }
+            reason, feedback, details = failure_parts(actuals[i], norm_a[i], [expecteds[i]], [norm_e[i]])
+            return {
+                "score": 0.0,
+                "passed": False,
+                "reason": reason,
+                "feedback": feedback,
+                "details": details,
+                "error": None,
+            }
 
         return build
+
+
+def failure_parts(text: str, norm: str, answers: list[str], norm_answers: list[str]) -> tuple[str, str, dict[str, Any]]:
+    """(reason, feedback, details) of a failing pair, from the output and answers with their normalised forms."""
+    details = {"normalized_output": cut(norm), "normalized_expected": [cut(a) for a in norm_answers]}
+    inside = [a for a, n in zip(answers, norm_answers, strict=True) if n and n in norm]
+    shown = clip(text)
+    if inside:
+        # a distinct reason, so that "right answer, wrong form" is its own theme in `assay feedback`
+        answer = clip(inside[0])
+        reason = f"output {shown} contains the expected answer {answer} but also other text"
+        if norm != text:
+            reason += f" (after normalisation: {clip(norm)})"
+        feedback = (
+            f"The answer {answer} is in the output but surrounded by other text; "
+            f"answer with {answer} only, nothing else."
+        )
+        return reason, feedback, details
+    first = clip(answers[0])
+    if len(answers) == 1:
+        reason = f"output {shown} does not equal expected {first}"
+        if norm != text or norm_answers[0] != answers[0]:
+            reason += f" (after normalisation: {clip(norm)} vs {clip(norm_answers[0])})"
+    else:
+        listed = ", ".join(clip(a, 40) for a in answers[:5])
+        reason = f"output {shown} equals none of {len(answers)} acceptable answers ({listed})"
+    if not text.strip():
+        feedback = f"The output is empty; answer with {first}."
+    else:
+        feedback = f"Answer with exactly {first}; the output was {shown}."
+    return reason, feedback, details

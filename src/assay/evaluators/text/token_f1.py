@@ -6,7 +6,7 @@ import operator
 from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import compress
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -23,7 +23,7 @@ from assay.evaluators.normalize import (
     squad_tokens_prepared,
 )
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, listing, references
+from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, listing, objects, references
 from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
 
@@ -45,6 +45,16 @@ def token_overlap(a: list[str], b: list[str]) -> int:
         return len(common)
     ca, cb = Counter(a), Counter(b)
     return sum(min(ca[t], cb[t]) for t in common)
+
+
+def excess(a: list[str], b: list[str]) -> list[str]:
+    """The tokens of ``a`` beyond those of ``b``, each token's surplus together in order of first appearance:
+    ``list((Counter(a) - Counter(b)).elements())``, without Counters where ``a`` repeats no token."""
+    if len(set(a)) == len(a):  # each token once: kept unless ``b`` has it
+        have = set(b)
+        return [token for token in a if token not in have]
+    counts, other = Counter(a), Counter(b)
+    return [token for token, count in counts.items() for _ in range(count - other.get(token, 0))]
 
 
 def f1_figures(same: int, n_pred: int, n_gold: int) -> tuple[float, float, float]:
@@ -104,9 +114,7 @@ class TokenF1(Evaluator):
     def _feedback(pred: list[str], gold: list[str], answer: str) -> str:
         if not pred:
             return f"The output has no words once punctuation and articles are dropped; answer with {clip(answer)}."
-        have, want = Counter(pred), Counter(gold)
-        missing = list((want - have).elements())
-        extra = list((have - want).elements())
+        missing, extra = excess(gold, pred), excess(pred, gold)
         parts = []
         if missing:
             parts.append(f"include the missing word(s) {_quoted(missing)}")
@@ -133,31 +141,45 @@ class TokenF1(Evaluator):
         f1, precision, recall = np.ones(n), np.ones(n), np.ones(n)
         n_pred, n_gold = np.zeros(n), np.zeros(n)
         differ = np.fromiter(map(operator.ne, prep_a, prep_e), dtype=np.bool_, count=n)
+        equal = ~differ
+        diff_a, diff_e = list(compress(prep_a, differ)), list(compress(prep_e, differ))
+        same_a = list(compress(prep_a, equal))  # equal pairs' details give their (equal) token counts
+        tokens = _Tokens.of(diff_a, diff_e, same_a)
+        if tokens is not None:
+            same = tokens.overlap(0, 1)
+            n_pred[differ], n_gold[differ] = tokens.lengths[0], tokens.lengths[1]
+            n_pred[equal] = n_gold[equal] = tokens.lengths[2]
+        else:  # a text holds NUL: pair by pair
+            pred, gold = [squad_tokens_prepared(p) for p in diff_a], [squad_tokens_prepared(p) for p in diff_e]
+            same = np.fromiter(map(token_overlap, pred, gold), dtype=np.float64, count=len(pred))
+            n_pred[differ] = np.fromiter(map(len, pred), dtype=np.float64, count=len(pred))
+            n_gold[differ] = np.fromiter(map(len, gold), dtype=np.float64, count=len(gold))
+            n_pred[equal] = n_gold[equal] = np.fromiter(map(len, map(squad_tokens_prepared, same_a)), np.float64)
         if differ.any():
-            same, n_pred[differ], n_gold[differ] = _token_counts(
-                list(compress(prep_a, differ)), list(compress(prep_e, differ))
-            )
             f1[differ], precision[differ], recall[differ] = f1_columns(same, n_pred[differ], n_gold[differ])
         passed = f1 >= self.options.threshold
-        if not differ.all():  # passing pairs' details give token counts: those of equal pairs, one by one
-            equal = ~differ
-            counts = np.fromiter((len(squad_tokens_prepared(p)) for p in compress(prep_a, equal)), dtype=np.float64)
-            n_pred[equal] = n_gold[equal] = counts
         columns: Columns = {"precision": precision, "recall": recall, "n_pred": n_pred, "n_gold": n_gold}
-        # the prepared texts: a failing pair's feedback takes its tokens from them (preparing is the costly step)
-        columns["prep_a"], columns["prep_e"] = _objects(prep_a), _objects(prep_e)
+        # a failing pair's tokens, for its feedback (equal texts always pass: their F1 is 1)
+        failing = np.flatnonzero(~passed[differ]).tolist()
+        if tokens is not None:
+            failing_pred, failing_gold = tokens.of_texts(0, failing), tokens.of_texts(1, failing)
+        else:
+            failing_pred, failing_gold = [pred[i] for i in failing], [gold[i] for i in failing]
+        where = np.flatnonzero(differ)[failing]
+        columns["tokens_a"], columns["tokens_e"] = np.full(n, None, dtype=object), np.full(n, None, dtype=object)
+        columns["tokens_a"][where], columns["tokens_e"][where] = objects(failing_pred), objects(failing_gold)
         return f1, passed, columns
 
     def _fast_dicts(
         self, actuals: Sequence[Any], expecteds: Sequence[Any], scores: FloatArray, passed: BoolArray, columns: Columns
     ) -> Callable[[int], dict[str, Any]]:
         """The JSON form of a vectorised pair's verdict (one text answer), as :meth:`check` gives it, from the
-        batch's columns: only a failing pair's feedback tokenises its texts again."""
+        batch's columns (a failing pair's tokens too)."""
         threshold = self.options.threshold
         f1s, ok = scores.tolist(), passed.tolist()
         precision, recall = columns["precision"].tolist(), columns["recall"].tolist()
         n_pred, n_gold = columns["n_pred"].astype(np.int64).tolist(), columns["n_gold"].astype(np.int64).tolist()
-        prepared_a, prepared_e = columns["prep_a"].tolist(), columns["prep_e"].tolist()
+        tokens_a, tokens_e = columns["tokens_a"].tolist(), columns["tokens_e"].tolist()
 
         def build(i: int) -> dict[str, Any]:
             f1, answer = f1s[i], expecteds[i]
@@ -184,8 +206,7 @@ class TokenF1(Evaluator):
                 f"token F1 {f1:.3f} (precision {precision[i]:.3f}, recall {recall[i]:.3f}) of output {clip(text, 80)} "
                 f"against {clip(answer, 80)} is below the threshold {threshold:g}"
             )
-            pred, gold = squad_tokens_prepared(prepared_a[i]), squad_tokens_prepared(prepared_e[i])
-            feedback = self._feedback(pred, gold, answer)
+            feedback = self._feedback(tokens_a[i], tokens_e[i], answer)
             return {
                 "score": f1,
                 "passed": False,
@@ -196,12 +217,6 @@ class TokenF1(Evaluator):
             }
 
         return build
-
-
-def _objects(texts: list[str]) -> npt.NDArray[np.object_]:
-    out = np.empty(len(texts), dtype=object)
-    out[:] = texts
-    return out
 
 
 def _quoted(tokens: list[str], limit: int = 8) -> str:
@@ -228,52 +243,62 @@ def f1_array(same: FloatArray, n_pred: FloatArray, n_gold: FloatArray) -> FloatA
     return f1_columns(same, n_pred, n_gold)[0]
 
 
-def _token_counts(prepared_a: list[str], prepared_e: list[str]) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """(common tokens, output tokens, expected tokens) per pair of prepared texts, as float arrays.
-
-    Tokens become integer ids; each (pair, token) key is counted with ``np.unique`` on each side, and the
-    multiset overlap is the sum over shared keys of the smaller count. No Python loop runs per pair, except
-    when a text contains NUL (then pair by pair).
+class _Tokens:
+    """Several lists of prepared texts tokenised as SQuAD does, in numpy, over one vocabulary: tokens become
+    integer ids, each text's (articles dropped, hidden ones expanded) kept in order. No Python loop runs per text.
     """
-    n = len(prepared_a)
-    stream_a = squad_token_stream(prepared_a)
-    stream_e = squad_token_stream(prepared_e)
-    if stream_a is None or stream_e is None:
-        pred = [squad_tokens_prepared(p) for p in prepared_a]
-        gold = [squad_tokens_prepared(p) for p in prepared_e]
-        return (
-            np.fromiter(map(token_overlap, pred, gold), dtype=np.float64, count=n),
-            np.fromiter(map(len, pred), dtype=np.float64, count=n),
-            np.fromiter(map(len, gold), dtype=np.float64, count=n),
-        )
-    vocab = dict.fromkeys(stream_a)
-    vocab.update(dict.fromkeys(stream_e))
-    hidden = hidden_articles(list(vocab))
-    for rest in hidden.values():
-        vocab.update(dict.fromkeys(rest))
-    ids = {token: i for i, token in enumerate(vocab)}
-    size = len(ids)
-    dropped = np.array([i for token, i in ids.items() if token == STREAM_SEPARATOR or is_article(token)])
-    separator = ids[STREAM_SEPARATOR]
-    expand = _expansion(ids, hidden)
 
-    def side(stream: list[str]) -> tuple[FloatArray, npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-        tokens = np.fromiter(map(ids.__getitem__, stream), dtype=np.int64, count=len(stream))
-        if expand is not None:
-            tokens = expand(tokens)
-        ends = tokens == separator
-        pair = np.cumsum(ends) - ends  # the pair each token belongs to (its separator closes that pair)
-        keep = ~np.isin(tokens, dropped)
-        pair, tokens = pair[keep], tokens[keep]
-        lengths = np.bincount(pair, minlength=n).astype(np.float64)
-        keys, counts = np.unique(pair * size + tokens, return_counts=True)
-        return lengths, keys, counts
+    def __init__(self, streams: list[list[str]], sizes: list[int]) -> None:
+        vocab: dict[str, None] = {}
+        for stream in streams:
+            vocab.update(dict.fromkeys(stream))
+        hidden = hidden_articles(list(vocab))
+        for rest in hidden.values():
+            vocab.update(dict.fromkeys(rest))
+        ids = {token: i for i, token in enumerate(vocab)}
+        self.size = len(ids)
+        self.names = objects(list(ids))
+        dropped = np.array([i for token, i in ids.items() if token == STREAM_SEPARATOR or is_article(token)])
+        separator, expand = ids[STREAM_SEPARATOR], _expansion(ids, hidden)
+        # per list: its texts' kept token ids one after another, the text of each, and each text's length
+        self.tokens: list[npt.NDArray[np.int64]] = []
+        self.texts: list[npt.NDArray[np.int64]] = []
+        self.lengths: list[npt.NDArray[np.int64]] = []
+        for stream, n in zip(streams, sizes, strict=True):
+            tokens = np.fromiter(map(ids.__getitem__, stream), dtype=np.int64, count=len(stream))
+            if expand is not None:
+                tokens = expand(tokens)
+            ends = tokens == separator
+            text = np.cumsum(ends) - ends  # the text each token belongs to (its separator closes that text)
+            keep = ~np.isin(tokens, dropped)
+            self.tokens.append(tokens[keep])
+            self.texts.append(text[keep])
+            self.lengths.append(np.bincount(text[keep], minlength=n))
 
-    n_pred, keys_a, counts_a = side(stream_a)
-    n_gold, keys_e, counts_e = side(stream_e)
-    shared, ia, ie = np.intersect1d(keys_a, keys_e, assume_unique=True, return_indices=True)
-    same = np.bincount(shared // size, weights=np.minimum(counts_a[ia], counts_e[ie]), minlength=n)
-    return same.astype(np.float64), n_pred, n_gold
+    @classmethod
+    def of(cls, *lists: list[str]) -> _Tokens | None:
+        """The tokens of each list of prepared texts; None when a text contains NUL (the stream separator)."""
+        streams = [squad_token_stream(texts) for texts in lists]
+        if any(stream is None for stream in streams):
+            return None
+        return cls(cast(list[list[str]], streams), [len(texts) for texts in lists])
+
+    def overlap(self, a: int, b: int) -> FloatArray:
+        """The multiset overlap of the tokens of each text of list ``a`` with those of the same text of list ``b``:
+        each (text, token) key counted with ``np.unique`` on each side, the smaller count summed over shared keys."""
+        counted = [np.unique(self.texts[k] * self.size + self.tokens[k], return_counts=True) for k in (a, b)]
+        (keys_a, counts_a), (keys_b, counts_b) = counted
+        shared, ia, ib = np.intersect1d(keys_a, keys_b, assume_unique=True, return_indices=True)
+        n = self.lengths[a].size
+        same = np.bincount(shared // self.size, weights=np.minimum(counts_a[ia], counts_b[ib]), minlength=n)
+        return np.asarray(same, dtype=np.float64)
+
+    def of_texts(self, k: int, which: list[int]) -> list[list[str]]:
+        """The tokens (as :func:`squad_tokens_prepared` gives them) of the texts ``which`` of list ``k``."""
+        lengths = self.lengths[k]
+        starts = (np.cumsum(lengths) - lengths).tolist()
+        tokens, names, counts = self.tokens[k], self.names, lengths.tolist()
+        return [names[tokens[starts[i] : starts[i] + counts[i]]].tolist() for i in which]
 
 
 def _expansion(
