@@ -458,15 +458,7 @@ class OfflineScheduler(Scheduler):
                     model_error = error
                     break
             evaluator_error = None if model_error is not None else verdict_error(record["filters"])
-            if model_error is not None:
-                stats.errors += 1
-                if stats.first_error is None:
-                    stats.first_error = f"{task.name}/{item.sample.id}: {model_error}"
-            elif evaluator_error is not None:
-                stats.evaluator_errors += 1
-                if stats.first_evaluator_error is None:
-                    stats.first_evaluator_error = f"{task.name}/{item.sample.id}: {evaluator_error}"
-            failed += model_error is not None or evaluator_error is not None
+            failed += stats.count_errors(f"{task.name}/{item.sample.id}", model_error, evaluator_error)
         stats.written += len(answered)
         self.progress.advance_many(len(answered), errors=failed)
         self._check_error_rate()

@@ -84,6 +84,21 @@ class RunStats:
     first_error: str | None = None  # the first failed sample's model error, to show the user why samples fail
     first_evaluator_error: str | None = None
 
+    def count_errors(self, where: str, model_error: str | None, evaluator_error: str | None) -> bool:
+        """Count a written sample's model error, else its evaluator error (keeping the first of each, at ``where``,
+        e.g. ``task/sample``); True when it failed either way. Every executor counts samples through this."""
+        if model_error is not None:
+            self.errors += 1
+            if self.first_error is None:
+                self.first_error = f"{where}: {model_error}"
+            return True
+        if evaluator_error is not None:
+            self.evaluator_errors += 1
+            if self.first_evaluator_error is None:
+                self.first_evaluator_error = f"{where}: {evaluator_error}"
+            return True
+        return False
+
 
 def _verdict_error(record: SampleRecord) -> str | None:
     """The first error verdict of a record (a metric's evaluator could not judge the answer)."""
@@ -200,14 +215,7 @@ class Scheduler:
         stats.written += 1
         model_error = record.error
         evaluator_error = None if model_error is not None else _verdict_error(record)
-        if model_error is not None:
-            stats.errors += 1
-            if stats.first_error is None:
-                stats.first_error = f"{task.name}/{sample.id}: {model_error}"
-        elif evaluator_error is not None:
-            stats.evaluator_errors += 1
-            if stats.first_evaluator_error is None:
-                stats.first_evaluator_error = f"{task.name}/{sample.id}: {evaluator_error}"
+        failed = stats.count_errors(f"{task.name}/{sample.id}", model_error, evaluator_error)
         stats.cache_hits += record.cache_hits
         if record.cache_hits:
             for response in record.responses:
@@ -215,9 +223,7 @@ class Scheduler:
                 if when is not None:
                     stats.cache_oldest = when if stats.cache_oldest is None else min(stats.cache_oldest, when)
                     stats.cache_newest = when if stats.cache_newest is None else max(stats.cache_newest, when)
-        self.progress.advance(
-            error=model_error is not None or evaluator_error is not None, cache_hits=record.cache_hits
-        )
+        self.progress.advance(error=failed, cache_hits=record.cache_hits)
         self._check_error_rate()
 
     def _check_error_rate(self, *, final: bool = False) -> None:

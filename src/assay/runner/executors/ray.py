@@ -332,16 +332,8 @@ class RayExecutor(Scheduler):
         self.writer.write(cast(SampleRecord, _Line(done.line)))
         stats = self.stats
         stats.written += 1
-        if done.error is not None:
-            stats.errors += 1
-            if stats.first_error is None:
-                stats.first_error = f"{done.task}/{done.sample_id}: {done.error}"
-        elif done.evaluator_error is not None:
-            stats.evaluator_errors += 1
-            if stats.first_evaluator_error is None:
-                stats.first_evaluator_error = f"{done.task}/{done.sample_id}: {done.evaluator_error}"
+        failed = stats.count_errors(f"{done.task}/{done.sample_id}", done.error, done.evaluator_error)
         stats.cache_hits += done.cache_hits
-        failed = done.error is not None or done.evaluator_error is not None
         self.progress.advance(error=failed, cache_hits=done.cache_hits)
         self._check_error_rate()
 

@@ -24,7 +24,6 @@ import ray
 import ray.exceptions
 
 from assay.errors import AssayError, ConfigError
-from assay.models.base import ModelError, Response
 from assay.runner.executors import RayOptions
 from assay.runner.executors.dispatch import ShardQueue, feed_all, next_shard
 from assay.runner.executors.ray import (
@@ -44,7 +43,6 @@ from assay.runner.offline import OfflineScheduler
 from assay.runner.pending import tasks_of
 
 if TYPE_CHECKING:
-    from assay.models.predictions import PredictionsModel
     from assay.runner.scheduler import RunStats
     from assay.tasks import Sample, Task
 
@@ -243,21 +241,8 @@ class RayOfflineExecutor(OfflineScheduler):
 
     def _answered(self, task: Task, samples: list[Sample]) -> OfflineShard:
         """A shard of samples with their answers from the predictions file (ModelError: none for that repeat)."""
-        model = cast("PredictionsModel", self.model)
         started_at, t0 = time.time(), time.perf_counter()
-        items = []
-        for sample, entry in zip(samples, model.entries([s.id for s in samples]), strict=True):
-            responses: list[Response | None] = []
-            errors: list[str | None] = []
-            for repeat in range(task.repeats):
-                self.stats.requests += 1
-                try:
-                    responses.append(model.answer(entry, sample.id, repeat))
-                    errors.append(None)
-                except ModelError as err:
-                    responses.append(None)
-                    errors.append(str(err))
-            items.append((sample, responses, errors))
+        items = [(a.sample, a.responses, a.errors) for a in self._answer(task, samples)]
         return OfflineShard(task, items, started_at, (time.perf_counter() - t0) / len(samples))
 
     def _write(self, shard: OfflineShard, scored: Scored) -> None:
@@ -269,15 +254,7 @@ class RayOfflineExecutor(OfflineScheduler):
         ):
             stats.truncated += truncated
             model_error = next((e for e in errors if e), None)
-            if model_error is not None:
-                stats.errors += 1
-                if stats.first_error is None:
-                    stats.first_error = f"{shard.task.name}/{sample.id}: {model_error}"
-            elif evaluator_error is not None:
-                stats.evaluator_errors += 1
-                if stats.first_evaluator_error is None:
-                    stats.first_evaluator_error = f"{shard.task.name}/{sample.id}: {evaluator_error}"
-            failed += model_error is not None or evaluator_error is not None
+            failed += stats.count_errors(f"{shard.task.name}/{sample.id}", model_error, evaluator_error)
         stats.written += len(shard.items)
         self.progress.advance_many(len(shard.items), errors=failed)
         self._check_error_rate()
