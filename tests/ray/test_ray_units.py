@@ -200,3 +200,38 @@ async def test_a_sample_that_keeps_killing_workers_stops_the_score_naming_it() -
     with pytest.raises(WorkerLostError, match=r"sample '3' of task 't': the Ray workers scoring it died \d+ times"):
         await pool.score(_offline_shards(task, 5), lambda shard, scored: written.extend(scored.lines))
     assert b"3" not in written and len(written) == len(set(written))
+
+
+def test_a_ray_client_server_that_fails_to_start_is_asked_again(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    import ray
+
+    from assay.runner.executors import ray as ray_executor
+
+    calls: list[str] = []
+
+    def flaky_init(address: str, **_: Any) -> None:
+        calls.append(address)
+        if len(calls) < 3:
+            raise ConnectionAbortedError(
+                "Initialization failure from server:\nRuntimeError: Starting Ray client server failed. See "
+                "ray_client_server_23000.err for detailed logs."
+            )
+
+    monkeypatch.setattr(ray, "init", flaky_init)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray_executor.time, "sleep", lambda s: None)
+    assert ray_executor.connect(RayOptions(address="ray://127.0.0.1:1"))
+    assert calls == ["ray://127.0.0.1:1"] * 3
+    assert capsys.readouterr().err.count("connecting again") == 2
+
+    calls.clear()
+
+    def refused(address: str, **_: Any) -> None:
+        calls.append(address)
+        raise ConnectionError("ray client connection timeout")
+
+    monkeypatch.setattr(ray, "init", refused)
+    with pytest.raises(ConnectionError, match="timeout"):
+        ray_executor.connect(RayOptions(address="ray://127.0.0.1:1"))
+    assert len(calls) == 1  # other failures are not retried

@@ -119,13 +119,33 @@ def connect(options: RayOptions) -> bool:
     if ray.is_initialized():
         return False
     quiet: dict[str, Any] = {"logging_level": logging.WARNING, "configure_logging": True}
-    if options.address is not None:
+    if options.address is not None and options.address.startswith("ray://"):
+        _client_init(options.address, quiet)
+    elif options.address is not None:
         ray.init(address=options.address, **quiet)
     elif os.environ.get("RAY_ADDRESS"):
         ray.init(**quiet)  # inside `ray job submit`: the job's cluster
     else:
         ray.init(include_dashboard=False, **quiet)
     return True
+
+
+CLIENT_ATTEMPTS = 3  # a Ray Client server that fails to start for one connection often starts for the next
+
+
+def _client_init(address: str, quiet: dict[str, Any]) -> None:
+    """Connect through Ray Client (``ray://``). The cluster's proxy starts a server process per connection, and
+    that start fails now and then ("Starting Ray client server failed", seen on a loaded machine): try again."""
+    for attempt in range(1, CLIENT_ATTEMPTS + 1):
+        try:
+            ray.init(address=address, **quiet)
+            return
+        except (ConnectionError, RuntimeError) as err:
+            if attempt == CLIENT_ATTEMPTS or "client server failed" not in str(err).lower():
+                raise
+            print(f"assay: Ray Client at {address}: {err}; connecting again", file=sys.stderr, flush=True)
+            ray.shutdown()  # whatever the failed connection set up
+            time.sleep(attempt)
 
 
 def with_resources(options: RayOptions, tasks: list[Task]) -> RayOptions:
