@@ -92,3 +92,20 @@ def test_atomic_write_replaces_whole_file(tmp_path):
     atomic_write_text(target, "new")
     assert target.read_text() == "new"
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+
+
+def test_drop_samples_rewrites_the_file_without_them_keeping_the_rest_byte_for_byte(tmp_path):
+    import os
+
+    from assay.runner.rundir import SAMPLES, drop_samples
+
+    lines = [json.dumps({"task": "t", "sample_id": f"s{i}", "x": "é" * i}, ensure_ascii=False) for i in range(6)]
+    path = tmp_path / SAMPLES
+    path.write_text("\n".join(lines) + '\n\n{"task": "t", "sample_id": "torn', encoding="utf-8")
+    os.chmod(path, 0o640)
+    assert drop_samples(tmp_path, {("t", "s1"), ("t", "s4"), ("other", "s2")}) == 2
+    kept = [line for i, line in enumerate(lines) if i not in (1, 4)]
+    assert path.read_text(encoding="utf-8") == "\n".join(kept) + '\n\n{"task": "t", "sample_id": "torn'
+    assert path.stat().st_mode & 0o777 == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == [SAMPLES]  # no temporary file left
+    assert drop_samples(tmp_path, set()) == 0
