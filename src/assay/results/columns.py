@@ -9,122 +9,44 @@ Columns come out in doc_id order (ties in the order written), the order of the l
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import heapq
 import math
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from assay.errors import AssayError
-from assay.record import RunManifest, SampleRecord, TaskInfo
+from assay.gcpause import gc_paused
+from assay.record import RunManifest, TaskInfo
 from assay.results.aggregate import MAX_ERROR_EXAMPLES, SampleValues, count_error, record_error, record_value
+from assay.results.sources import (  # re-exported: the sources used to live here
+    FileSource,
+    ListSource,
+    RecordDict,
+    RecordSource,
+    SampleLogSink,
+    SamplesRewritten,
+    StreamSource,
+)
 
 Int64Array = npt.NDArray[np.int64]
 EXAMPLES_KEPT = max(MAX_ERROR_EXAMPLES, 5)  # first errors (by doc_id) kept per column, for messages
 
 
-RecordDict = dict[str, Any]  # a record as its samples.jsonl line parses to (the fields of SampleRecord)
-
-
-class RecordSource(Protocol):
-    """Records that can be read again: all of them in a stable order, or some by position."""
-
-    def scan(self) -> Iterator[tuple[int, RecordDict]]:
-        """(position, record dict) for every record, in a stable order."""
-        ...
-
-    def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
-        """(position, record) for the records at ``positions``, in that order."""
-        ...
-
-    def explain(self, position: int) -> None:
-        """Raise a DataError naming what is wrong with the record at ``position`` (nothing when it is valid)."""
-        ...
-
-
-class ListSource:
-    """Records already in memory (the Python API's ``build_results``)."""
-
-    def __init__(self, records: Iterable[SampleRecord]) -> None:
-        self.records = records if isinstance(records, list) else list(records)
-
-    def scan(self) -> Iterator[tuple[int, RecordDict]]:
-        return ((i, rec.model_dump()) for i, rec in enumerate(self.records))
-
-    def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
-        return ((int(i), self.records[int(i)]) for i in positions)
-
-    def explain(self, position: int) -> None:
-        return None  # validated models
-
-
-class FileSource:
-    """A run folder's ``samples.jsonl`` through its index: lines are parsed to dicts as they are read, then
-    dropped (no SampleRecord is built: a scan reads only the fields it needs)."""
-
-    def __init__(self, index: Any) -> None:
-        self.index = index  # assay.runner.rundir.SampleIndex
-
-    def scan(self) -> Iterator[tuple[int, RecordDict]]:
-        from assay.runner.rundir import iter_dicts
-
-        return iter_dicts(self.index)
-
-    def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
-        from assay.runner.rundir import iter_indexed
-
-        return iter_indexed(self.index, positions)
-
-    def explain(self, position: int) -> None:
-        from assay.runner.rundir import iter_indexed
-
-        for _ in iter_indexed(self.index, np.asarray([position], dtype=np.int64)):
-            pass  # parsing the line as a SampleRecord raises the DataError that names file, line and key
-
-
-class SamplesRewritten(Exception):
-    """A :class:`StreamSource` scan read a sample written twice: its figures would count both copies."""
-
-
-class StreamSource:
-    """A run folder's ``samples.jsonl`` read without an index made beforehand: each scan indexes the lines as it
-    parses them (:class:`assay.runner.rundir.SampleStream`); valid as a source when no sample was written twice
-    (``stream.rewritten`` after a scan), else read through ``FileSource(stream.index())``."""
-
-    def __init__(self, stream: Any) -> None:
-        self.stream = stream  # assay.runner.rundir.SampleStream
-
-    def scan(self) -> Iterator[tuple[int, RecordDict]]:
-        yield from self.stream
-        if self.stream.rewritten:
-            raise SamplesRewritten(f"{self.stream.path}: a sample was written twice")
-
-    def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
-        from assay.runner.rundir import iter_indexed
-
-        return iter_indexed(self.stream.index(), positions)
-
-    def explain(self, position: int) -> None:
-        self.stream.explain(position)
-
-
-class SampleLogSink(Protocol):
-    """Takes each scanned record with its metric values per filter (the sample logs are written from these)."""
-
-    def reset(self) -> None:
-        """Forget everything added: the scan starts again."""
-        ...
-
-    def add(self, task: str, rec: RecordDict, per_filter: list[tuple[str, list[tuple[str, float]]]]) -> None:
-        """One record of ``task`` (in scan order) and, per filter of the task, its metrics that have a value."""
-        ...
+__all__ = [
+    "FileSource",
+    "ListSource",
+    "RecordDict",
+    "RecordSource",
+    "SampleLogSink",
+    "SamplesRewritten",
+    "StreamSource",
+]
 
 
 def hash64(text: str) -> int:
@@ -332,7 +254,7 @@ def _scan_once(
         acc.metrics = {k: _MetricAcc() for k in keys}
         acc.filter_names, acc.metric_names = set(filters[info.name]), set(metrics[info.name])
     state = _ScanState(error_policy == "as_zero", repeat_reduction, reductions, cluster_key, with_ids, sample_logs)
-    with _no_cyclic_gc():
+    with gc_paused():
         _feed(source, state, observers, accs, filters, metrics)
     if state.grown:
         return ScanResult({}, state.unknown), True
@@ -341,19 +263,6 @@ def _scan_once(
         acc.keys = [(f, m) for f in filters[name] for m in metrics[name]]
         out[name] = _finish(acc)
     return ScanResult(out, state.unknown), False
-
-
-@contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """The cyclic garbage collector paused: a scan allocates millions of acyclic dicts (parsed records, freed by
-    reference counting) that would set it off every few hundred records, to find nothing."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _feed(

@@ -10,7 +10,6 @@ writer of the run folder.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -24,6 +23,7 @@ import pydantic_core
 
 from assay.errors import DataError
 from assay.evaluators.base import Evaluator
+from assay.gcpause import gc_paused
 from assay.models.base import Message, Model, ModelError, Request, Response
 from assay.runner.scheduler import Scheduler, _cap, stored_response
 from assay.runner.scoring import nothing_to_judge
@@ -363,21 +363,6 @@ async def score_records(
             }
         )
     return out
-
-
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """The cyclic GC off while a chunk is scored and encoded: its many small dicts made CPython run full (gen-2)
-    collections over everything loaded, about a third of the scoring time. What a chunk leaves is freed at once by
-    reference counts; cycles (tracebacks of errors) wait for the next collection."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _chunks(work: Iterable[tuple[Task, Sample]], size: int) -> Iterator[tuple[Task, list[Sample]]]:

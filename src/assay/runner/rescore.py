@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError, DataError
+from assay.gcpause import gc_paused
 from assay.models.base import Response
 from assay.record import RunManifest
 from assay.runner.executors import EXECUTORS, RayOptions
 from assay.runner.lock import run_lock
-from assay.runner.offline import CHUNK, Answered, encode, gc_paused, score_records
+from assay.runner.offline import CHUNK, Answered, encode, score_records
 from assay.runner.rundir import SAMPLES, SampleWriter, iter_sample_lines, read_manifest, write_manifest
 from assay.runner.session import RESULTS_OPTIONS, close_evaluators, new_run_dir, task_judges
 

@@ -210,7 +210,8 @@ async def _execute(
         prior = error_counts(run_dir, exclude=retry)
     elif retry_errors:
         raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
-    from assay.runner.offline import check_renders, gc_paused, is_offline
+    from assay.gcpause import gc_paused
+    from assay.runner.offline import check_renders, is_offline
 
     with gc_paused():  # a resume's pass over the samples makes many small objects: no full collections meanwhile
         work = PendingWork(tasks, settings.limit, done - retry)  # made as it is reached: memory flat in its size
