@@ -58,3 +58,12 @@ def test_a_feeder_that_raises_stops_the_others() -> None:
 
     with pytest.raises(RuntimeError, match="worker lost too often"):
         asyncio.run(asyncio.wait_for(main(), 5))
+
+
+def test_runs_cut_consecutive_values_of_one_key_at_most_size_at_a_time() -> None:
+    from assay.runner.pending import runs
+
+    a, b = object(), object()
+    pairs = [(a, 1), (a, 2), (a, 3), (b, 4), (a, 5)]
+    assert list(runs(iter(pairs), 2)) == [(a, [1, 2]), (a, [3]), (b, [4]), (a, [5])]
+    assert list(runs([], 3)) == []

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from itertools import groupby
@@ -25,6 +25,7 @@ from assay.errors import DataError
 from assay.evaluators.base import Evaluator
 from assay.gcpause import gc_paused
 from assay.models.base import Message, Model, ModelError, Request, Response
+from assay.runner.pending import runs
 from assay.runner.scheduler import Scheduler, _cap, stored_response
 from assay.runner.scoring import nothing_to_judge
 from assay.tasks.filters import NoMatch, explain_no_match, unmark
@@ -365,22 +366,6 @@ async def score_records(
     return out
 
 
-def _chunks(work: Iterable[tuple[Task, Sample]], size: int) -> Iterator[tuple[Task, list[Sample]]]:
-    """Consecutive samples of one task, at most ``size`` at a time (only one chunk is held: work is made on demand)."""
-    task: Task | None = None
-    samples: list[Sample] = []
-    for current, sample in work:
-        if samples and (current is not task or len(samples) >= size):
-            assert task is not None
-            yield task, samples
-            samples = []
-        task = current
-        samples.append(sample)
-    if samples:
-        assert task is not None
-        yield task, samples
-
-
 class OfflineScheduler(Scheduler):
     """The request loop's stand-in when answers already exist: answers looked up, scored and written per chunk."""
 
@@ -395,7 +380,7 @@ class OfflineScheduler(Scheduler):
         if freeze:
             gc.freeze()
         try:
-            for task, samples in _chunks(work, self.chunk_size):
+            for task, samples in runs(work, self.chunk_size):
                 with gc_paused():
                     await self._run_chunk(task, samples)
                 await asyncio.sleep(0)  # let Ctrl-C and other tasks in

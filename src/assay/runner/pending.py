@@ -7,11 +7,15 @@ demand for large JSONL datasets) and, on a resume, the ids already done, and ski
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, overload
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import groupby, islice
+from typing import TYPE_CHECKING, TypeVar, overload
 
 if TYPE_CHECKING:
     from assay.tasks import Sample, Task
+
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class PendingWork(Sequence[tuple["Task", "Sample"]]):
@@ -75,3 +79,11 @@ def tasks_of(work: Sequence[tuple[Task, Sample]]) -> list[Task]:
     if isinstance(work, PendingWork):
         return work.tasks()
     return list({task.name: task for task, _ in work}.values())
+
+
+def runs(pairs: Iterable[tuple[K, V]], size: int) -> Iterator[tuple[K, list[V]]]:
+    """Consecutive values with the same key (a task), at most ``size`` at a time: the chunks, shards and batches of
+    every executor. Only one run is held, so ``pairs`` may be made on demand."""
+    for key, group in groupby(pairs, key=lambda pair: pair[0]):
+        while run := [value for _, value in islice(group, size)]:
+            yield key, run

@@ -25,6 +25,7 @@ from assay.record import RunManifest
 from assay.runner.executors import EXECUTORS, RayOptions
 from assay.runner.lock import run_lock
 from assay.runner.offline import CHUNK, Answered, encode, score_records
+from assay.runner.pending import runs
 from assay.runner.rundir import SAMPLES, SampleWriter, iter_sample_lines, read_manifest, write_manifest
 from assay.runner.session import RESULTS_OPTIONS, close_evaluators, new_run_dir, task_judges
 
@@ -82,8 +83,12 @@ def _logged_lines(
 ) -> Iterator[tuple[Task, list[LoggedLine]]]:
     """:func:`_chunks` for Ray workers: the lines are sent unparsed (the workers parse them), the driver reads only
     each record's task, doc id and sample id, to find the task's sample (whose input is not logged)."""
-    current: Task | None = None
-    batch: list[LoggedLine] = []
+    return runs(_tasked_lines(path, by_name, samples), size)
+
+
+def _tasked_lines(
+    path: Path, by_name: dict[str, Task], samples: dict[str, Sequence[Sample]]
+) -> Iterator[tuple[Task, LoggedLine]]:
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             if not raw.endswith(b"\n"):
@@ -100,17 +105,9 @@ def _logged_lines(
             task = by_name.get(str(name))
             if task is None:
                 raise DataError(f"{path}:{lineno}: sample of task {name!r}, which run.json does not list")
-            if batch and (task is not current or len(batch) >= size):
-                assert current is not None
-                yield current, batch
-                batch = []
-            current = task
             pool = samples[task.name]
             found = isinstance(doc_id, int) and 0 <= doc_id < len(pool) and pool[doc_id].id == sample_id
-            batch.append((pool[doc_id] if found else None, line, lineno))
-    if batch:
-        assert current is not None
-        yield current, batch
+            yield task, (pool[doc_id] if found else None, line, lineno)
 
 
 def _string(quoted: bytes) -> Any:
@@ -139,21 +136,15 @@ def answered_from_line(item: LoggedLine, source: str) -> Answered:
 
 def _chunks(path: Path, by_name: dict[str, Task]) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
     """Logged records in file order, in runs of one task of at most CHUNK records."""
-    current: Task | None = None
-    batch: list[dict[str, Any]] = []
-    for lineno, record in iter_sample_lines(path):
-        task = by_name.get(str(record.get("task")))
-        if task is None:
-            raise DataError(f"{path}:{lineno}: sample of task {record.get('task')!r}, which run.json does not list")
-        if batch and (task is not current or len(batch) >= CHUNK):
-            assert current is not None
-            yield current, batch
-            batch = []
-        current = task
-        batch.append(record)
-    if batch:
-        assert current is not None
-        yield current, batch
+
+    def tasked() -> Iterator[tuple[Task, dict[str, Any]]]:
+        for lineno, record in iter_sample_lines(path):
+            task = by_name.get(str(record.get("task")))
+            if task is None:
+                raise DataError(f"{path}:{lineno}: sample of task {record.get('task')!r}, which run.json does not list")
+            yield task, record
+
+    return runs(tasked(), CHUNK)
 
 
 async def _rescore_into(source: Path, writer: SampleWriter, by_name: dict[str, Task], ray: RayOptions | None) -> int:

@@ -35,7 +35,7 @@ from assay.runner.cache import ResponseCache
 from assay.runner.executors import RayOptions
 from assay.runner.executors.dispatch import ShardQueue, feed_all, next_shard
 from assay.runner.executors.ray_worker import Finished, ShardWorker, local_key
-from assay.runner.pending import tasks_of
+from assay.runner.pending import runs, tasks_of
 from assay.runner.progress import RunProgress
 from assay.runner.rundir import SampleWriter
 from assay.runner.scheduler import RunStats, Scheduler, SchedulerConfig
@@ -85,15 +85,7 @@ class _Shard:
 
 def _shards(work: Sequence[tuple[Task, Sample]], size: int) -> Iterator[_Shard]:
     """Consecutive samples of one task, ``size`` at a time."""
-    current: _Shard | None = None
-    for task, sample in work:
-        if current is None or current.task is not task or len(current.samples) >= size:
-            if current is not None:
-                yield current
-            current = _Shard(task, [])
-        current.samples.append(sample)
-    if current is not None:
-        yield current
+    return (_Shard(task, samples) for task, samples in runs(work, size))
 
 
 def _for_workers(task: Task) -> Task:

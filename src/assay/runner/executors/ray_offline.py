@@ -15,9 +15,8 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import groupby, islice
 from typing import TYPE_CHECKING, Any, cast
 
 import ray
@@ -40,7 +39,7 @@ from assay.runner.executors.ray import (
 )
 from assay.runner.executors.ray_worker import OfflineWorker, Scored
 from assay.runner.offline import OfflineScheduler
-from assay.runner.pending import tasks_of
+from assay.runner.pending import runs, tasks_of
 
 if TYPE_CHECKING:
     from assay.runner.scheduler import RunStats
@@ -206,13 +205,6 @@ class OfflinePool:
             queue.redo.append(shard.part(part, attempts))
 
 
-def _runs(work: Iterable[tuple[Task, Sample]], size: int) -> Iterator[tuple[Task, list[Sample]]]:
-    """Consecutive samples of one task, at most ``size`` at a time (only one run is held: work is made on demand)."""
-    for task, group in groupby(work, key=lambda pair: pair[0]):
-        while run := [sample for _, sample in islice(group, size)]:
-            yield task, run
-
-
 class RayOfflineExecutor(OfflineScheduler):
     """A predictions run on Ray: the driver looks the answers up in the predictions file, workers score them, the
     driver appends the records and counts them as the local chunked path does."""
@@ -232,7 +224,7 @@ class RayOfflineExecutor(OfflineScheduler):
         try:
             self.pool = OfflinePool(self.options, tasks, max_response_chars=self.config.max_response_chars)
             async with self.pool as pool:
-                shards = (self._answered(task, samples) for task, samples in _runs(work, size))
+                shards = (self._answered(task, samples) for task, samples in runs(work, size))
                 await pool.score(shards, self._write)
             self._check_error_rate(final=True)
         finally:
