@@ -10,6 +10,7 @@ N, in the same run; the ratio compares rows/s.
     python -m benchmarks.bench_offline --quick       # 20,000 rows (baseline: 5,000)
     python -m benchmarks.bench_offline --rows 10000000 --no-baseline
     python -m benchmarks.bench_offline --table 100000,300000,1000000   # issue 12's table: wall, peak RSS, folder
+    python -m benchmarks.bench_offline --rows 1000000 --no-baseline --processes 1   # the driver scoring alone
 """
 
 from __future__ import annotations
@@ -117,7 +118,10 @@ def child(mode: str, folder: Path, skip_results: bool = False) -> None:
     t, c = time.perf_counter(), time.process_time()
     model = PredictionsModel(folder / "preds.jsonl") if mode == "offline" else _per_sample_model(folder / "preds.jsonl")
     phase("index_predictions", t, c)
-    settings = RunSettings(output_dir=folder / f"runs-{mode}", progress=False, cache=False, concurrency=32)
+    processes = int(os.environ.get("BENCH_OFFLINE_PROCESSES", "0")) or None  # None: one per CPU
+    settings = RunSettings(
+        output_dir=folder / f"runs-{mode}", progress=False, cache=False, concurrency=32, processes=processes
+    )
     t, c = time.perf_counter(), time.process_time()
     outcome = asyncio.run(execute([task], model, settings))
     phase("run", t, c)
@@ -146,13 +150,18 @@ def measure(mode: str, folder: Path, skip_results: bool = False) -> dict[str, An
     result = json.loads(out.strip().splitlines()[-1])
     result["wall"] = wall
     result["rss_mib"] = _peak_rss(err)
+    result["workers_rss_mib"] = _peak_rss(err, "workers_peak_rss_kib=")
+    result["workers_cpu"] = next(
+        (float(line.split("=", 1)[1]) for line in err.splitlines() if line.startswith("workers_cpu_s=")), 0.0
+    )
     return result
 
 
-def _peak_rss(stderr: str) -> float:
-    """The child's own peak RSS (getrusage at its end), in MiB."""
+def _peak_rss(stderr: str, key: str = "peak_rss_kib=") -> float:
+    """The child's own peak RSS (getrusage at its end; with ``key="workers_peak_rss_kib="``, its scoring
+    processes' largest), in MiB."""
     for line in stderr.splitlines():
-        if line.startswith("peak_rss_kib="):
+        if line.startswith(key):
             return int(line.split("=", 1)[1]) / 1024
     return float("nan")
 
@@ -160,7 +169,10 @@ def _peak_rss(stderr: str) -> float:
 def report(label: str, n: int, r: dict[str, Any]) -> float:
     p = r["phases"]
     rate = n / r["wall"]
-    print(f"{label}: {n:,} rows in {r['wall']:.1f}s end to end = {rate:,.0f} rows/s, peak RSS {r['rss_mib']:,.0f} MiB")
+    print(
+        f"{label}: {n:,} rows in {r['wall']:.1f}s end to end = {rate:,.0f} rows/s, peak RSS {r['rss_mib']:,.0f} MiB"
+        f" (each scoring process: {r['workers_rss_mib']:,.0f} MiB, {r['workers_cpu']:.1f} s CPU in all)"
+    )
     for label_, table in (("wall", p), ("CPU", r["cpu"])):
         score = table["score_and_write_samples"]
         print(
@@ -179,7 +191,8 @@ def folder_bytes(path: Path) -> int:
 def table(sizes: list[int]) -> None:
     """`assay run TASK --model predictions:FILE` at each size, end to end (results.json and the sample logs
     included), in a subprocess: the figures of issue 12's table."""
-    print("| samples | wall | rows/s | peak RSS | run folder |\n|---:|---:|---:|---:|---:|")
+    print("| samples | wall | rows/s | peak RSS | scoring processes' peak | run folder |")
+    print("|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         with tempfile.TemporaryDirectory(prefix="bench_offline_") as tmp:
             folder = Path(tmp)
@@ -187,7 +200,12 @@ def table(sizes: list[int]) -> None:
             r = measure("offline", folder)
             size = folder_bytes(folder / "runs-offline")
             rate, rss = n / r["wall"], r["rss_mib"]
-            print(f"| {n:,} | {r['wall']:.1f} s | {rate:,.0f} | {rss:,.0f} MiB | {size / 1e6:,.0f} MB |", flush=True)
+            workers = r["workers_rss_mib"]
+            print(
+                f"| {n:,} | {r['wall']:.1f} s | {rate:,.0f} | {rss:,.0f} MiB | {workers:,.0f} MiB each "
+                f"| {size / 1e6:,.0f} MB |",
+                flush=True,
+            )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -198,13 +216,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--no-baseline", action="store_true")
     parser.add_argument("--skip-results", action="store_true", help="time everything but writing results.json")
     parser.add_argument("--table", help="comma-separated row counts: wall, peak RSS and run folder size of each")
+    parser.add_argument("--processes", type=int, help="scoring processes (default: one per CPU; 1: the driver alone)")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv if argv is not None else [])
+    if args.processes:
+        os.environ["BENCH_OFFLINE_PROCESSES"] = str(args.processes)
     if args.child:
         child(args.child[0], Path(args.child[1]), args.skip_results)
         import resource
 
         print(f"peak_rss_kib={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
+        workers = resource.getrusage(resource.RUSAGE_CHILDREN)  # the scoring processes, ended and waited for
+        print(f"workers_peak_rss_kib={workers.ru_maxrss}", file=sys.stderr)
+        print(f"workers_cpu_s={workers.ru_utime + workers.ru_stime}", file=sys.stderr)
         return
     if args.table:
         table([int(n) for n in args.table.split(",")])

@@ -3,7 +3,8 @@
 1. CPU-bound scoring: a deliberately heavy custom evaluator (~25 ms of hashing per sample), local vs Ray with 1
    and 2 worker processes, as speed-up ratios (target: >= 1.7x with 2 workers on 2 cores).
 2. Overhead per sample of the Ray path on a cheap evaluator (exact_match, an instant Python model).
-3. Model-bound: the 50 ms-latency local server (its own process), as achieved / latency bound (target >= 0.8).
+3. Model-bound: the 50 ms-latency local server (its own process), 16,000 samples, as achieved / latency bound
+   (target >= 0.8), end to end and in steady state (less the fixed cost of a 1-sample run).
 4. The single writer's ceiling: records/s the driver can take in (render requests, receive, count, append).
 5. Offline scoring engines: Ray Data ``map_batches`` vs actors fed shards, both over ``evaluate_batch``.
 6. Offline scoring as users run it: a predictions run and ``assay score`` of 100,000 records, local vs Ray with 2
@@ -118,16 +119,26 @@ def _overhead(out: Path) -> None:
 
 
 def _latency_bound(out: Path) -> None:
-    n, concurrency, latency = 4000, 64, 0.05
+    """End to end (worker start and results included) and in steady state: a run's wall time less that of a
+    1-sample run on the same executor, which is the fixed cost of starting and stopping it (for Ray, the worker
+    actors: 0.3-0.8 s here, so a 4,000-sample run of 3 s cannot reach 0.8 end to end whatever the path costs)."""
+    n, concurrency, latency = 16000, 64, 0.05
     task = _task(n, {"name": "exact_match", "strip": True})
+    one = _task(1, {"name": "exact_match", "strip": True})
     bound = n * latency / concurrency
     with ServerProcess(latency) as server:
         spec = {"provider": "openai", "model": "bench", "base_url": server.base_url, "api_key": "not-a-secret"}
         local = asyncio.run(_timed(task, spec, "local", out))
+        local_fixed = min(asyncio.run(_timed(one, spec, "local", out)) for _ in range(2))
         ray2 = asyncio.run(_timed(task, spec, "ray", out, workers=2))
+        ray_fixed = min(asyncio.run(_timed(one, spec, "ray", out, workers=2)) for _ in range(2))
     print(f"model-bound, {n} samples, 50 ms server, concurrency {concurrency} (bound {bound:.2f} s):")
-    print(f"  local executor          {local:7.2f} s   {bound / local:.2f} of the latency bound")
-    print(f"  ray, 2 workers          {ray2:7.2f} s   {bound / ray2:.2f} of the latency bound  (target >= 0.8)")
+    for name, wall, fixed in (("local executor", local, local_fixed), ("ray, 2 workers", ray2, ray_fixed)):
+        steady = bound * (n - 1) / n / (wall - fixed)
+        print(
+            f"  {name:16s} {wall:7.2f} s   {bound / wall:.2f} of the latency bound end to end (target >= 0.8); "
+            f"{steady:.2f} in steady state (a 1-sample run: {fixed:.2f} s)"
+        )
 
 
 def _writer_ceiling(out: Path) -> None:

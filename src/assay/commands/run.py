@@ -123,6 +123,7 @@ _RESUME_RUNTIME = {
     "cache_dir": "cache_path",
     "max_response_chars": "max_response_chars",
     "executor": "executor",
+    "processes": "processes",
 }
 _RESUME_FIXED = (
     "limit", "output_dir", "error_policy", "bootstrap_iters", "seed", "cluster_key", "repeat_reduction",
@@ -144,7 +145,7 @@ def _resume_settings(settings: dict[str, Any]) -> dict[str, Any]:
         raise click.UsageError(
             f"{flags}: a resumed run keeps the settings it started with; only how it runs "
             "(--concurrency, --timeout, --max-attempts, --max-error-rate, --max-response-chars, cache, --executor, "
-            "--ray-*) can change"
+            "--ray-*, --processes) can change"
         )
     out = {"progress": settings["progress"]}
     for option, key in _RESUME_RUNTIME.items():
@@ -180,6 +181,12 @@ _EXECUTOR_OPTIONS = (
     click.option("--ray-workers", type=click.IntRange(min=1), help="Ray worker actors (default: one per CPU)."),
     click.option("--ray-num-cpus", type=click.FloatRange(min=0), help="CPUs each Ray worker reserves (default 1)."),
     click.option("--ray-num-gpus", type=click.FloatRange(min=0), help="GPUs each Ray worker reserves (default 0)."),
+    click.option(
+        "--processes",
+        type=click.IntRange(min=1),
+        help="Processes scoring offline work (a predictions run, assay score) with the local executor "
+        "(default: one per CPU, at most 8; 1: this process alone).",
+    ),
 )
 
 
@@ -312,6 +319,7 @@ def run_command(
     ray_workers: int | None,
     ray_num_cpus: float | None,
     ray_num_gpus: float | None,
+    processes: int | None,
     quiet: bool,
     fmt: str,
 ) -> None:
@@ -333,6 +341,7 @@ def run_command(
         "max_response_chars": max_response_chars,
         "progress": False if quiet else None,
         "executor": executor,
+        "processes": processes,
     }
     ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus)
     if ray:

@@ -45,6 +45,7 @@ def score_command(
     ray_workers: int | None,
     ray_num_cpus: float | None,
     ray_num_gpus: float | None,
+    processes: int | None,
     quiet: bool,
     fmt: str,
 ) -> None:
@@ -61,7 +62,15 @@ def score_command(
         tasks = load_tasks(list(task_files)) if task_files else None
         ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus)
         outcome = run_sync(
-            rescore(run_dir, tasks, output_dir=output_dir, in_place=in_place, executor=executor, ray=ray)
+            rescore(
+                run_dir,
+                tasks,
+                output_dir=output_dir,
+                in_place=in_place,
+                executor=executor,
+                ray=ray,
+                processes=processes,
+            )
         )
     except AssayError as err:
         console.print(f"[red]error:[/] {escape(str(err))}")

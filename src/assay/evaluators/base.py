@@ -78,6 +78,11 @@ class Evaluator(ABC):
         """Async form; evaluators that call models (llm_judge) override it."""
         return self.evaluate(actual, expected, context=context)
 
+    def fork_safe(self) -> bool:
+        """Whether forked worker processes may score with this evaluator (offline runs use every core): False for
+        evaluators that hold connections, threads or an accelerator (judges, embeddings, sandboxes)."""
+        return type(self).aevaluate is Evaluator.aevaluate
+
     async def aclose(self) -> None:
         """Release what the evaluator holds (a judge's connections); the runner calls it when a run ends."""
 

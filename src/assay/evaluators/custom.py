@@ -173,6 +173,10 @@ class Custom(Evaluator):
             return self._raised(exc)
         return self._normalise_safely(result)
 
+    def fork_safe(self) -> bool:
+        """A plain function may run in a forked worker; an async one (which may hold connections) may not."""
+        return not inspect.iscoroutinefunction(self.fn)
+
     async def aevaluate(
         self, actual: Any, expected: Any = None, *, context: Mapping[str, Any] | None = None
     ) -> Verdict:

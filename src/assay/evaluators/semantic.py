@@ -158,6 +158,10 @@ class SemanticSimilarity(Evaluator):
         self._cache_lock = threading.Lock()
         self.encoded = 0  # texts actually sent to the model (cache misses), for tests and benchmarks
 
+    def fork_safe(self) -> bool:
+        """No: torch's thread pools do not survive a fork (a forked worker can hang), and the model is big."""
+        return False
+
     def encode(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """Unit-length embeddings of ``texts``, from the cache where known, the rest in batches."""
         o = self.options

@@ -1,7 +1,9 @@
 """One writer per run folder: an exclusive ``flock`` on ``RUN_DIR/.lock``, held for the life of a run.
 
 The kernel releases a ``flock`` when its holder dies, so a lock left by a killed process never blocks a resume;
-the PID written into the file only serves to name the holder in the error a second writer gets.
+the PID written into the file only serves to name the holder in the error a second writer gets. A forked child
+(an offline scoring worker) closes its copies of the locks at once: it would otherwise hold them past its parent's
+death, and a resume would find the run still locked.
 """
 
 from __future__ import annotations
@@ -15,6 +17,22 @@ from pathlib import Path
 from assay.errors import AssayError
 
 LOCK = ".lock"
+_HELD: set[int] = set()  # the descriptors of the locks this process holds
+
+
+def _close_in_child() -> None:
+    """In a forked child: close the inherited lock descriptors (closing, not unlocking, which would free the
+    parent's lock too: the child's copies share its open file)."""
+    for fd in list(_HELD):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_close_in_child)
 
 
 class RunLockedError(AssayError):
@@ -44,10 +62,13 @@ def run_lock(run_dir: Path, *, action: str = "write") -> Iterator[None]:
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        _HELD.add(fd)
         try:
             yield
         finally:
+            _HELD.discard(fd)
             os.ftruncate(fd, 0)
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
+        _HELD.discard(fd)
         os.close(fd)

@@ -33,6 +33,7 @@ from assay.verdict import Verdict
 
 if TYPE_CHECKING:
     from assay.models.predictions import PredictionsModel
+    from assay.runner.executors.shards import Scored
     from assay.runner.scheduler import RunStats
     from assay.tasks import Sample, Task
     from assay.tasks.metrics import MetricSpec
@@ -392,20 +393,8 @@ class OfflineScheduler(Scheduler):
         return self.stats
 
     def _answer(self, task: Task, samples: list[Sample]) -> list[Answered]:
-        model = cast("PredictionsModel", self.model)
-        answered = []
-        for sample, entry in zip(samples, model.entries([s.id for s in samples]), strict=True):
-            responses: list[Response | None] = []
-            errors: list[str | None] = []
-            for repeat in range(task.repeats):
-                self.stats.requests += 1
-                try:
-                    responses.append(model.answer(entry, sample.id, repeat))
-                    errors.append(None)
-                except ModelError as err:
-                    responses.append(None)
-                    errors.append(str(err))
-            answered.append(Answered(sample, responses, errors))
+        answered, requests = answer_all(cast("PredictionsModel", self.model), task, samples)
+        self.stats.requests += requests
         return answered
 
     async def _run_chunk(self, task: Task, samples: list[Sample]) -> None:
@@ -416,22 +405,45 @@ class OfflineScheduler(Scheduler):
         records = await score_records(
             task, answered, started_at=started_at, model_seconds=model_seconds, max_response_chars=limit
         )
-        self.writer.write_lines([encode(record) for record in records])
+        from assay.runner.executors.shards import scored
+
+        errors = [next((e for e in item.errors if e), None) for item in answered]
+        self.write_scored(task.name, [item.sample.id for item in answered], errors, scored(records))
+
+    def write_scored(
+        self, task_name: str, sample_ids: Sequence[str], model_errors: Sequence[str | None], done: Scored
+    ) -> None:
+        """Append a scored chunk's records and count them: a sample's model error first, else its first error
+        verdict (the per-sample path's order)."""
+        self.writer.write_lines(done.lines)
         stats, failed = self.stats, 0
-        for item, record in zip(answered, records, strict=True):
-            for response in record["responses"]:
-                if response is not None and response["truncated_from"] is not None:
-                    stats.truncated += 1
-            model_error = None
-            for error in item.errors:
-                if error:
-                    model_error = error
-                    break
-            evaluator_error = None if model_error is not None else verdict_error(record["filters"])
-            failed += stats.count_errors(f"{task.name}/{item.sample.id}", model_error, evaluator_error)
-        stats.written += len(answered)
-        self.progress.advance_many(len(answered), errors=failed)
+        for sample_id, model_error, evaluator_error, truncated in zip(
+            sample_ids, model_errors, done.evaluator_errors, done.truncated, strict=True
+        ):
+            stats.truncated += truncated
+            failed += stats.count_errors(f"{task_name}/{sample_id}", model_error, evaluator_error)
+        stats.written += len(sample_ids)
+        self.progress.advance_many(len(sample_ids), errors=failed)
         self._check_error_rate()
+
+
+def answer_all(model: PredictionsModel, task: Task, samples: list[Sample]) -> tuple[list[Answered], int]:
+    """Each sample with its answers from the predictions file (None and the error where a repeat has none), and
+    how many requests that made."""
+    answered, requests = [], 0
+    for sample, entry in zip(samples, model.entries([s.id for s in samples]), strict=True):
+        responses: list[Response | None] = []
+        errors: list[str | None] = []
+        for repeat in range(task.repeats):
+            requests += 1
+            try:
+                responses.append(model.answer(entry, sample.id, repeat))
+                errors.append(None)
+            except ModelError as err:
+                responses.append(None)
+                errors.append(str(err))
+        answered.append(Answered(sample, responses, errors))
+    return answered, requests
 
 
 def verdict_error(filters: Mapping[str, Mapping[str, Any]]) -> str | None:

@@ -15,6 +15,7 @@ import shutil
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from assay.gcpause import gc_paused
 from assay.models.base import Response
 from assay.record import RunManifest
 from assay.runner.executors import EXECUTORS, RayOptions
+from assay.runner.executors.processes import can_fork, default_processes
 from assay.runner.lock import run_lock
 from assay.runner.offline import CHUNK, Answered, encode, score_records
 from assay.runner.pending import runs
@@ -147,18 +149,55 @@ def _chunks(path: Path, by_name: dict[str, Task]) -> Iterator[tuple[Task, list[d
     return runs(tasked(), CHUNK)
 
 
-async def _rescore_into(source: Path, writer: SampleWriter, by_name: dict[str, Task], ray: RayOptions | None) -> int:
-    """Score every logged record of ``source`` with ``by_name``'s tasks and append it to ``writer``: here, or on
-    Ray workers (``ray`` given) fed shards of records, whose encoded lines the driver appends as they come back."""
+@dataclass(frozen=True)
+class _How:
+    """Who scores the records: Ray workers (``ray`` given), else ``processes`` forked processes here."""
+
+    ray: RayOptions | None
+    processes: int
+
+
+async def _rescore_into(source: Path, writer: SampleWriter, by_name: dict[str, Task], how: _How) -> int:
+    """Score every logged record of ``source`` with ``by_name``'s tasks and append it to ``writer``: here (in forked
+    worker processes when there is more than a chunk and the evaluators allow it), or on Ray workers fed shards of
+    records; either way their encoded lines are appended here, the one writer."""
     samples = {name: task.samples() for name, task in by_name.items()}
-    if ray is not None:
-        return await _rescore_on_ray(source, writer, by_name, samples, ray)
+    if how.ray is not None:
+        return await _rescore_on_ray(source, writer, by_name, samples, how.ray)
+    if how.processes > 1 and can_fork(list(by_name.values())):
+        chunks = _logged_lines(source, by_name, samples, CHUNK)
+        first = next(chunks, None)
+        second = next(chunks, None) if first is not None else None
+        if first is not None and second is not None:
+            return await _rescore_in_processes(source, writer, by_name, chain([first, second], chunks), how.processes)
     count = 0
     for task, records in _chunks(source, by_name):
         with gc_paused():
             scored = await score_records(task, [_answered(r, samples[task.name]) for r in records])
             writer.write_lines([encode(record) for record in scored])
         count += len(records)
+    return count
+
+
+async def _rescore_in_processes(
+    source: Path,
+    writer: SampleWriter,
+    by_name: dict[str, Task],
+    chunks: Iterator[tuple[Task, list[LoggedLine]]],
+    processes: int,
+) -> int:
+    from assay.runner.executors.processes import Done, ProcessPool
+    from assay.runner.executors.shards import OfflineShard
+
+    count = 0
+
+    def write(chunk: OfflineShard, done: Done) -> None:
+        nonlocal count
+        writer.write_lines(done.scored.lines)
+        count += len(done.scored.lines)
+
+    with ProcessPool(processes, list(by_name.values())) as pool:
+        await pool.score((OfflineShard(task, lines, source=str(source)) for task, lines in chunks), write)
     return count
 
 
@@ -169,7 +208,8 @@ async def _rescore_on_ray(
     samples: dict[str, Sequence[Sample]],
     options: RayOptions,
 ) -> int:
-    from assay.runner.executors.ray_offline import OFFLINE_SHARD, OfflinePool, OfflineShard
+    from assay.runner.executors.ray_offline import OFFLINE_SHARD, OfflinePool
+    from assay.runner.executors.shards import OfflineShard
 
     size = options.shard_size or OFFLINE_SHARD
     shards = (
@@ -230,6 +270,7 @@ async def rescore(
     in_place: bool = False,
     executor: str = "local",
     ray: RayOptions | dict[str, Any] | None = None,
+    processes: int | None = None,
     **results_options: Any,
 ) -> Rescored:
     """Re-score every sample of ``run_dir`` (with ``tasks`` replacing same-named ones) into a new run folder under
@@ -237,6 +278,7 @@ async def rescore(
 
     ``executor="ray"`` scores shards of the records on Ray workers (``ray``: where and with what, as for a run);
     this process still reads and writes the run folders, so the records and results are the local executor's.
+    Locally, ``processes`` forked worker processes score chunks of them (None: one per CPU, at most 8).
 
     A replacement task may change filters and evaluators only: one whose requests differ (dataset, prompt,
     few-shot, generation parameters, tools, repeats) is refused, since the logged answers are not answers to it.
@@ -245,6 +287,7 @@ async def rescore(
     if executor not in EXECUTORS:
         raise ConfigError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
     on_ray = RayOptions.model_validate(ray or {}) if executor == "ray" else None
+    how = _How(on_ray, processes or default_processes())
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir)
     by_name = _tasks_for(run_dir, manifest, tasks)
@@ -252,14 +295,14 @@ async def rescore(
     options.update(results_options)
     try:
         if in_place:
-            return await _in_place(run_dir, manifest, by_name, options, on_ray)
-        return await _new_folder(run_dir, manifest, by_name, options, output_dir, on_ray)
+            return await _in_place(run_dir, manifest, by_name, options, how)
+        return await _new_folder(run_dir, manifest, by_name, options, output_dir, how)
     finally:
         await close_evaluators(list(by_name.values()))
 
 
 async def _in_place(
-    run_dir: Path, manifest: RunManifest, by_name: dict[str, Task], options: dict[str, Any], ray: RayOptions | None
+    run_dir: Path, manifest: RunManifest, by_name: dict[str, Task], options: dict[str, Any], how: _How
 ) -> Rescored:
     from assay.results import write_results
 
@@ -268,7 +311,7 @@ async def _in_place(
         try:
             partial.unlink(missing_ok=True)
             with SampleWriter(partial) as writer:
-                count = await _rescore_into(run_dir / SAMPLES, writer, by_name, ray)
+                count = await _rescore_into(run_dir / SAMPLES, writer, by_name, how)
             os.replace(partial, run_dir / SAMPLES)  # the old records stay whole until the new ones are complete
         finally:
             partial.unlink(missing_ok=True)
@@ -283,7 +326,7 @@ async def _new_folder(
     by_name: dict[str, Task],
     options: dict[str, Any],
     output_dir: Path | None,
-    ray: RayOptions | None,
+    how: _How,
 ) -> Rescored:
     from assay import __version__
     from assay.results import write_results
@@ -297,7 +340,7 @@ async def _new_folder(
             fresh.status, fresh.finished_at, fresh.rescored_from = "running", None, str(run_dir.resolve())
             write_manifest(target, fresh)
             with SampleWriter(target / SAMPLES) as writer:
-                count = await _rescore_into(run_dir / SAMPLES, writer, by_name, ray)
+                count = await _rescore_into(run_dir / SAMPLES, writer, by_name, how)
             fresh.status, fresh.finished_at = "finished", time.time()
             fresh.total_seconds = time.perf_counter() - started
             write_manifest(target, fresh)

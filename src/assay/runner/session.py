@@ -266,7 +266,7 @@ async def _execute(
         with SampleWriter(run_dir / SAMPLES, sync_first=run_dir / MANIFEST if fresh else None) as writer:
             scheduler = make_executor(
                 settings.executor, model, writer, config, cache=cache, progress=progress, ray=settings.ray,
-                offline=offline,
+                offline=offline, processes=settings.processes,
             )  # fmt: skip
             progress.start(already_done=skipped)
             try:

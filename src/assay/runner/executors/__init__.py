@@ -46,16 +46,19 @@ def make_executor(
     progress: RunProgress,
     ray: RayOptions | None = None,
     offline: bool = False,
+    processes: int | None = None,
 ) -> Scheduler:
     """The executor called ``name``, with the scheduler's interface (``run(work)``, ``stats``, ``cache_failures``).
 
-    ``offline`` (the answers exist: a predictions run) goes through the chunked batch scorer: here, or on Ray
-    workers fed shards of answered samples."""
+    ``offline`` (the answers exist: a predictions run) goes through the chunked batch scorer: here, in
+    ``processes`` forked worker processes (None: one per CPU), or on Ray workers fed shards of answered samples."""
     if name == "local":
         if offline:
-            from assay.runner.offline import OfflineScheduler
+            from assay.runner.executors.processes import ProcessOfflineExecutor, default_processes
 
-            return OfflineScheduler(model, writer, config, cache=cache, progress=progress)
+            return ProcessOfflineExecutor(
+                model, writer, config, cache=cache, progress=progress, processes=processes or default_processes()
+            )
         from assay.runner.executors.local import LocalExecutor
 
         return LocalExecutor(model, writer, config, cache=cache, progress=progress)

@@ -16,7 +16,6 @@ import asyncio
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import ray
@@ -37,7 +36,8 @@ from assay.runner.executors.ray import (
     connect,
     with_resources,
 )
-from assay.runner.executors.ray_worker import OfflineWorker, Scored
+from assay.runner.executors.ray_worker import OfflineWorker
+from assay.runner.executors.shards import OfflineShard, Scored
 from assay.runner.offline import OfflineScheduler
 from assay.runner.pending import runs, tasks_of
 
@@ -46,26 +46,6 @@ if TYPE_CHECKING:
     from assay.tasks import Sample, Task
 
 OFFLINE_SHARD = 1024  # answered samples per shard: tens of ms of scoring, against ~1 ms of Ray overhead
-
-
-@dataclass
-class OfflineShard:
-    """Consecutive samples of one task as workers take them: a predictions run's (sample, answers, errors), with
-    the timings their new records get; or a re-score's logged lines of the samples file ``source``."""
-
-    task: Task
-    items: list[Any]
-    started_at: float = 0.0
-    model_seconds: float = 0.0
-    attempts: int = 0
-    source: str | None = None
-
-    def sample_name(self, i: int) -> str:
-        item = self.items[i]
-        return repr(item[0].id) if item[0] is not None else f"at line {item[2]} of {self.source}"
-
-    def part(self, items: list[Any], attempts: int) -> OfflineShard:
-        return OfflineShard(self.task, items, self.started_at, self.model_seconds, attempts, self.source)
 
 
 def for_offline_workers(task: Task) -> Task:
@@ -239,14 +219,5 @@ class RayOfflineExecutor(OfflineScheduler):
 
     def _write(self, shard: OfflineShard, scored: Scored) -> None:
         """Append a scored shard and count it (model errors first, else the first error verdict)."""
-        self.writer.write_lines(scored.lines)
-        stats, failed = self.stats, 0
-        for (sample, _, errors), evaluator_error, truncated in zip(
-            shard.items, scored.evaluator_errors, scored.truncated, strict=True
-        ):
-            stats.truncated += truncated
-            model_error = next((e for e in errors if e), None)
-            failed += stats.count_errors(f"{shard.task.name}/{sample.id}", model_error, evaluator_error)
-        stats.written += len(shard.items)
-        self.progress.advance_many(len(shard.items), errors=failed)
-        self._check_error_rate()
+        errors = [next((e for e in errors if e), None) for _, _, errors in shard.items]
+        self.write_scored(shard.task.name, [sample.id for sample, _, _ in shard.items], errors, scored)

@@ -14,7 +14,8 @@ import ray
 from assay.models.base import Model, Request, Response
 from assay.record import SampleRecord
 from assay.runner.cache import ResponseCache
-from assay.runner.offline import Answered, encode, score_records, verdict_error
+from assay.runner.executors.shards import Scored, scored
+from assay.runner.offline import Answered, score_records
 from assay.runner.progress import RunProgress
 from assay.runner.rundir import SampleWriter
 from assay.runner.scheduler import Scheduler, SchedulerConfig
@@ -181,15 +182,6 @@ def _drain(cache: _ShardCache | None) -> dict[str, Response]:
     return out
 
 
-class Scored(NamedTuple):
-    """A scored offline shard as a worker sends it back: each record's samples.jsonl line (encoded, so the driver
-    only appends them), its first error verdict and how many of its answers were stored cut."""
-
-    lines: list[bytes]
-    evaluator_errors: list[str | None]
-    truncated: list[int]
-
-
 class OfflineWorker:
     """A Ray actor scoring shards of answered samples (a predictions run, a re-score) with the offline scorer:
     the same records as the local chunked path, made where the worker runs."""
@@ -227,11 +219,7 @@ class OfflineWorker:
             model_seconds=model_seconds,
             max_response_chars=self.max_response_chars,
         )
-        return Scored(
-            [encode(record) for record in records],
-            [verdict_error(record["filters"]) for record in records],
-            [sum(r is not None and r.get("truncated_from") is not None for r in rec["responses"]) for rec in records],
-        )
+        return scored(records)
 
     async def close(self) -> None:
         """Release the evaluators' connections (judges)."""

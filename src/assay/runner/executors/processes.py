@@ -1,0 +1,235 @@
+"""Offline scoring on every core of this machine: forked worker processes score chunks of a predictions run or a
+re-score, while this process, the one writer, appends their encoded records in order.
+
+Forked, not spawned: a worker starts with the tasks, evaluators and predictions index this process has loaded
+(shared copy-on-write, frozen out of the GC's way), so only the chunks' samples cross a pipe one way and encoded
+lines the other, and it starts in milliseconds. Only where forking is safe: on Linux, and when every evaluator
+says so (:meth:`Evaluator.fork_safe`: no judges, embeddings or sandboxes); otherwise this process scores alone.
+The records are those of the in-process path, in the same order (a test proves it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import multiprocessing
+import os
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
+
+from assay.errors import AssayError
+from assay.gcpause import gc_paused
+from assay.runner.executors.shards import OfflineShard, Scored, scored
+from assay.runner.offline import OfflineScheduler, answer_all, score_records
+from assay.runner.pending import runs, tasks_of
+
+if TYPE_CHECKING:
+    from assay.models.predictions import PredictionsModel
+    from assay.runner.scheduler import RunStats
+    from assay.tasks import Sample, Task
+
+MAX_PROCESSES = 8  # by default: more rarely helps, as the one writer becomes the bound
+CHUNKS_PER_PROCESS = 2  # chunks in flight per process: the next is there when one ends
+
+
+class ScoringProcessDied(AssayError):
+    """A worker process ended without finishing its chunk (killed, out of memory)."""
+
+
+def default_processes() -> int:
+    """One scoring process per CPU this process may use (at most :data:`MAX_PROCESSES`)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_PROCESSES))
+
+
+def can_fork(tasks: Sequence[Task]) -> bool:
+    """True when worker processes may be forked for these tasks: on Linux, with fork-safe evaluators only."""
+    if not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    return all(metric.evaluator.fork_safe() for task in tasks for metric in task.metrics)
+
+
+@dataclass
+class _Inherited:
+    """What forked workers find in their copy of this module: set just before the fork, never sent."""
+
+    tasks: dict[str, Task]
+    model: PredictionsModel | None
+    max_response_chars: int | None
+
+
+_INHERITED: _Inherited | None = None
+
+
+class Done(NamedTuple):
+    """A chunk scored by a worker: its encoded records, each sample's first model error, and its requests."""
+
+    scored: Scored
+    model_errors: list[str | None]
+    requests: int
+
+
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
+
+
+def _worker_start(parent: int) -> None:
+    """Set a forked worker up: it dies with its parent (a killed writer must not leave workers behind, holding
+    memory), and Ctrl-C is the writer's to handle (it stops sending chunks and ends the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):  # no prctl: the worker ends when it next finds its parent gone
+        pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+def _score_in_worker(task_name: str, items: list[Any], started_at: float, source: str | None) -> Done:
+    """Score one chunk in a worker: a predictions run's samples (answered here, from the inherited predictions
+    index), or a re-score's logged lines of the samples file ``source``."""
+    from assay.runner.rescore import answered_from_line
+
+    state = cast(_Inherited, _INHERITED)
+    task = state.tasks[task_name]
+    with gc_paused():
+        t0, requests = time.perf_counter(), 0
+        if source is None:
+            answered, requests = answer_all(cast("PredictionsModel", state.model), task, items)
+        else:
+            answered = [answered_from_line(item, source) for item in items]
+        model_seconds = (time.perf_counter() - t0) / len(items) if source is None else 0.0
+        records = asyncio.run(
+            score_records(
+                task,
+                answered,
+                started_at=started_at,
+                model_seconds=model_seconds,
+                max_response_chars=state.max_response_chars,
+            )
+        )
+        errors = [next((e for e in item.errors if e), None) for item in answered]
+        return Done(scored(records), errors, requests)
+
+
+class ProcessPool:
+    """Forked worker processes scoring offline chunks; :meth:`score` hands each scored chunk to its caller (the
+    run folder's writer) in the order the chunks were read, holding a few chunks at a time."""
+
+    def __init__(
+        self,
+        processes: int,
+        tasks: Sequence[Task],
+        *,
+        model: PredictionsModel | None = None,
+        max_response_chars: int | None = None,
+    ) -> None:
+        self.processes = processes
+        self.inherited = _Inherited({task.name: task for task in tasks}, model, max_response_chars)
+        self._pool: ProcessPoolExecutor | None = None
+        self._froze = False
+
+    def __enter__(self) -> ProcessPool:
+        global _INHERITED
+        _INHERITED = self.inherited
+        for task in self.inherited.tasks.values():
+            _ = task.hash  # computed once, here, not in every worker
+        sys.stdout.flush()  # a worker must not inherit (and write again) buffered output
+        sys.stderr.flush()
+        self._froze = gc.get_freeze_count() == 0
+        if self._froze:  # what the workers inherit stays shared: no collection in them touches its pages
+            gc.freeze()
+        self._pool = ProcessPoolExecutor(
+            self.processes,
+            mp_context=multiprocessing.get_context("fork"),
+            initializer=_worker_start,
+            initargs=(os.getpid(),),
+        )
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        global _INHERITED
+        try:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+        finally:
+            self._pool = None
+            _INHERITED = None
+            if self._froze:
+                gc.unfreeze()
+
+    async def score(self, chunks: Iterator[OfflineShard], on_done: Callable[[OfflineShard, Done], None]) -> None:
+        """Score every chunk of ``chunks`` (read as the workers free up) and call ``on_done`` with each, in order."""
+        pool = cast(ProcessPoolExecutor, self._pool)
+        loop = asyncio.get_running_loop()
+        pending: deque[tuple[OfflineShard, asyncio.Future[Done]]] = deque()
+        try:
+            for chunk in chunks:
+                job: Future[Done] = pool.submit(
+                    _score_in_worker, chunk.task.name, chunk.items, chunk.started_at, chunk.source
+                )
+                pending.append((chunk, asyncio.wrap_future(job, loop=loop)))
+                if len(pending) >= self.processes * CHUNKS_PER_PROCESS:
+                    await _take(pending, on_done)
+            while pending:
+                await _take(pending, on_done)
+        finally:
+            for _, waiting in pending:
+                waiting.cancel()
+
+
+async def _take(
+    pending: deque[tuple[OfflineShard, asyncio.Future[Done]]], on_done: Callable[[OfflineShard, Done], None]
+) -> None:
+    chunk, job = pending[0]
+    try:
+        done = await job
+    except BrokenProcessPool:
+        raise ScoringProcessDied(
+            f"a scoring process died while scoring task {chunk.task.name!r} (killed, or out of memory?); the "
+            "samples written so far are kept: resume the run (--processes 1 scores in this process alone)"
+        ) from None
+    pending.popleft()
+    on_done(chunk, done)
+
+
+class ProcessOfflineExecutor(OfflineScheduler):
+    """A predictions run scored by forked worker processes: they look the answers up and score chunks, this
+    process appends the records and counts them as the in-process path does."""
+
+    def __init__(self, *args: Any, processes: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.processes = processes
+
+    async def run(self, work: Sequence[tuple[Task, Sample]]) -> RunStats:
+        """Score every (task, sample) pair in the worker processes; more than one chunk of work is needed to
+        share it out, and fork-safe evaluators (else this process scores alone)."""
+        if self.processes < 2 or len(work) <= self.chunk_size or not can_fork(tasks_of(work)):
+            return await super().run(work)
+        started = time.perf_counter()
+        model = cast("PredictionsModel", self.model)
+        try:
+            with ProcessPool(
+                self.processes, tasks_of(work), model=model, max_response_chars=self.config.max_response_chars
+            ) as pool:
+                chunks = (OfflineShard(task, samples, time.time()) for task, samples in runs(work, self.chunk_size))
+                await pool.score(chunks, self._write)
+            self._check_error_rate(final=True)
+        finally:
+            self.stats.seconds = time.perf_counter() - started
+        return self.stats
+
+    def _write(self, chunk: OfflineShard, done: Done) -> None:
+        self.stats.requests += done.requests
+        self.write_scored(chunk.task.name, [sample.id for sample in chunk.items], done.model_errors, done.scored)
