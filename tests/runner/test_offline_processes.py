@@ -14,7 +14,8 @@ import pytest
 
 from assay.evaluators.registry import get as create
 from assay.models.predictions import PredictionsModel
-from assay.runner.executors.processes import ProcessOfflineExecutor, ScoringProcessDied, can_fork, default_processes
+from assay.runner.executors.processes import ProcessOfflineExecutor, can_fork, default_processes
+from assay.runner.exits import EXIT_STOPPED, exit_code
 from assay.runner.offline import OfflineScheduler
 from assay.runner.rescore import rescore
 from assay.runner.rundir import MANIFEST, SAMPLES
@@ -136,9 +137,10 @@ async def test_a_killed_worker_stops_the_run_and_resume_completes_it_exactly_onc
     monkeypatch.setenv(KILL, str(tmp_path / "killed"))
     rows, preds = write_inputs(tmp_path)
     dying = {"name": "custom", "fn": "tests.runner.test_offline_processes:dies_once", "metric": "dies"}
-    with pytest.raises(ScoringProcessDied, match="a scoring process died while scoring task 'mix'"):
-        await execute([load_task(forkable_config(rows, dying))], PredictionsModel(preds), settings(tmp_path, "r", 2))
-    (run_dir,) = (tmp_path / "r").iterdir()
+    died = await execute([load_task(forkable_config(rows, dying))], PredictionsModel(preds), settings(tmp_path, "r", 2))
+    assert died.status == "failed" and died.stopped_by == "worker_lost" and exit_code(died) == EXIT_STOPPED
+    assert died.message is not None and "a scoring process died while scoring task 'mix'" in died.message
+    run_dir = died.run_dir
     kept = lines(run_dir)
     assert 0 < len(kept) < N and "s31" not in {r["sample_id"] for r in kept}  # the chunks before it are written
     assert json.loads((run_dir / MANIFEST).read_text())["status"] == "failed"

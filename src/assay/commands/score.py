@@ -54,6 +54,7 @@ def score_command(
     Ray workers score shards of the records; this process still writes the run folder."""
     from assay.api import load_tasks, run_sync
     from assay.runner.rescore import rescore
+    from assay.runner.scheduler import WorkerLost
 
     console = Console(stderr=True, soft_wrap=True)  # messages stay one line each in CI logs
     if in_place and output_dir is not None:
@@ -72,6 +73,9 @@ def score_command(
                 processes=processes,
             )
         )
+    except WorkerLost as err:  # the original run is untouched; scoring again may well succeed
+        console.print(f"[red]error:[/] {escape(str(err))}")
+        sys.exit(3)
     except AssayError as err:
         console.print(f"[red]error:[/] {escape(str(err))}")
         sys.exit(2)

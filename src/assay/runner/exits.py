@@ -6,7 +6,7 @@ Exit codes (documented in the README, consistent with ``assay compare`` and ``as
 - 1: too many samples failed: the run finished, or stopped early, above ``--max-error-rate``;
 - 2: nothing was run: a bad task, option or parameter, or another process holds the run folder;
 - 3: the run stopped before its end and can be resumed once the cause is fixed (the model refused the key or
-  does not exist: 401/403/404; the disk is full; an unexpected error);
+  does not exist: 401/403/404; the disk is full; scoring processes or Ray workers died; an unexpected error);
 - 130: interrupted (Ctrl-C); finished samples are kept.
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from assay.errors import AssayError
@@ -24,10 +24,8 @@ def _close_in_child() -> None:
     """In a forked child: close the inherited lock descriptors (closing, not unlocking, which would free the
     parent's lock too: the child's copies share its open file)."""
     for fd in list(_HELD):
-        try:
+        with suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
     _HELD.clear()
 
 

@@ -32,6 +32,11 @@ class ErrorRateExceeded(StopRun):
     """The run stopped because too many samples failed (``max_error_rate``)."""
 
 
+class WorkerLost(StopRun):
+    """Workers running the run's samples (forked processes, Ray actors) died; finished samples are kept and a
+    resume redoes the rest."""
+
+
 class ModelAccessError(StopRun):
     """The model refused every request (401, 403, 404 model not found): sending the rest would be wasted."""
 

@@ -41,6 +41,7 @@ from assay.runner.scheduler import (
     RunStats,
     Scheduler,
     SchedulerConfig,
+    WorkerLost,
 )
 from assay.runner.settings import RESULTS_OPTIONS as RESULTS_OPTIONS  # re-exported: settings used to live here
 from assay.runner.settings import RUNTIME_SETTINGS as RUNTIME_SETTINGS
@@ -282,6 +283,9 @@ async def _execute(
                     message += f"; once the evaluator works, `assay score {run_dir}` scores the answers again"
             except ModelAccessError as err:
                 status, stopped_by, message = "failed", "model_access", f"{err}; after fixing it, resume the run"
+                stats = scheduler.stats
+            except WorkerLost as err:
+                status, stopped_by, message = "failed", "worker_lost", str(err)
                 stats = scheduler.stats
             except (asyncio.CancelledError, KeyboardInterrupt):
                 status, stopped_by = "interrupted", None

@@ -110,6 +110,7 @@ class RunOutcome(BaseModel):
     first_error: str | None = None  # "task/sample_id: error" of the first sample whose model request failed
     first_evaluator_error: str | None = None
     # why the run did not succeed: "error_rate" (finished or stopped with too many errors), "model_access"
-    # (401/403/404), "disk_full", "error" (an unexpected error); None when it succeeded or was interrupted
+    # (401/403/404), "disk_full", "worker_lost" (scoring processes or Ray workers died), "error" (an unexpected
+    # error); None when it succeeded or was interrupted
     stopped_by: str | None = None
     resume_command: str | None = None

@@ -24,11 +24,11 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from assay.errors import AssayError
 from assay.gcpause import gc_paused
 from assay.runner.executors.shards import OfflineShard, Scored, scored
 from assay.runner.offline import OfflineScheduler, answer_all, score_records
 from assay.runner.pending import runs, tasks_of
+from assay.runner.scheduler import WorkerLost
 
 if TYPE_CHECKING:
     from assay.models.predictions import PredictionsModel
@@ -39,7 +39,7 @@ MAX_PROCESSES = 8  # by default: more rarely helps, as the one writer becomes th
 CHUNKS_PER_PROCESS = 2  # chunks in flight per process: the next is there when one ends
 
 
-class ScoringProcessDied(AssayError):
+class ScoringProcessDied(WorkerLost):
     """A worker process ended without finishing its chunk (killed, out of memory)."""
 
 
@@ -198,7 +198,7 @@ async def _take(
     except BrokenProcessPool:
         raise ScoringProcessDied(
             f"a scoring process died while scoring task {chunk.task.name!r} (killed, or out of memory?); the "
-            "samples written so far are kept: resume the run (--processes 1 scores in this process alone)"
+            "samples written so far are kept: resume the run (--processes 1 scores in the assay process alone)"
         ) from None
     pending.popleft()
     on_done(chunk, done)

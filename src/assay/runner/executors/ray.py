@@ -38,7 +38,7 @@ from assay.runner.executors.ray_worker import Finished, ShardWorker, local_key
 from assay.runner.pending import runs, tasks_of
 from assay.runner.progress import RunProgress
 from assay.runner.rundir import SampleWriter
-from assay.runner.scheduler import RunStats, Scheduler, SchedulerConfig
+from assay.runner.scheduler import RunStats, Scheduler, SchedulerConfig, WorkerLost
 
 if TYPE_CHECKING:
     from assay.tasks import Sample, Task
@@ -60,7 +60,7 @@ _DRIVER_COUNTED = frozenset(
 )
 
 
-class WorkerLostError(AssayError):
+class WorkerLostError(WorkerLost):
     """A shard's samples could not be finished: the workers running them died too many times."""
 
 
