@@ -21,7 +21,7 @@ _BUILTIN_MODULES: dict[str, str] = {
     "token_f1": "assay.evaluators.text",
     "numeric": "assay.evaluators.numeric",
     "json_match": "assay.evaluators.structured",
-    "schema": "assay.evaluators.structured",
+    "schema": "assay.evaluators.schema",
     "tool_usage": "assay.evaluators.agent",
     "custom": "assay.evaluators.custom",
     "llm_judge": "assay.evaluators.judge",
