@@ -31,8 +31,11 @@ def uncertain(data: bytes) -> bool:
     or without a minus sign; a fraction or an exponent is not one), or more than :data:`MAX_BRACKETS` brackets. A
     run inside a string may be counted: the line is then only parsed the slow way."""
     zeroed = data.translate(_ZEROED)
-    if len(data) > 2 * MAX_BRACKETS and zeroed.count(b"[") > MAX_BRACKETS:
-        return True
+    return (len(data) > 2 * MAX_BRACKETS and zeroed.count(b"[") > MAX_BRACKETS) or _may_hold_big_int(zeroed)
+
+
+def _may_hold_big_int(zeroed: bytes) -> bool:
+    """Whether a text, its digits made 0, may hold an integer literal of 19 digits or more (see :func:`uncertain`)."""
     at = zeroed.find(_RUN)
     while at >= 0:
         before = at - 1
@@ -47,13 +50,12 @@ def uncertain(data: bytes) -> bool:
 def try_loads(data: bytes) -> Any:
     """orjson's value of ``data`` when it is the value ``json.loads`` and ``pydantic_core.from_json`` give, else
     :data:`NOT_SURE` (orjson refused it, or it is :func:`uncertain`)."""
+    if uncertain(data):  # checked first: such a line costs the previous parser and one scan, not two parses
+        return NOT_SURE
     try:
-        value = orjson.loads(data)
+        return orjson.loads(data)
     except orjson.JSONDecodeError:
         return NOT_SURE
-    if uncertain(data):
-        return NOT_SURE
-    return value
 
 
 def loads(data: bytes, previous: Callable[[bytes], Any]) -> Any:

@@ -241,14 +241,12 @@ class PredictionsModel(Model):
             raws = [b""] * len(numbers)
             for i in np.argsort(offsets, kind="stable").tolist():  # scattered: one read a line, in file order
                 raws[i] = os.pread(self._fd, lengths.item(i), offsets.item(i))
-        joined = b"[" + b",".join(raws) + b"]"
-        rows = try_loads(joined)  # valid UTF-8 when orjson reads it: the same as decoded with 'replace'
-        if rows is NOT_SURE:
-            try:  # the lines parsed at indexing, so they parse as one JSON array of the same objects (decoded as
-                # each line is: a bad byte sequence cannot reach past the line's end)
-                rows = json.loads(joined.decode("utf-8", "replace"))
-            except ValueError:
-                rows = None
+        try:  # the lines parsed at indexing, so they parse as one JSON array of the same objects (decoded as
+            # each line is: a bad byte sequence cannot reach past the line's end); json.loads reads one such array
+            # as fast as orjson (measured), so it stays
+            rows = json.loads((b"[" + b",".join(raws) + b"]").decode("utf-8", "replace"))
+        except ValueError:
+            rows = None
         if not isinstance(rows, list) or len(rows) != len(raws):  # the file changed: each line names its error
             return [self._parse(raw.decode("utf-8", "replace"), k) for raw, k in zip(raws, numbers, strict=True)]
         return [self._entry(row, k) for row, k in zip(rows, numbers, strict=True)]
