@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from pathlib import Path
 from typing import Any
 
 import pydantic_core
@@ -150,3 +151,43 @@ def test_loads_text_reads_a_decoded_line_as_before() -> None:
             with pytest.raises(json.JSONDecodeError) as err:
                 loads_text(line, json.loads)
             assert str(err.value) == outcome(json.loads, line)[1][1]
+
+
+BIG_LINE = b'{"id": 18446744073709551616, "prediction": "x", "n": -9223372036854775809, "f": NaN, "i": -Infinity}'
+
+
+def test_the_readers_read_big_integers_and_nan_as_before(tmp_path: Path) -> None:
+    """Each caller gets exact integers beyond 64 bits (orjson alone would give floats) and NaN/Infinity."""
+    from assay.data.lazy import JsonlRows
+    from assay.data.readers import jsonl_row
+    from assay.models.predictions import PredictionsModel
+    from assay.runner.rescore import iter_sample_lines_of
+
+    expected = json.loads(BIG_LINE)
+    assert same(jsonl_row(BIG_LINE + b"\n", 1, "d"), expected)
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(b'{"a": 1}\n' + BIG_LINE + b"\n")
+    assert same(list(JsonlRows(path, "d"))[1], expected)
+    assert same(next(iter_sample_lines_of([BIG_LINE], "s", 1)), expected)
+    path.write_bytes(BIG_LINE + b"\n")
+    model = PredictionsModel(path)
+    entry = model.entries([str(2**64)])[0]
+    assert entry is not None and entry.texts == ["x"]  # the id read as the integer it is, not 1.8446744073709552e+19
+
+
+def test_sample_records_read_as_before(tmp_path: Path) -> None:
+    from assay.record import SampleRecord
+    from assay.runner.rundir import SAMPLES, finished_keys, index_samples, iter_dicts
+    from assay.runner.sampleindex import SampleStream
+
+    lines = [
+        SampleRecord(task="t", task_hash="h", doc_id=i, sample_id=f"s{i}", doc=doc, prompt="p", messages=[])
+        .model_dump_json()
+        .encode()
+        for i, doc in enumerate([{"q": 2**70}, {"q": float("nan")}, {"q": -(2**64)}, {"q": "ü\U0001f600 \\u0000"}])
+    ]
+    (tmp_path / SAMPLES).write_bytes(b"\n".join(lines) + b"\n")
+    expected = [pydantic_core.from_json(line) for line in lines]
+    assert all(same(a, b) for (_, a), b in zip(iter_dicts(index_samples(tmp_path)), expected, strict=True))
+    assert all(same(a, b) for (_, a), b in zip(SampleStream(tmp_path), expected, strict=True))
+    assert finished_keys(tmp_path) == {("t", f"s{i}") for i in range(4)}
