@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, overload
 
 from assay.errors import DataError
+from assay.jsonfast import loads
 
 Row = dict[str, Any]
 BLOCK_ROWS = 4096  # rows read together when iterating
@@ -100,7 +101,7 @@ class JsonlRows(Sequence[Row]):
 
     def _parse(self, raw: bytes, index: int) -> Row:
         try:
-            row = json.loads(raw)
+            row = loads(raw, json.loads)
         except ValueError:
             row = None
         if type(row) is not dict:

@@ -17,6 +17,7 @@ from typing import Any
 from assay.data.lazy import JsonlRows
 from assay.data.spec import DatasetSpec
 from assay.errors import DataError
+from assay.jsonfast import NOT_SURE, try_loads
 
 Row = dict[str, Any]
 # JSONL files from this size on are read on demand (:class:`JsonlRows`): a parsed row costs about 5 times its bytes
@@ -165,6 +166,11 @@ def iter_jsonl(path: Path, name: str | None = None, chunk: int = 8192) -> Iterat
 def jsonl_row(raw: bytes, lineno: int, name: str) -> Row | None:
     """Line ``lineno`` of a JSONL file as its object (None for a blank line); a bad line raises DataError
     ``name:line: ...`` (not UTF-8, not JSON, not an object). A UTF-8 BOM on line 1 is allowed."""
+    obj = try_loads(raw[3:] if lineno == 1 and raw.startswith(b"\xef\xbb\xbf") else raw)
+    if obj is not NOT_SURE:  # orjson read it (so it is UTF-8, and not blank) as json.loads reads it
+        if type(obj) is not dict:
+            raise DataError(f"{name}:{lineno}: expected a JSON object on each line, got {_kind(obj)}")
+        return obj
     try:
         line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
     except UnicodeDecodeError as err:

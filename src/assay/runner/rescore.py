@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError, DataError
 from assay.gcpause import gc_paused
+from assay.jsonfast import loads
 from assay.models.base import Response
 from assay.record import RunManifest
 from assay.runner.executors import EXECUTORS, RayOptions
@@ -121,7 +122,7 @@ def iter_sample_lines_of(lines: list[bytes], path: Path | str, first: int) -> It
     """Parsed records of ``lines`` (numbered from ``first`` in ``path``); a corrupt one is a DataError naming it."""
     for lineno, raw in enumerate(lines, first):
         try:
-            record = json.loads(raw)
+            record = loads(raw, json.loads)
         except (json.JSONDecodeError, UnicodeDecodeError) as err:
             raise DataError(f"{path}:{lineno}: corrupt sample line: {err}") from None
         if not isinstance(record, dict):

@@ -18,6 +18,7 @@ import pydantic_core
 from pydantic import ValidationError
 
 from assay.errors import DataError
+from assay.jsonfast import NOT_SURE, loads_text, try_loads
 from assay.record import SampleRecord
 
 SAMPLES = "samples.jsonl"
@@ -32,7 +33,7 @@ def iter_sample_lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not line.strip():
                 continue
             try:
-                yield lineno, json.loads(line)
+                yield lineno, loads_text(line, json.loads)
             except json.JSONDecodeError as err:
                 raise DataError(f"{path}:{lineno}: corrupt sample line: {err.msg}") from None
 
@@ -219,10 +220,12 @@ def iter_dicts(index: SampleIndex) -> Iterator[tuple[int, dict[str, Any]]]:
 
 
 def _parse_dict(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
-    try:
-        obj = pydantic_core.from_json(raw)
-    except ValueError:
-        obj = None
+    obj = try_loads(raw)
+    if obj is NOT_SURE:  # pydantic_core.from_json's value or refusal, as before
+        try:
+            obj = pydantic_core.from_json(raw)
+        except ValueError:
+            obj = None
     if type(obj) is not dict:
         parse_record(raw, path, lineno)  # raises the DataError naming the bad key
         raise DataError(f"{path}:{lineno}: corrupt sample line")
