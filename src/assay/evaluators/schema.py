@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import ValidationError as SchemaViolation
 
+
 class SchemaOptions(Options):
     """Options of schema: exactly one of ``json_schema`` (a JSON Schema dict) or ``model`` (a Pydantic class)."""
 
