@@ -132,9 +132,12 @@ def test_concurrency_bounds_the_whole_cluster_not_each_worker(tmp_path: Path, cl
     task = write_task(tmp_path, 60)
     reply = _InFlight()
     with OpenAITestServer(reply) as server:
-        _run(_cmd(task, server, cluster, "--concurrency", "4", "--ray-workers", "2"), tmp_path, cluster)
-    _exactly_once(only_run_dir(tmp_path / "runs"), 60)
+        cmd = _cmd(task, server, cluster, "--concurrency", "4", "--ray-workers", "2", "--ray-shard-size", "5")
+        _run(cmd, tmp_path, cluster)
+    run_dir = only_run_dir(tmp_path / "runs")
+    _exactly_once(run_dir, 60)
     assert 3 <= reply.most <= 4  # 2 workers × 2, never 2 workers × 4
+    assert json.loads((run_dir / "run.json").read_text())["config"]["ray"]["shard_size"] == 5
 
 
 def test_worker_node_killed_mid_run_still_exactly_once(tmp_path: Path, cluster: LocalCluster) -> None:

@@ -157,10 +157,20 @@ def _resume_settings(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def ray_options(
-    address: str | None, workers: int | None, num_cpus: float | None, num_gpus: float | None
+    address: str | None,
+    workers: int | None,
+    num_cpus: float | None,
+    num_gpus: float | None,
+    shard_size: int | None = None,
 ) -> dict[str, Any]:
     """The ``--ray-*`` options given, as RunSettings' ``ray`` section (empty when none is given)."""
-    given = {"address": address, "workers": workers, "num_cpus": num_cpus, "num_gpus": num_gpus}
+    given = {
+        "address": address,
+        "workers": workers,
+        "num_cpus": num_cpus,
+        "num_gpus": num_gpus,
+        "shard_size": shard_size,
+    }
     return {key: value for key, value in given.items() if value is not None}
 
 
@@ -181,6 +191,12 @@ _EXECUTOR_OPTIONS = (
     click.option("--ray-workers", type=click.IntRange(min=1), help="Ray worker actors (default: one per CPU)."),
     click.option("--ray-num-cpus", type=click.FloatRange(min=0), help="CPUs each Ray worker reserves (default 1)."),
     click.option("--ray-num-gpus", type=click.FloatRange(min=0), help="GPUs each Ray worker reserves (default 0)."),
+    click.option(
+        "--ray-shard-size",
+        type=click.IntRange(min=1),
+        help="Samples sent to a Ray worker at a time (default: its share of --concurrency, at most 64, for model "
+        "calls; 1,024 for offline scoring).",
+    ),
     click.option(
         "--processes",
         type=click.IntRange(min=1),
@@ -319,6 +335,7 @@ def run_command(
     ray_workers: int | None,
     ray_num_cpus: float | None,
     ray_num_gpus: float | None,
+    ray_shard_size: int | None,
     processes: int | None,
     quiet: bool,
     fmt: str,
@@ -343,7 +360,7 @@ def run_command(
         "executor": executor,
         "processes": processes,
     }
-    ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus)
+    ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus, ray_shard_size)
     if ray:
         settings["ray"] = ray
     if resume is None:

@@ -45,6 +45,7 @@ def score_command(
     ray_workers: int | None,
     ray_num_cpus: float | None,
     ray_num_gpus: float | None,
+    ray_shard_size: int | None,
     processes: int | None,
     quiet: bool,
     fmt: str,
@@ -61,7 +62,7 @@ def score_command(
         raise click.UsageError("--in-place rewrites RUN_DIR; it takes no --output")
     try:
         tasks = load_tasks(list(task_files)) if task_files else None
-        ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus)
+        ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus, ray_shard_size)
         outcome = run_sync(
             rescore(
                 run_dir,

@@ -24,7 +24,7 @@ from assay.gcpause import gc_paused
 from assay.jsonfast import loads
 from assay.models.base import Response
 from assay.record import RunManifest
-from assay.runner.executors import EXECUTORS, RayOptions
+from assay.runner.executors import EXECUTORS, RayOptions, require_ray
 from assay.runner.executors.processes import can_fork, default_processes
 from assay.runner.lock import run_lock
 from assay.runner.offline import CHUNK, Answered, encode, score_records
@@ -288,6 +288,8 @@ async def rescore(
     if executor not in EXECUTORS:
         raise ConfigError(f"unknown executor {executor!r}; known: {', '.join(EXECUTORS)}")
     on_ray = RayOptions.model_validate(ray or {}) if executor == "ray" else None
+    if on_ray is not None:
+        require_ray()
     how = _How(on_ray, processes or default_processes())
     run_dir = Path(run_dir)
     manifest = read_manifest(run_dir)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import ConfigError
 from assay.models.base import Model
 from assay.record import RunManifest
-from assay.runner.executors import make_executor
+from assay.runner.executors import make_executor, require_ray
 from assay.runner.gitinfo import GitHash as GitHash  # re-exported: it used to live here
 from assay.runner.gitinfo import git_hash
 from assay.runner.lock import run_lock
@@ -211,6 +211,8 @@ async def _execute(
         prior = error_counts(run_dir, exclude=retry)
     elif retry_errors:
         raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
+    if settings.executor == "ray":
+        require_ray()
     from assay.gcpause import gc_paused
     from assay.runner.offline import check_renders, is_offline
 

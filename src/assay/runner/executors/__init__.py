@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.errors import ConfigError
+
 if TYPE_CHECKING:
     from assay.models.base import Model
     from assay.runner.cache import ResponseCache
@@ -34,6 +36,16 @@ class RayOptions(BaseModel):
     num_cpus: float | None = Field(default=None, ge=0)
     num_gpus: float | None = Field(default=None, ge=0)
     shard_size: int | None = Field(default=None, ge=1)  # samples per shard; None: the worker's share of concurrency
+
+
+def require_ray() -> None:
+    """Raise ConfigError (naming the extra to install) when Ray cannot be imported: checked before a run starts."""
+    try:
+        import ray  # noqa: F401
+    except ImportError as err:
+        raise ConfigError(
+            f"--executor ray needs Ray, which cannot be imported here ({err}): pip install 'assay[ray]'"
+        ) from None
 
 
 def make_executor(
