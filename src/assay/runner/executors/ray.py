@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import ray
 import ray.exceptions
@@ -30,7 +30,6 @@ import ray.util.client
 
 from assay.errors import AssayError, ConfigError
 from assay.models.base import Model, Request, Response
-from assay.record import SampleRecord
 from assay.runner.cache import ResponseCache
 from assay.runner.executors import RayOptions
 from assay.runner.executors.dispatch import ShardQueue, feed_all, next_shard
@@ -62,18 +61,6 @@ _DRIVER_COUNTED = frozenset(
 
 class WorkerLostError(WorkerLost):
     """A shard's samples could not be finished: the workers running them died too many times."""
-
-
-class _Line:
-    """An encoded record, in the shape the run folder's writer takes (it writes ``model_dump_json()``)."""
-
-    __slots__ = ("line",)
-
-    def __init__(self, line: str) -> None:
-        self.line = line
-
-    def model_dump_json(self) -> str:
-        return self.line
 
 
 @dataclass
@@ -320,9 +307,8 @@ class RayExecutor(Scheduler):
                 if kind == "done":
                     self._merge(payload)
                     continue
-                for done in payload:
-                    if outstanding.pop(done.sample_id, None) is not None:  # never write a sample twice
-                        self._account(done)
+                # never write a sample twice
+                self._account([done for done in payload if outstanding.pop(done.sample_id, None) is not None])
         except _LOST:
             return list(outstanding.values())
         except ray.exceptions.RayTaskError as err:
@@ -339,14 +325,18 @@ class RayExecutor(Scheduler):
         async for ref in actor.run_shard.remote(*args):
             yield await ref
 
-    def _account(self, done: Finished) -> None:
-        """Write one finished sample and count it, as the local loop does."""
-        self.writer.write(cast(SampleRecord, _Line(done.line)))
-        stats = self.stats
-        stats.written += 1
-        failed = stats.count_errors(f"{done.task}/{done.sample_id}", done.error, done.evaluator_error)
-        stats.cache_hits += done.cache_hits
-        self.progress.advance(error=failed, cache_hits=done.cache_hits)
+    def _account(self, finished: list[Finished]) -> None:
+        """Write finished samples (one write for a message's records) and count them, as the local loop does."""
+        if not finished:
+            return
+        self.writer.write_lines([done.line.encode() for done in finished])
+        stats, failed, hits = self.stats, 0, 0
+        for done in finished:
+            failed += stats.count_errors(f"{done.task}/{done.sample_id}", done.error, done.evaluator_error)
+            hits += done.cache_hits
+        stats.written += len(finished)
+        stats.cache_hits += hits
+        self.progress.advance_many(len(finished), errors=failed, cache_hits=hits)
         self._check_error_rate()
 
     def _merge(self, shard_stats: RunStats) -> None:
