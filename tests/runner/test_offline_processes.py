@@ -179,3 +179,23 @@ async def test_a_run_of_one_chunk_or_one_process_scores_here(tmp_path: Path, pid
     assert outcome.status == "finished" and outcome.written == 7
     assert scored_in(pids) == {os.getpid()}
     assert ProcessOfflineExecutor.chunk_size == 7
+
+
+async def test_a_dataset_read_on_demand_is_scored_in_processes_as_in_memory(
+    tmp_path: Path, pids: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from assay.data import readers as readers_module
+
+    rows, preds = write_inputs(tmp_path)
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    config = {**forkable_config(rows), "dataset": {"path": str(path)}}
+    eager = await execute([load_task(config)], PredictionsModel(preds), settings(tmp_path, "eager", 1))
+    monkeypatch.setattr(readers_module, "LAZY_MIN_BYTES", 0)
+    lazy_task = load_task(config)
+    assert type(lazy_task.dataset.rows).__name__ == "JsonlRows"
+    scored_in(pids)
+    lazy = await execute([lazy_task], PredictionsModel(preds), settings(tmp_path, "lazy", 2))
+    assert os.getpid() not in scored_in(pids)
+    assert lines(lazy.run_dir) == lines(eager.run_dir)
+    assert figures(lazy.run_dir) == figures(eager.run_dir)
