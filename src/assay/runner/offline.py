@@ -407,8 +407,7 @@ class OfflineScheduler(Scheduler):
         )
         from assay.runner.executors.shards import scored
 
-        errors = [next((e for e in item.errors if e), None) for item in answered]
-        self.write_scored(task.name, [item.sample.id for item in answered], errors, scored(records))
+        self.write_scored(task.name, [item.sample.id for item in answered], first_errors(answered), scored(records))
 
     def write_scored(
         self, task_name: str, sample_ids: Sequence[str], model_errors: Sequence[str | None], done: Scored
@@ -425,6 +424,11 @@ class OfflineScheduler(Scheduler):
         stats.written += len(sample_ids)
         self.progress.advance_many(len(sample_ids), errors=failed)
         self._check_error_rate()
+
+
+def first_errors(answered: Sequence[Answered]) -> list[str | None]:
+    """Each sample's first model error (None where every repeat was answered): what the runner counts."""
+    return [next((e for e in item.errors if e), None) for item in answered]
 
 
 def answer_all(model: PredictionsModel, task: Task, samples: list[Sample]) -> tuple[list[Answered], int]:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from assay.gcpause import gc_paused
 from assay.runner.executors.shards import OfflineShard, Scored, scored
-from assay.runner.offline import OfflineScheduler, answer_all, score_records
+from assay.runner.offline import OfflineScheduler, answer_all, first_errors, score_records
 from assay.runner.pending import runs, tasks_of
 from assay.runner.scheduler import WorkerLost
 
@@ -119,8 +119,7 @@ def _score_in_worker(task_name: str, items: list[Any], started_at: float, source
                 max_response_chars=state.max_response_chars,
             )
         )
-        errors = [next((e for e in item.errors if e), None) for item in answered]
-        return Done(scored(records), errors, requests)
+        return Done(scored(records), first_errors(answered), requests)
 
 
 class ProcessPool:
