@@ -190,7 +190,8 @@ class OperationalTally:
 
     def add_judge_calls(self, details: Mapping[str, Any]) -> None:
         """Count the judge requests recorded in one verdict's (non-empty) ``details``."""
-        _tally_judge_calls(self.tallies["judge"], {"details": details})
+        if "judges" in details or "judge" in details:  # most verdicts have no judge behind them: nothing to count
+            _tally_judge_calls(self.tallies["judge"], {"details": details})
 
     def figures(self) -> dict[str, Any]:
         """Per role and model: requests, errors, cache hits, tokens in/out, latency p50/p95/p99 and cost."""
