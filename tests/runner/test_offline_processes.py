@@ -199,3 +199,16 @@ async def test_a_dataset_read_on_demand_is_scored_in_processes_as_in_memory(
     assert os.getpid() not in scored_in(pids)
     assert lines(lazy.run_dir) == lines(eager.run_dir)
     assert figures(lazy.run_dir) == figures(eager.run_dir)
+
+
+def test_a_containers_cpu_quota_bounds_the_default_processes(tmp_path: Path) -> None:
+    from assay.runner.executors.processes import cgroup_cpu_quota
+
+    path = tmp_path / "cpu.max"
+    path.write_text("150000 100000\n")
+    assert cgroup_cpu_quota(str(path)) == 1.5
+    path.write_text("max 100000\n")
+    assert cgroup_cpu_quota(str(path)) is None
+    path.write_text("garbage\n")
+    assert cgroup_cpu_quota(str(path)) is None
+    assert cgroup_cpu_quota(str(tmp_path / "absent")) is None

@@ -44,12 +44,26 @@ class ScoringProcessDied(WorkerLost):
 
 
 def default_processes() -> int:
-    """One scoring process per CPU this process may use (at most :data:`MAX_PROCESSES`)."""
+    """One scoring process per CPU this process may use (its affinity, and a container's CPU quota, cgroup v2),
+    at most :data:`MAX_PROCESSES`."""
     try:
         cpus = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         cpus = os.cpu_count() or 1
+    quota = cgroup_cpu_quota()
+    if quota is not None:
+        cpus = min(cpus, max(1, int(quota)))
     return max(1, min(cpus, MAX_PROCESSES))
+
+
+def cgroup_cpu_quota(path: str = "/sys/fs/cgroup/cpu.max") -> float | None:
+    """The CPUs a cgroup v2 quota allows (``cpu.max``: "200000 100000" is 2), or None without a quota."""
+    try:
+        with open(path, encoding="ascii") as fh:
+            quota, _, period = fh.read().strip().partition(" ")
+        return None if quota == "max" else int(quota) / int(period or 100000)
+    except (OSError, ValueError, ZeroDivisionError):
+        return None
 
 
 def can_fork(tasks: Sequence[Task]) -> bool:
