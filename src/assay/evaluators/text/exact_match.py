@@ -11,7 +11,8 @@ import numpy as np
 from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import NormalizeOptions, Normalizer
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, objects, references
+from assay.evaluators.text import common
+from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, references
 from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
 
@@ -50,28 +51,35 @@ class ExactMatch(Evaluator):
         """
         return chunked_batch(self, actuals, expecteds, self._vector, self._fast_dicts)
 
-    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray, Columns] | None:
+    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
         keys_a = self.normalize.batch_keys(actuals)
         keys_e = None if keys_a is None else self.normalize.batch_keys(expecteds)
         if keys_a is None or keys_e is None:
             return None
-        passed = np.fromiter(map(operator.eq, keys_a, keys_e), dtype=np.bool_, count=len(keys_a))
-        # the normalised texts of failing pairs, for their reasons (one batch pass; the keys may be UTF-8 bytes)
-        failing = np.flatnonzero(~passed).tolist()
-        norm_a, norm_e = np.full(len(keys_a), None, dtype=object), np.full(len(keys_a), None, dtype=object)
-        if failing:
-            norm_a[failing] = objects(self.normalize.many([actuals[i] for i in failing]))
-            norm_e[failing] = objects(self.normalize.many([expecteds[i] for i in failing]))
-        return passed.astype(np.float64), passed, {"norm_a": norm_a, "norm_e": norm_e}
+        passed = np.frombuffer(bytes(map(operator.eq, keys_a, keys_e)), dtype=np.bool_)
+        return passed.astype(np.float64), passed
 
     def _fast_dicts(
         self, actuals: Sequence[Any], expecteds: Sequence[Any], scores: FloatArray, passed: BoolArray, columns: Columns
     ) -> Callable[[int], dict[str, Any]]:
         """The JSON form of a vectorised pair's verdict, as :meth:`check` gives it: a passing pair's is constant
-        but for the (one) answer it matched; a failing pair's reason and feedback come from the normalised texts
-        the batch kept, without judging the pair again."""
+        but for the (one) answer it matched; a failing pair's reason and feedback come from its normalised texts,
+        computed here rather than in the scoring pass (only the dicts need them), one batch pass per chunk."""
         ok = passed.tolist()
-        norm_a, norm_e = columns["norm_a"].tolist(), columns["norm_e"].tolist()
+        chunk = common.BATCH_CHUNK  # the batch was scored in chunks of this size, each all-str when vectorised
+        norms: dict[int, tuple[str, str]] = {}  # the failing pairs of the last chunk asked for, normalised
+
+        def normalised(i: int) -> tuple[str, str]:
+            got = norms.get(i)
+            if got is None:  # the first failing pair of its chunk: one batch pass over the chunk's failing pairs
+                start = i - i % chunk
+                failing = (np.flatnonzero(~passed[start : start + chunk]) + start).tolist()
+                norm_a = self.normalize.many([actuals[j] for j in failing])
+                norm_e = self.normalize.many([expecteds[j] for j in failing])
+                norms.clear()
+                norms.update(zip(failing, zip(norm_a, norm_e, strict=True), strict=True))
+                got = norms[i]
+            return got
 
         def build(i: int) -> dict[str, Any]:
             if ok[i]:
@@ -84,7 +92,8 @@ class ExactMatch(Evaluator):
                     "details": details,
                     "error": None,
                 }
-            reason, feedback, details = failure_parts(actuals[i], norm_a[i], [expecteds[i]], [norm_e[i]])
+            norm_a, norm_e = normalised(i)
+            reason, feedback, details = failure_parts(actuals[i], norm_a, [expecteds[i]], [norm_e])
             return {
                 "score": 0.0,
                 "passed": False,
