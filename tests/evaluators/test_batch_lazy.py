@@ -1,5 +1,6 @@
-"""exact_match's batch defers what only the verdict dicts need (the failing pairs' normalised texts) to
-:meth:`BatchResult.to_dicts`, chunk by chunk, and the dicts built so equal the per-pair verdicts."""
+"""exact_match and token_f1 defer what only the verdict dicts need (the failing pairs' normalised texts, their
+tokens as strings) to :meth:`BatchResult.to_dicts`, chunk by chunk, and the dicts built so equal the per-pair
+verdicts."""
 
 from __future__ import annotations
 
@@ -63,3 +64,18 @@ def test_deferred_dicts_with_nul_lists_and_non_text(monkeypatch: pytest.MonkeyPa
     got = [json.dumps(d, ensure_ascii=False) for d in batch.to_dicts()]
     assert got == per_pair(ev, actuals, expecteds)
     assert [json.dumps(batch[i].to_dict(), ensure_ascii=False) for i in range(len(batch))] == got
+
+
+@pytest.mark.parametrize("threshold", [0.3, 0.5, 1.0])
+@pytest.mark.parametrize("nul", [True, False])
+def test_token_f1_keeps_failing_tokens_per_chunk(threshold: float, nul: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(common, "BATCH_CHUNK", 64)
+    ev = evaluators.get("token_f1", threshold=threshold)
+    actuals, expecteds = pairs(1000, seed=13)  # some texts hold NUL: their chunks tokenise pair by pair
+    if not nul:  # every chunk tokenised as one stream
+        actuals = [a.replace("\x00", " ") for a in actuals]
+    batch = ev.evaluate_batch(actuals, expecteds)
+    assert int((~batch.passed).sum()) > 0
+    got = [json.dumps(d, ensure_ascii=False) for d in batch.to_dicts()]
+    assert got == per_pair(ev, actuals, expecteds)
+    assert [json.dumps(d, ensure_ascii=False) for d in batch.to_dicts()] == got
