@@ -67,18 +67,19 @@ class ExactMatch(Evaluator):
         computed here rather than in the scoring pass (only the dicts need them), one batch pass per chunk."""
         ok = passed.tolist()
         chunk = common.BATCH_CHUNK  # the batch was scored in chunks of this size, each all-str when vectorised
-        norms: dict[int, tuple[str, str]] = {}  # the failing pairs of the last chunk asked for, normalised
+        failed = ~passed  # a copy: what the dicts say does not follow later changes to the batch's arrays
+        # the failing pairs of the last chunk asked for, normalised (replaced whole: concurrent readers stay safe)
+        last: list[dict[int, tuple[str, str]]] = [{}]
 
         def normalised(i: int) -> tuple[str, str]:
-            got = norms.get(i)
+            got = last[0].get(i)
             if got is None:  # the first failing pair of its chunk: one batch pass over the chunk's failing pairs
                 start = i - i % chunk
-                failing = (np.flatnonzero(~passed[start : start + chunk]) + start).tolist()
+                failing = (np.flatnonzero(failed[start : start + chunk]) + start).tolist()
                 norm_a = self.normalize.many([actuals[j] for j in failing])
                 norm_e = self.normalize.many([expecteds[j] for j in failing])
-                norms.clear()
-                norms.update(zip(failing, zip(norm_a, norm_e, strict=True), strict=True))
-                got = norms[i]
+                norms = dict(zip(failing, zip(norm_a, norm_e, strict=True), strict=True))
+                last[0], got = norms, norms[i]
             return got
 
         def build(i: int) -> dict[str, Any]:

@@ -184,15 +184,15 @@ class TokenF1(Evaluator):
         precision, recall = columns["precision"].tolist(), columns["recall"].tolist()
         n_pred, n_gold = columns["n_pred"].astype(np.int64).tolist(), columns["n_gold"].astype(np.int64).tolist()
         held, chunk = columns["failing_tokens"], common.BATCH_CHUNK  # the chunks the batch was scored in
-        failing_tokens: dict[int, tuple[list[str], list[str]]] = {}  # of the last chunk asked for
+        # the failing pairs' tokens of the last chunk asked for (replaced whole: concurrent readers stay safe)
+        last: list[dict[int, tuple[list[str], list[str]]]] = [{}]
 
         def tokens_of(i: int) -> tuple[list[str], list[str]]:
-            got = failing_tokens.get(i)
+            got = last[0].get(i)
             if got is None:  # the first failing pair of its chunk: the chunk's failing pairs' tokens at once
                 start = i - i % chunk
-                failing_tokens.clear()
-                failing_tokens.update(held[start].by_pair(start))
-                got = failing_tokens[i]
+                tokens = held[start].by_pair(start)
+                last[0], got = tokens, tokens[i]
             return got
 
         def build(i: int) -> dict[str, Any]:
