@@ -68,19 +68,21 @@ class ExactMatch(Evaluator):
         ok = passed.tolist()
         chunk = common.BATCH_CHUNK  # the batch was scored in chunks of this size, each all-str when vectorised
         failed = ~passed  # a copy: what the dicts say does not follow later changes to the batch's arrays
-        # the failing pairs of the last chunk asked for, normalised (replaced whole: concurrent readers stay safe)
-        last: list[dict[int, tuple[str, str]]] = [{}]
+        # the last chunk asked for: its failing pairs' positions and their normalised texts (one tuple, replaced
+        # whole, so that concurrent readers stay safe; no tuple per pair, which would only feed the GC)
+        last: list[tuple[dict[int, int], list[str], list[str]]] = [({}, [], [])]
 
         def normalised(i: int) -> tuple[str, str]:
-            got = last[0].get(i)
-            if got is None:  # the first failing pair of its chunk: one batch pass over the chunk's failing pairs
+            where, norm_a, norm_e = last[0]
+            k = where.get(i)
+            if k is None:  # the first failing pair of its chunk: one batch pass over the chunk's failing pairs
                 start = i - i % chunk
                 failing = (np.flatnonzero(failed[start : start + chunk]) + start).tolist()
                 norm_a = self.normalize.many([actuals[j] for j in failing])
                 norm_e = self.normalize.many([expecteds[j] for j in failing])
-                norms = dict(zip(failing, zip(norm_a, norm_e, strict=True), strict=True))
-                last[0], got = norms, norms[i]
-            return got
+                where = dict(zip(failing, range(len(failing)), strict=True))
+                last[0], k = (where, norm_a, norm_e), where[i]
+            return norm_a[k], norm_e[k]
 
         def build(i: int) -> dict[str, Any]:
             if ok[i]:
