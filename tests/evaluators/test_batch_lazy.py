@@ -44,8 +44,9 @@ def test_scores_do_not_normalise_failing_pairs_again(options: dict[str, Any], mo
     assert got == per_pair(ev, actuals, expecteds)
     # one pass for the outputs and one for the answers per chunk, over that chunk's failing pairs only
     assert sum(calls) == 2 * failing and len(calls) <= 2 * -(-len(actuals) // 64)
-    again = [json.dumps(d, ensure_ascii=False) for d in batch.to_dicts()]
-    assert again == got  # built again from the same columns, not from state the first pass left
+    first, second = batch.to_dicts(), batch.to_dicts()
+    assert [json.dumps(d, ensure_ascii=False) for d in second] == got  # built again, not from what the first left
+    assert all(a is not b for a, b in zip(first, second, strict=True))  # no dict is shared between two callers
 
 
 def test_deferred_dicts_with_nul_lists_and_non_text(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -68,21 +68,10 @@ class ExactMatch(Evaluator):
         ok = passed.tolist()
         chunk = common.BATCH_CHUNK  # the batch was scored in chunks of this size, each all-str when vectorised
         failed = ~passed  # a copy: what the dicts say does not follow later changes to the batch's arrays
-        # the last chunk asked for: its failing pairs' positions and their normalised texts (one tuple, replaced
-        # whole, so that concurrent readers stay safe; no tuple per pair, which would only feed the GC)
-        last: list[tuple[dict[int, int], list[str], list[str]]] = [({}, [], [])]
-
-        def normalised(i: int) -> tuple[str, str]:
-            where, norm_a, norm_e = last[0]
-            k = where.get(i)
-            if k is None:  # the first failing pair of its chunk: one batch pass over the chunk's failing pairs
-                start = i - i % chunk
-                failing = (np.flatnonzero(failed[start : start + chunk]) + start).tolist()
-                norm_a = self.normalize.many([actuals[j] for j in failing])
-                norm_e = self.normalize.many([expecteds[j] for j in failing])
-                where = dict(zip(failing, range(len(failing)), strict=True))
-                last[0], k = (where, norm_a, norm_e), where[i]
-            return norm_a[k], norm_e[k]
+        # the dicts of the last chunk's failing pairs not handed out yet, built together when its first one is asked
+        # for (one normalisation pass per side); each is handed out once, so no two callers share a dict, and the
+        # whole is replaced at once, so concurrent readers stay safe
+        pending: list[dict[int, dict[str, Any]]] = [{}]
 
         def build(i: int) -> dict[str, Any]:
             if ok[i]:
@@ -95,18 +84,24 @@ class ExactMatch(Evaluator):
                     "details": details,
                     "error": None,
                 }
-            norm_a, norm_e = normalised(i)
-            reason, feedback, details = failure_parts(actuals[i], norm_a, [expecteds[i]], [norm_e])
-            return {
-                "score": 0.0,
-                "passed": False,
-                "reason": reason,
-                "feedback": feedback,
-                "details": details,
-                "error": None,
-            }
+            got = pending[0].pop(i, None)
+            if got is None:
+                start = i - i % chunk
+                failing = (np.flatnonzero(failed[start : start + chunk]) + start).tolist()
+                texts, answers = [actuals[j] for j in failing], [expecteds[j] for j in failing]
+                norm_a, norm_e = self.normalize.many(texts), self.normalize.many(answers)
+                dicts = dict(zip(failing, map(_failure_dict, texts, norm_a, answers, norm_e), strict=True))
+                got = dicts.pop(i)
+                pending[0] = dicts
+            return got
 
         return build
+
+
+def _failure_dict(text: str, norm: str, answer: str, norm_answer: str) -> dict[str, Any]:
+    """The JSON form of a failing pair's verdict (one text answer)."""
+    reason, feedback, details = failure_parts(text, norm, [answer], [norm_answer])
+    return {"score": 0.0, "passed": False, "reason": reason, "feedback": feedback, "details": details, "error": None}
 
 
 def failure_parts(text: str, norm: str, answers: list[str], norm_answers: list[str]) -> tuple[str, str, dict[str, Any]]:
