@@ -166,15 +166,45 @@ class Numeric(Evaluator):
         return chunked_batch(self, actuals, expecteds, self._vector)
 
     def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
-        answer = self._last_number if self.options.policy == "last" else self._first_number
         n = len(actuals)
         try:  # a list of expected numbers or a bad one (EvaluationInputError), a non-text output (TypeError)
             targets = np.fromiter(map(self._target, expecteds), dtype=np.float64, count=n)
-            values = np.fromiter(map(answer, actuals), dtype=np.float64, count=n)  # NaN: no number
+            joined = "\x00".join(actuals)
         except (EvaluationInputError, TypeError):
             return None
+        values = self._answers(actuals, joined)
         passed = isclose_array(values, targets, self.options.rel_tol, self.options.abs_tol)
         return passed.astype(np.float64), passed
+
+    def _answers(self, texts: Sequence[str], joined: str) -> FloatArray:
+        """Each text's answer number (NaN: none), read with one scan of the texts joined by NUL.
+
+        No part of the pattern matches NUL, and NUL stands where a text's start or end would (not a word
+        character, decimal mark or digit), so the matches in ``joined`` are exactly those in each text.
+        """
+        n = len(texts)
+        values = np.full(n, np.nan, dtype=np.float64)
+        matches = list(self._pattern.finditer(joined))
+        if not matches:
+            return values
+        starts = np.fromiter(map(re.Match.start, matches), dtype=np.int64, count=len(matches))
+        text_ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n) + 1)  # where text i+1 starts
+        owner = np.searchsorted(text_ends, starts, side="right")  # the text each match is in
+        new_owner = owner[1:] != owner[:-1]
+        if self.options.policy == "last":
+            chosen = np.flatnonzero(np.append(new_owner, True))
+        else:
+            chosen = np.flatnonzero(np.insert(new_owner, 0, True))
+        values[owner[chosen]] = list(map(self._plain_value, [matches[k] for k in chosen.tolist()]))
+        return values
+
+    def _plain_value(self, m: re.Match[str]) -> float:
+        """:meth:`_value`, quicker for a match of plain digits (with a decimal point when the mark is '.'): such a
+        match is all mantissa, without sign, separator, exponent or percent, so its value is ``float`` of it."""
+        text = m.group(0)
+        if text.isdecimal() or (self.options.decimal == "." and text.replace(".", "", 1).isdecimal()):
+            return float(text)
+        return self._value(m)
 
     def _target(self, expected: Any) -> float:
         """:meth:`parse_expected`, quicker for a plain int or float (the common case in a data set)."""
@@ -184,16 +214,6 @@ class Numeric(Evaluator):
                 raise EvaluationInputError("numeric: expected is NaN, which equals nothing")
             return float(expected)
         return self.parse_expected(expected)
-
-    def _last_number(self, text: str) -> float:
-        m = None
-        for m in self._pattern.finditer(text):  # noqa: B007 - the last match is the one wanted
-            pass
-        return math.nan if m is None else self._value(m)
-
-    def _first_number(self, text: str) -> float:
-        m = self._pattern.search(text)
-        return math.nan if m is None else self._value(m)
 
     def check(self, actual: Any, expected: Any) -> Verdict:
         targets = [self.parse_expected(e) for e in expected_list(expected)]

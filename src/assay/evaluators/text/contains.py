@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from itertools import repeat
 from typing import Any, Literal, NamedTuple
 
@@ -119,13 +119,16 @@ class Contains(Evaluator):
             if self._fixed is None:  # one expected item per text, streamed pair by pair through C calls
                 if opts.regex:
                     return None
-                texts = map(str.casefold, actuals) if fold else actuals
-                needles = map(str.casefold, expecteds) if fold else expecteds
-                hit = _bools(map(operator.contains, texts, needles))
+                if fold:  # a local method descriptor called in a comprehension: CPython's quickest call of it
+                    casefold = str.casefold
+                    hit = _bools([casefold(e) in casefold(a) for a, e in zip(actuals, expecteds, strict=True)])
+                else:
+                    hit = _bools(map(operator.contains, actuals, expecteds))
                 passed = ~hit if opts.mode == "none" else hit
                 return passed.astype(np.float64), passed
             else:
-                folded = list(map(str.casefold, actuals)) if fold else actuals
+                casefold = str.casefold
+                folded = [casefold(t) for t in actuals] if fold else actuals
                 found = np.zeros(n, dtype=np.float64)
                 for m in self._fixed:
                     if m.pattern is not None:
@@ -201,6 +204,6 @@ class Contains(Evaluator):
         return Verdict.fail(reason, score=score, feedback=feedback, details=details)
 
 
-def _bools(values: Iterator[bool]) -> BoolArray:
-    """A bool array of ``values`` (through bytes: the cheapest way from an iterator of bools to numpy)."""
+def _bools(values: Iterable[bool]) -> BoolArray:
+    """A bool array of ``values`` (through bytes: the cheapest way from bools to numpy)."""
     return np.frombuffer(bytes(values), dtype=np.bool_)

@@ -11,7 +11,8 @@ import numpy as np
 from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import NormalizeOptions, Normalizer
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, objects, references
+from assay.evaluators.text import common
+from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, references
 from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
 
@@ -50,28 +51,27 @@ class ExactMatch(Evaluator):
         """
         return chunked_batch(self, actuals, expecteds, self._vector, self._fast_dicts)
 
-    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray, Columns] | None:
+    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
         keys_a = self.normalize.batch_keys(actuals)
         keys_e = None if keys_a is None else self.normalize.batch_keys(expecteds)
         if keys_a is None or keys_e is None:
             return None
-        passed = np.fromiter(map(operator.eq, keys_a, keys_e), dtype=np.bool_, count=len(keys_a))
-        # the normalised texts of failing pairs, for their reasons (one batch pass; the keys may be UTF-8 bytes)
-        failing = np.flatnonzero(~passed).tolist()
-        norm_a, norm_e = np.full(len(keys_a), None, dtype=object), np.full(len(keys_a), None, dtype=object)
-        if failing:
-            norm_a[failing] = objects(self.normalize.many([actuals[i] for i in failing]))
-            norm_e[failing] = objects(self.normalize.many([expecteds[i] for i in failing]))
-        return passed.astype(np.float64), passed, {"norm_a": norm_a, "norm_e": norm_e}
+        passed = np.frombuffer(bytes(map(operator.eq, keys_a, keys_e)), dtype=np.bool_)
+        return passed.astype(np.float64), passed
 
     def _fast_dicts(
         self, actuals: Sequence[Any], expecteds: Sequence[Any], scores: FloatArray, passed: BoolArray, columns: Columns
     ) -> Callable[[int], dict[str, Any]]:
         """The JSON form of a vectorised pair's verdict, as :meth:`check` gives it: a passing pair's is constant
-        but for the (one) answer it matched; a failing pair's reason and feedback come from the normalised texts
-        the batch kept, without judging the pair again."""
+        but for the (one) answer it matched; a failing pair's reason and feedback come from its normalised texts,
+        computed here rather than in the scoring pass (only the dicts need them), one batch pass per chunk."""
         ok = passed.tolist()
-        norm_a, norm_e = columns["norm_a"].tolist(), columns["norm_e"].tolist()
+        chunk = common.BATCH_CHUNK  # the batch was scored in chunks of this size, each all-str when vectorised
+        failed = ~passed  # a copy: what the dicts say does not follow later changes to the batch's arrays
+        # the dicts of the last chunk's failing pairs not handed out yet, built together when its first one is asked
+        # for (one normalisation pass per side); each is handed out once, so no two callers share a dict, and the
+        # whole is replaced at once, so concurrent readers stay safe
+        pending: list[dict[int, dict[str, Any]]] = [{}]
 
         def build(i: int) -> dict[str, Any]:
             if ok[i]:
@@ -84,17 +84,24 @@ class ExactMatch(Evaluator):
                     "details": details,
                     "error": None,
                 }
-            reason, feedback, details = failure_parts(actuals[i], norm_a[i], [expecteds[i]], [norm_e[i]])
-            return {
-                "score": 0.0,
-                "passed": False,
-                "reason": reason,
-                "feedback": feedback,
-                "details": details,
-                "error": None,
-            }
+            got = pending[0].pop(i, None)
+            if got is None:
+                start = i - i % chunk
+                failing = (np.flatnonzero(failed[start : start + chunk]) + start).tolist()
+                texts, answers = [actuals[j] for j in failing], [expecteds[j] for j in failing]
+                norm_a, norm_e = self.normalize.many(texts), self.normalize.many(answers)
+                dicts = dict(zip(failing, map(_failure_dict, texts, norm_a, answers, norm_e), strict=True))
+                got = dicts.pop(i)
+                pending[0] = dicts
+            return got
 
         return build
+
+
+def _failure_dict(text: str, norm: str, answer: str, norm_answer: str) -> dict[str, Any]:
+    """The JSON form of a failing pair's verdict (one text answer)."""
+    reason, feedback, details = failure_parts(text, norm, [answer], [norm_answer])
+    return {"score": 0.0, "passed": False, "reason": reason, "feedback": feedback, "details": details, "error": None}
 
 
 def failure_parts(text: str, norm: str, answers: list[str], norm_answers: list[str]) -> tuple[str, str, dict[str, Any]]:

@@ -23,6 +23,7 @@ from assay.evaluators.normalize import (
     squad_tokens_prepared,
 )
 from assay.evaluators.registry import register
+from assay.evaluators.text import common
 from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, listing, objects, references
 from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
@@ -159,15 +160,18 @@ class TokenF1(Evaluator):
             f1[differ], precision[differ], recall[differ] = f1_columns(same, n_pred[differ], n_gold[differ])
         passed = f1 >= self.options.threshold
         columns: Columns = {"precision": precision, "recall": recall, "n_pred": n_pred, "n_gold": n_gold}
-        # a failing pair's tokens, for its feedback (equal texts always pass: their F1 is 1)
-        failing = np.flatnonzero(~passed[differ]).tolist()
-        if tokens is not None:
-            failing_pred, failing_gold = tokens.of_texts(0, failing), tokens.of_texts(1, failing)
-        else:
-            failing_pred, failing_gold = [pred[i] for i in failing], [gold[i] for i in failing]
-        where = np.flatnonzero(differ)[failing]
-        columns["tokens_a"], columns["tokens_e"] = np.full(n, None, dtype=object), np.full(n, None, dtype=object)
-        columns["tokens_a"][where], columns["tokens_e"][where] = objects(failing_pred), objects(failing_gold)
+        # a failing pair's tokens, for its feedback, kept as ids until the dicts need them (equal texts always
+        # pass: their F1 is 1); the chunk's holder sits in the column at the chunk's first pair
+        failing = np.flatnonzero(~passed[differ])
+        held = np.full(n, None, dtype=object)
+        if failing.size:
+            where = np.flatnonzero(differ)[failing].tolist()
+            if tokens is not None:
+                held[0] = _FailingTokens.of_stream(tokens, failing, where)
+            else:
+                chosen = failing.tolist()
+                held[0] = _FailingTokens(where, [pred[i] for i in chosen], [gold[i] for i in chosen])
+        columns["failing_tokens"] = held
         return f1, passed, columns
 
     def _fast_dicts(
@@ -179,7 +183,17 @@ class TokenF1(Evaluator):
         f1s, ok = scores.tolist(), passed.tolist()
         precision, recall = columns["precision"].tolist(), columns["recall"].tolist()
         n_pred, n_gold = columns["n_pred"].astype(np.int64).tolist(), columns["n_gold"].astype(np.int64).tolist()
-        tokens_a, tokens_e = columns["tokens_a"].tolist(), columns["tokens_e"].tolist()
+        held, chunk = columns["failing_tokens"], common.BATCH_CHUNK  # the chunks the batch was scored in
+        # the failing pairs' tokens of the last chunk asked for (replaced whole: concurrent readers stay safe)
+        last: list[dict[int, tuple[list[str], list[str]]]] = [{}]
+
+        def tokens_of(i: int) -> tuple[list[str], list[str]]:
+            got = last[0].get(i)
+            if got is None:  # the first failing pair of its chunk: the chunk's failing pairs' tokens at once
+                start = i - i % chunk
+                tokens = held[start].by_pair(start)
+                last[0], got = tokens, tokens[i]
+            return got
 
         def build(i: int) -> dict[str, Any]:
             f1, answer = f1s[i], expecteds[i]
@@ -206,7 +220,7 @@ class TokenF1(Evaluator):
                 f"token F1 {f1:.3f} (precision {precision[i]:.3f}, recall {recall[i]:.3f}) of output {clip(text, 80)} "
                 f"against {clip(answer, 80)} is below the threshold {threshold:g}"
             )
-            feedback = self._feedback(tokens_a[i], tokens_e[i], answer)
+            feedback = self._feedback(*tokens_of(i), answer)
             return {
                 "score": f1,
                 "passed": False,
@@ -293,13 +307,6 @@ class _Tokens:
         same = np.bincount(shared // self.size, weights=np.minimum(counts_a[ia], counts_b[ib]), minlength=n)
         return np.asarray(same, dtype=np.float64)
 
-    def of_texts(self, k: int, which: list[int]) -> list[list[str]]:
-        """The tokens (as :func:`squad_tokens_prepared` gives them) of the texts ``which`` of list ``k``."""
-        lengths = self.lengths[k]
-        starts = (np.cumsum(lengths) - lengths).tolist()
-        tokens, names, counts = self.tokens[k], self.names, lengths.tolist()
-        return [names[tokens[starts[i] : starts[i] + counts[i]]].tolist() for i in which]
-
 
 def _expansion(
     ids: dict[str, int], hidden: dict[str, list[str]]
@@ -328,3 +335,46 @@ def _expansion(
         return flat[np.repeat(offsets[tokens] - firsts, counts) + np.arange(int(counts.sum()))]
 
     return expand
+
+
+class _FailingTokens:
+    """The tokens of a chunk's failing pairs (those at chunk offsets ``where``), for their feedback: token ids and
+    the vocabulary until asked for, then the lists of strings that :func:`squad_tokens_prepared` gives."""
+
+    def __init__(self, where: list[int], pred: list[list[str]] | None, gold: list[list[str]] | None) -> None:
+        self.where = where
+        self._lists = None if pred is None or gold is None else (pred, gold)
+        self._names: npt.NDArray[np.object_] | None = None
+        self._ids: list[tuple[npt.NDArray[np.int64], list[int]]] = []
+
+    @classmethod
+    def of_stream(cls, tokens: _Tokens, failing: npt.NDArray[np.int64], where: list[int]) -> _FailingTokens:
+        """The failing texts' (``failing``: their indices in lists 0 and 1) token ids, gathered in numpy."""
+        held = cls(where, None, None)
+        held._names = tokens.names
+        for k in (0, 1):
+            lengths = tokens.lengths[k]
+            counts = lengths[failing]
+            offsets = np.cumsum(counts) - counts  # where each failing text's tokens start among the gathered
+            starts = (np.cumsum(lengths) - lengths)[failing]
+            gather = np.repeat(starts - offsets, counts) + np.arange(int(counts.sum()), dtype=np.int64)
+            held._ids.append((tokens.tokens[k][gather], counts.tolist()))
+        return held
+
+    def by_pair(self, offset: int) -> dict[int, tuple[list[str], list[str]]]:
+        """(output tokens, answer tokens) of each failing pair, keyed by its index in the batch (chunk + offset)."""
+        if self._lists is not None:
+            pred, gold = self._lists
+        else:
+            assert self._names is not None
+            pred, gold = (_split(self._names[ids].tolist(), counts) for ids, counts in self._ids)
+        return {offset + w: (p, g) for w, p, g in zip(self.where, pred, gold, strict=True)}
+
+
+def _split(items: list[str], counts: list[int]) -> list[list[str]]:
+    """``items`` cut into consecutive lists of ``counts`` items."""
+    out, start = [], 0
+    for count in counts:
+        out.append(items[start : start + count])
+        start += count
+    return out
