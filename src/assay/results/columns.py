@@ -9,21 +9,23 @@ Columns come out in doc_id order (ties in the order written), the order of the l
 
 from __future__ import annotations
 
-import hashlib
-import heapq
 import math
-from array import array
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from dataclasses import dataclass
 
 from assay.errors import AssayError
 from assay.gcpause import gc_paused
 from assay.record import RunManifest, TaskInfo
-from assay.results.aggregate import MAX_ERROR_EXAMPLES, SampleValues, count_error, record_error, record_value
+from assay.results.accumulators import (  # re-exported: they used to live here
+    MetricAcc,
+    StringColumn,
+    TaskAcc,
+    TaskColumns,
+    doc_hash64,
+    finish_task,
+    hash64,
+)
+from assay.results.aggregate import record_error, record_value
 from assay.results.sources import (  # re-exported: the sources used to live here
     FileSource,
     ListSource,
@@ -34,10 +36,6 @@ from assay.results.sources import (  # re-exported: the sources used to live her
     StreamSource,
 )
 
-Int64Array = npt.NDArray[np.int64]
-EXAMPLES_KEPT = max(MAX_ERROR_EXAMPLES, 5)  # first errors (by doc_id) kept per column, for messages
-
-
 __all__ = [
     "FileSource",
     "ListSource",
@@ -46,138 +44,11 @@ __all__ = [
     "SampleLogSink",
     "SamplesRewritten",
     "StreamSource",
+    "StringColumn",
+    "TaskColumns",
+    "doc_hash64",
+    "hash64",
 ]
-
-
-def hash64(text: str) -> int:
-    """A 64-bit hash of a string (blake2b), stable across processes."""
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little", signed=True)
-
-
-def doc_hash64(doc: Any) -> int:
-    """The first 8 bytes of lm-eval's ``doc_hash`` (sha256 of the doc as indented JSON) as an int64."""
-    from assay.results.schema import indented_json
-
-    text = indented_json(doc)
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little", signed=True)
-
-
-class _MetricAcc:
-    """One (filter, metric) column while scanning (file order)."""
-
-    __slots__ = ("attempts", "counts", "examples", "frac", "n_err", "n_model", "passed", "values")
-
-    def __init__(self) -> None:
-        self.values = array("d")
-        self.frac = array("d")
-        self.attempts = array("q")
-        self.passed = array("q")
-        self.n_err = 0
-        self.n_model = 0
-        self.examples: list[tuple[int, int, str]] = []  # max-heap (negated) of the first errors by (doc_id, seq)
-        self.counts: dict[str, int] = {}
-
-    def add(self, seq: int, doc_id: int, rv: tuple[Any, ...]) -> None:
-        value, frac, att, npass, n_err, n_model, first, messages = rv
-        self.values.append(value)
-        self.frac.append(frac)
-        self.attempts.append(att)
-        self.passed.append(npass)
-        if n_err:
-            self.n_err += n_err
-            self.n_model += n_model
-            for message in messages:
-                count_error(self.counts, message)
-        if first is not None:
-            item = (-doc_id, -seq, first)
-            if len(self.examples) < EXAMPLES_KEPT:
-                heapq.heappush(self.examples, item)
-            elif item > self.examples[0]:
-                heapq.heapreplace(self.examples, item)
-
-    def finish(self, order: Int64Array, doc_ids: Int64Array) -> SampleValues:
-        def col(a: array[Any], dtype: Any) -> Any:
-            return np.frombuffer(a, dtype=dtype)[order] if len(a) else np.zeros(0, dtype=dtype)
-
-        errors = [(-d, msg) for d, _, msg in sorted(self.examples, reverse=True)]
-        return SampleValues(
-            doc_ids,
-            col(self.values, np.float64),
-            col(self.frac, np.float64),
-            col(self.attempts, np.int64),
-            col(self.passed, np.int64),
-            self.n_err,
-            errors,
-            self.n_model,
-            self.counts,
-        )
-
-
-@dataclass
-class TaskColumns:
-    """One task's samples as columns in doc_id order."""
-
-    name: str
-    positions: Int64Array  # where each sample's record is in its source
-    doc_ids: Int64Array
-    keys: list[tuple[str, str]]  # (filter, metric) in the order results list them
-    values: dict[tuple[str, str], SampleValues]
-    n_model_errors: int = 0  # samples with a failed model request
-    model_error_example: str | None = None
-    clusters: Int64Array | None = None  # cluster code per sample (with a cluster key)
-    id_hashes: Int64Array | None = None  # hash of the sample id (with ids)
-    doc_hashes: Int64Array | None = None  # first 8 bytes of the doc hash (with ids)
-    sample_ids: StringColumn | None = None
-
-    def __len__(self) -> int:
-        return int(self.doc_ids.size)
-
-
-@dataclass
-class StringColumn:
-    """Many short strings in one UTF-8 buffer and an offsets array (no Python object per string)."""
-
-    data: bytes
-    ends: Int64Array
-
-    def __getitem__(self, i: int) -> str:
-        start = int(self.ends[i - 1]) if i > 0 else 0
-        return self.data[start : int(self.ends[i])].decode("utf-8")
-
-    def __len__(self) -> int:
-        return int(self.ends.size)
-
-    def take(self, order: Int64Array) -> StringColumn:
-        """The strings at ``order`` as a new column."""
-        parts = bytearray()
-        ends = np.empty(order.size, dtype=np.int64)
-        for j, i in enumerate(order):
-            start = int(self.ends[i - 1]) if i > 0 else 0
-            parts += self.data[start : int(self.ends[i])]
-            ends[j] = len(parts)
-        return StringColumn(bytes(parts), ends)
-
-
-@dataclass
-class _TaskAcc:
-    info: TaskInfo | None
-    keys: list[tuple[str, str]]
-    with_ids: bool
-    cluster_key: str | None
-    positions: array[int] = field(default_factory=lambda: array("q"))
-    doc_ids: array[int] = field(default_factory=lambda: array("q"))
-    metrics: dict[tuple[str, str], _MetricAcc] = field(default_factory=dict)
-    n_model_errors: int = 0
-    model_error_example: tuple[int, int, str] | None = None
-    cluster_codes: array[int] = field(default_factory=lambda: array("q"))
-    cluster_index: dict[str, int] = field(default_factory=dict)
-    id_hashes: array[int] = field(default_factory=lambda: array("q"))
-    doc_hashes: array[int] = field(default_factory=lambda: array("q"))
-    ids: bytearray = field(default_factory=bytearray)
-    id_ends: array[int] = field(default_factory=lambda: array("q"))
-    filter_names: set[str] = field(default_factory=set)  # of filters and metrics: known (names of the columns)
-    metric_names: set[str] = field(default_factory=set)
-    plan: list[tuple[str, list[tuple[str, _MetricAcc]]]] | None = None
 
 
 def _declared_keys(info: TaskInfo) -> tuple[list[str], list[str]]:
@@ -247,11 +118,11 @@ def _scan_once(
     observers: Sequence[Callable[[RecordDict], None]],
     sample_logs: SampleLogSink | None,
 ) -> tuple[ScanResult, bool]:
-    accs: dict[str, _TaskAcc] = {}
+    accs: dict[str, TaskAcc] = {}
     for info in manifest.tasks:
         keys = [(f, m) for f in filters[info.name] for m in metrics[info.name]]
-        acc = accs[info.name] = _TaskAcc(info, keys, with_ids, cluster_key)
-        acc.metrics = {k: _MetricAcc() for k in keys}
+        acc = accs[info.name] = TaskAcc(info, keys, with_ids, cluster_key)
+        acc.metrics = {k: MetricAcc() for k in keys}
         acc.filter_names, acc.metric_names = set(filters[info.name]), set(metrics[info.name])
     state = _ScanState(error_policy == "as_zero", repeat_reduction, reductions, cluster_key, with_ids, sample_logs)
     with gc_paused():
@@ -261,15 +132,74 @@ def _scan_once(
     out = {}
     for name, acc in accs.items():
         acc.keys = [(f, m) for f in filters[name] for m in metrics[name]]
-        out[name] = _finish(acc)
+        out[name] = finish_task(acc)
     return ScanResult(out, state.unknown), False
+
+
+@dataclass
+class ScanPartial:
+    """What a pass over some of the records gathered, columns not yet finished: partials of consecutive runs of
+    records merge, in order, into what one pass over them all builds (:func:`merge_partials`)."""
+
+    accs: dict[str, TaskAcc]
+    unknown: dict[str, int]
+    seq: int  # records of known tasks passed
+    declared: bool  # every filter and metric found was declared in run.json (else the partial cannot merge)
+
+
+def scan_partial(
+    manifest: RunManifest,
+    source: RecordSource,
+    *,
+    error_policy: str,
+    repeat_reduction: str = "mean",
+    reductions: dict[str, str] | None = None,
+    cluster_key: str | None = None,
+    observers: Sequence[Callable[[RecordDict], None]] = (),
+    sample_logs: SampleLogSink | None = None,
+) -> ScanPartial:
+    """One pass over some records (e.g. a range of ``samples.jsonl``, in another process) as :func:`scan` makes it."""
+    filters = {info.name: _declared_keys(info)[0] for info in manifest.tasks}
+    metrics = {info.name: _declared_keys(info)[1] for info in manifest.tasks}
+    accs: dict[str, TaskAcc] = {}
+    for info in manifest.tasks:
+        keys = [(f, m) for f in filters[info.name] for m in metrics[info.name]]
+        acc = accs[info.name] = TaskAcc(info, keys, False, cluster_key)
+        acc.metrics = {k: MetricAcc() for k in keys}
+        acc.filter_names, acc.metric_names = set(filters[info.name]), set(metrics[info.name])
+    state = _ScanState(error_policy == "as_zero", repeat_reduction, reductions or {}, cluster_key, False, sample_logs)
+    with gc_paused():
+        _feed(source, state, observers, accs, filters, metrics)
+    declared = not state.grown and all((filters[i.name], metrics[i.name]) == _declared_keys(i) for i in manifest.tasks)
+    for acc in accs.values():
+        acc.plan = None  # refers to the columns: not needed past the pass
+    return ScanPartial(accs, state.unknown, state.seq, declared)
+
+
+def merge_partials(partials: Sequence[ScanPartial], positions: Sequence[int]) -> ScanResult | None:
+    """The columns one pass over the partials' records, in order, would build; ``positions[i]``: how many
+    positions the sources before partial ``i`` yielded. None when a partial cannot be merged exactly (a metric
+    run.json does not declare, more distinct error messages than are counted one by one): scan serially."""
+    if not partials or not all(p.declared for p in partials):
+        return None
+    first = partials[0]
+    unknown = dict(first.unknown)
+    seq = first.seq
+    for partial, pos_offset in zip(partials[1:], positions[1:], strict=True):
+        for name, acc in first.accs.items():
+            if not acc.merge(partial.accs[name], seq, pos_offset):
+                return None
+        for task, n in partial.unknown.items():
+            unknown[task] = unknown.get(task, 0) + n
+        seq += partial.seq
+    return ScanResult({name: finish_task(acc) for name, acc in first.accs.items()}, unknown)
 
 
 def _feed(
     source: RecordSource,
     state: _ScanState,
     observers: Sequence[Callable[[RecordDict], None]],
-    accs: dict[str, _TaskAcc],
+    accs: dict[str, TaskAcc],
     filters: dict[str, list[str]],
     metrics: dict[str, list[str]],
 ) -> None:
@@ -311,7 +241,7 @@ class _ScanState:
         self,
         pos: int,
         rec: RecordDict,
-        accs: dict[str, _TaskAcc],
+        accs: dict[str, TaskAcc],
         filters: dict[str, list[str]],
         metrics: dict[str, list[str]],
     ) -> None:
@@ -348,7 +278,7 @@ class _ScanState:
         if plan is None:  # each filter with its metrics' columns, in the order of the columns and sample logs
             for k in [(f, m) for f in task_filters for m in task_metrics if (f, m) not in acc.metrics]:
                 acc.keys.append(k)
-                acc.metrics[k] = _MetricAcc()
+                acc.metrics[k] = MetricAcc()
             plan = acc.plan = [(f, [(m, acc.metrics[(f, m)]) for m in task_metrics]) for f in task_filters]
         doc_id = int(rec["doc_id"])
         acc.positions.append(pos)
@@ -404,32 +334,6 @@ class _ScanState:
             acc.ids += sample_id.encode("utf-8")
             acc.id_ends.append(len(acc.ids))
         self.seq = seq + 1
-
-
-def _ints(a: array[int]) -> Int64Array:
-    return np.frombuffer(a, dtype=np.int64).copy() if len(a) else np.zeros(0, dtype=np.int64)
-
-
-def _finish(acc: _TaskAcc) -> TaskColumns:
-    doc_ids_file = _ints(acc.doc_ids)
-    order = np.argsort(doc_ids_file, kind="stable")
-    doc_ids = doc_ids_file[order]
-    cols = TaskColumns(
-        name=acc.info.name if acc.info else "",
-        positions=_ints(acc.positions)[order],
-        doc_ids=doc_ids,
-        keys=list(acc.keys),
-        values={k: acc.metrics[k].finish(order, doc_ids) for k in acc.keys},
-        n_model_errors=acc.n_model_errors,
-        model_error_example=acc.model_error_example[2] if acc.model_error_example else None,
-    )
-    if acc.cluster_key:
-        cols.clusters = _ints(acc.cluster_codes)[order]
-    if acc.with_ids:
-        cols.id_hashes = _ints(acc.id_hashes)[order]
-        cols.doc_hashes = _ints(acc.doc_hashes)[order]
-        cols.sample_ids = StringColumn(bytes(acc.ids), _ints(acc.id_ends)).take(order)
-    return cols
 
 
 def finite_or_none(value: float) -> float | None:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from assay.errors import AssayError, ConfigError
 from assay.record import RunManifest, SampleRecord
@@ -29,12 +29,15 @@ from assay.results.aggregate import (
     summarize_metric,
     task_rng,
 )
-from assay.results.columns import ListSource, RecordSource, SampleLogSink, TaskColumns, scan
-from assay.results.document import RecordFacts, groups_figures, json_safe, lm_eval_document, put_metric
-from assay.results.independence import SharedContext, independence_warning
-from assay.results.judging import JudgingFigures
-from assay.results.operational import OperationalTally, validate_prices
+from assay.results.columns import ListSource, RecordSource, SampleLogSink, ScanResult, TaskColumns, scan
+from assay.results.document import groups_figures, json_safe, lm_eval_document, put_metric
+from assay.results.independence import independence_warning
+from assay.results.operational import validate_prices
+from assay.results.runfigures import RunFigures
 from assay.results.samplelog import SampleLogSpool
+
+if TYPE_CHECKING:
+    from assay.results.shardscan import Sharded
 
 ASSAY_SCHEMA_VERSION = 1
 
@@ -84,6 +87,15 @@ def build_results(
     ).doc
 
 
+def _reductions(manifest: RunManifest, repeat_reduction: str) -> dict[str, str]:
+    """Each task's repeat reduction: its own setting, else the run's."""
+    reductions: dict[str, str] = {}
+    for task in manifest.tasks:
+        reduction = str(task.config.get("repeat_reduction", repeat_reduction))
+        reductions[task.name] = check_choice(f"task {task.name!r}: repeat_reduction", reduction, REPEAT_REDUCTIONS)
+    return reductions
+
+
 def _check_options(error_policy: str, repeat_reduction: str, group_weighting: str, iters: Any, conf: float) -> None:
     check_choice("error_policy", error_policy, ERROR_POLICIES)
     check_choice("repeat_reduction", repeat_reduction, REPEAT_REDUCTIONS)
@@ -108,54 +120,31 @@ def compute_results(
     confidence: float = 0.95,
     torn_lines: int = 0,
     sample_logs: SampleLogSink | None = None,
+    prescanned: tuple[ScanResult, RunFigures] | None = None,
 ) -> _Computed:
     """The results document of the records of ``source``, from one streamed scan (two if undeclared metrics);
-    ``sample_logs`` gets each record with its values as the scan passes it (see :mod:`assay.results.samplelog`)."""
+    ``sample_logs`` gets each record with its values as the scan passes it (see :mod:`assay.results.samplelog`).
+    ``prescanned``: the columns and run figures of a scan already made (by several processes): ``source`` is
+    not read."""
     _check_options(error_policy, repeat_reduction, group_weighting, bootstrap_iters, confidence)
     price_table = validate_prices(prices if prices is not None else manifest.config.get("prices"))
-    reductions: dict[str, str] = {}
-    for task in manifest.tasks:
-        reduction = str(task.config.get("repeat_reduction", repeat_reduction))
-        reductions[task.name] = check_choice(f"task {task.name!r}: repeat_reduction", reduction, REPEAT_REDUCTIONS)
-    ops, facts, judging = OperationalTally(manifest, price_table), RecordFacts(), JudgingFigures()
-    shared = {task.name: SharedContext() for task in manifest.tasks}
-    corpus_metrics = {t.name: [m.name for m in t.metrics if m.aggregation == "corpus"] for t in manifest.tasks}
-    corpus_stats: dict[tuple[str, str, str], corpus.CorpusStats] = {}
-
-    def observe(rec: dict[str, Any]) -> None:  # every record once, in the order written: run-wide figures
-        task = rec["task"]
-        ops.add_requests(rec)
-        facts.add(rec)
-        detector = shared.get(task)
-        if detector is not None and detector.seen < detector.limit:  # the first records of each task
-            detector.observe(rec)
-        for filter_name, fr in (rec.get("filters") or {}).items():
-            by_metric = fr.get("verdicts") or {}
-            for metric, verdicts in by_metric.items():
-                for v in verdicts:
-                    details = v.get("details")
-                    if details:  # judge calls, pairwise judgements
-                        ops.add_judge_calls(details)
-                        if isinstance(details, Mapping) and details.get("mode") == "pairwise":
-                            judging.add_pairwise(task, filter_name, metric, v)
-        for metric in corpus_metrics.get(task, ()):  # corpus metrics: each sample's sufficient statistics
-            for filter_name, fr in (rec.get("filters") or {}).items():
-                key = (task, filter_name, metric)
-                stats = corpus_stats.get(key)
-                if stats is None:
-                    stats = corpus_stats[key] = corpus.CorpusStats()
-                stats.add((fr.get("verdicts") or {}).get(metric))
-
-    scanned = scan(
-        manifest,
-        source,
-        error_policy=error_policy,
-        repeat_reduction=repeat_reduction,
-        reductions=reductions,
-        cluster_key=cluster_key,
-        observers=(observe,),
-        sample_logs=sample_logs,
-    )
+    reductions = _reductions(manifest, repeat_reduction)
+    if prescanned is None:
+        run_figures = RunFigures(manifest, price_table)
+        scanned = scan(
+            manifest,
+            source,
+            error_policy=error_policy,
+            repeat_reduction=repeat_reduction,
+            reductions=reductions,
+            cluster_key=cluster_key,
+            observers=(run_figures.observe,),
+            sample_logs=sample_logs,
+        )
+    else:
+        scanned, run_figures = prescanned
+    ops, facts, judging, shared = run_figures.ops, run_figures.facts, run_figures.judging, run_figures.shared
+    corpus_stats = run_figures.corpus_stats
     warnings = [
         f"{n} sample(s) of task {t!r}, which is not in run.json, were ignored" for t, n in scanned.unknown.items()
     ]
@@ -298,6 +287,37 @@ def _metric_warnings(task: str, filter_name: str, metric: str, sv: Any, entry: M
     return []
 
 
+def _scan_sharded(
+    root: Path, manifest: RunManifest, logs: SampleLogSpool, processes: int | None, options: dict[str, Any]
+) -> Sharded | None:
+    """The scan of a large samples file by several processes (None: scan in this one; see ``shardscan``)."""
+    from assay.forking import default_processes
+    from assay.results.shardscan import scan_sharded
+
+    _check_options(
+        options["error_policy"],
+        options["repeat_reduction"],
+        options["group_weighting"],
+        options["bootstrap_iters"],
+        options["confidence"],
+    )
+    prices = options["prices"]
+    scan_options = {
+        "error_policy": options["error_policy"],
+        "repeat_reduction": options["repeat_reduction"],
+        "reductions": _reductions(manifest, options["repeat_reduction"]),
+        "cluster_key": options["cluster_key"],
+    }
+    return scan_sharded(
+        root,
+        manifest,
+        logs,
+        processes=processes or default_processes(),
+        prices=validate_prices(prices if prices is not None else manifest.config.get("prices")),
+        scan_options=scan_options,
+    )
+
+
 @contextmanager
 def atomic_file(path: Path) -> Iterator[IO[str]]:
     """A text file written in pieces that appears at ``path`` complete or not at all (mode as an ordinary write)."""
@@ -332,11 +352,14 @@ def write_results(
     repeat_reduction: str = "mean",
     group_weighting: str = "size",
     confidence: float = 0.95,
+    processes: int | None = None,
 ) -> dict[str, Any]:
     """Read ``run.json`` + ``samples.jsonl``, write ``results.json`` and ``samples_<task>.jsonl`` atomically.
 
     Streams over the samples: one pass indexes and parses each line, computes the figures and encodes the sample
-    logs (a second when records hold metrics run.json does not declare, or a sample was written twice)."""
+    logs (a second when records hold metrics run.json does not declare, or a sample was written twice). A large
+    file is read in ranges by ``processes`` forked processes (None: one per CPU; see
+    :mod:`assay.results.shardscan`)."""
     from assay.results.columns import FileSource, SamplesRewritten, StreamSource
     from assay.runner.rundir import SampleStream, atomic_write_text, read_manifest
 
@@ -356,11 +379,17 @@ def write_results(
         "confidence": confidence,
     }
     try:
-        try:
-            computed = compute_results(manifest, StreamSource(stream), sample_logs=logs, **options)
-        except SamplesRewritten:  # a sample written twice (a resume): read again, keeping each sample's last copy
-            computed = compute_results(manifest, FileSource(stream.index()), sample_logs=logs, **options)
-        computed.doc["assay"]["torn_lines"] = stream.torn
+        sharded = _scan_sharded(root, manifest, logs, processes, options)
+        if sharded is not None:
+            prescanned = (sharded.scanned, sharded.figures)
+            computed = compute_results(manifest, ListSource([]), prescanned=prescanned, **options)
+            computed.doc["assay"]["torn_lines"] = sharded.torn
+        else:
+            try:
+                computed = compute_results(manifest, StreamSource(stream), sample_logs=logs, **options)
+            except SamplesRewritten:  # a sample written twice (a resume): read again, keeping its last copy
+                computed = compute_results(manifest, FileSource(stream.index()), sample_logs=logs, **options)
+            computed.doc["assay"]["torn_lines"] = stream.torn
         logs.commit()
     finally:
         logs.discard()

@@ -123,7 +123,7 @@ def index_samples(run_dir: Path) -> SampleIndex:
                 torn = 1  # the last line was cut mid-write by a crash: not a finished sample
     off = np.frombuffer(offsets, dtype=np.int64).copy() if offsets else empty
     num = np.frombuffer(linenos, dtype=np.int64).copy() if linenos else empty
-    dropped = _rewritten(path, off, np.frombuffer(hashes, dtype=np.int64) if hashes else empty)
+    dropped = rewritten_lines(path, off, np.frombuffer(hashes, dtype=np.int64) if hashes else empty)
     if dropped.size:
         keep = np.ones(off.size, dtype=bool)
         keep[dropped] = False
@@ -143,7 +143,7 @@ def _add_line(
     hashes.append(hash(key))
 
 
-def _rewritten(path: Path, offsets: npt.NDArray[np.int64], hashes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+def rewritten_lines(path: Path, offsets: npt.NDArray[np.int64], hashes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Positions of lines that a later line of the same sample replaces (equal hashes, then keys compared)."""
     none = np.zeros(0, dtype=np.int64)
     if hashes.size < 2:
@@ -238,8 +238,9 @@ class SampleStream:
     afterwards :attr:`torn` and :meth:`index` are what :func:`index_samples` gives. When a sample was written twice
     (:attr:`rewritten`), the pass saw every copy: read again through :meth:`index`, which keeps the last."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, start: int = 0, end: int | None = None) -> None:
         self.path = run_dir / SAMPLES
+        self.start, self.end = start, end  # a byte range starting and (unless None: the file's end) ending a line
         self.torn = 0
         self.rewritten = False
         self._offsets, self._linenos, self._hashes = array("q"), array("q"), array("q")
@@ -250,11 +251,14 @@ class SampleStream:
         if not self.path.is_file():
             return
         offsets, linenos, hashes = self._offsets, self._linenos, self._hashes
-        path = self.path
+        path, end = self.path, self.end
         pending: tuple[bytes, int, int] | None = None  # the last non-blank line, checked once the file ends
         with open(path, "rb", buffering=1 << 20) as fh:
-            lineno = pos = 0
+            fh.seek(self.start)
+            lineno, pos = 0, self.start  # line numbers count from the range's start
             for raw in fh:
+                if end is not None and pos >= end:
+                    break
                 lineno += 1
                 start, pos = pos, pos + len(raw)
                 if raw.isspace():
@@ -268,7 +272,8 @@ class SampleStream:
                 pending = (raw, start, lineno)
         if pending is not None:
             try:
-                SampleRecord.model_validate_json(pending[0])
+                if end is None:  # the file's last line may be torn; a range's last line ends before the next range
+                    SampleRecord.model_validate_json(pending[0])
             except ValidationError:
                 self.torn = 1  # the last line was cut mid-write by a crash: not a finished sample
             else:
@@ -279,10 +284,15 @@ class SampleStream:
                 yield len(offsets) - 1, obj
         self.rewritten = bool(self._dropped().size)
 
+    def keys_read(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(byte offset, hash of task and sample id) of each line read: what finds a sample written twice when a
+        file is read in ranges (the hashes are this interpreter's, equal in processes forked from it)."""
+        return np.frombuffer(self._offsets, dtype=np.int64).copy(), np.frombuffer(self._hashes, dtype=np.int64).copy()
+
     def _dropped(self) -> npt.NDArray[np.int64]:
         empty = np.zeros(0, dtype=np.int64)
         off = np.frombuffer(self._offsets, dtype=np.int64) if self._offsets else empty
-        return _rewritten(self.path, off, np.frombuffer(self._hashes, dtype=np.int64) if self._hashes else empty)
+        return rewritten_lines(self.path, off, np.frombuffer(self._hashes, dtype=np.int64) if self._hashes else empty)
 
     def index(self) -> SampleIndex:
         """The index of the lines read (after a full pass): the last copy of each sample, as index_samples."""

@@ -337,7 +337,7 @@ async def _execute(
         from assay.results import write_results
 
         try:
-            write_results(run_dir, **settings.results_options())
+            write_results(run_dir, processes=settings.processes, **settings.results_options())
         except OSError as err:
             if not _disk_full(err):
                 raise

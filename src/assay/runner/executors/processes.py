@@ -14,7 +14,6 @@ import asyncio
 import gc
 import multiprocessing
 import os
-import signal
 import sys
 import time
 from collections import deque
@@ -24,18 +23,34 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
+from assay.forking import (  # re-exported: they used to live here
+    MAX_PROCESSES,
+    cgroup_cpu_quota,
+    default_processes,
+    fork_available,
+    worker_start,
+)
 from assay.gcpause import gc_paused
 from assay.runner.executors.shards import OfflineShard, Scored, scored
 from assay.runner.offline import OfflineScheduler, answer_all, first_errors, score_records
 from assay.runner.pending import runs, tasks_of
 from assay.runner.scheduler import WorkerLost
 
+__all__ = [
+    "MAX_PROCESSES",
+    "ProcessOfflineExecutor",
+    "ProcessPool",
+    "ScoringProcessDied",
+    "can_fork",
+    "cgroup_cpu_quota",
+    "default_processes",
+]
+
 if TYPE_CHECKING:
     from assay.models.predictions import PredictionsModel
     from assay.runner.scheduler import RunStats
     from assay.tasks import Sample, Task
 
-MAX_PROCESSES = 8  # by default: more rarely helps, as the one writer becomes the bound
 CHUNKS_PER_PROCESS = 2  # chunks in flight per process: the next is there when one ends
 
 
@@ -43,32 +58,9 @@ class ScoringProcessDied(WorkerLost):
     """A worker process ended without finishing its chunk (killed, out of memory)."""
 
 
-def default_processes() -> int:
-    """One scoring process per CPU this process may use (its affinity, and a container's CPU quota, cgroup v2),
-    at most :data:`MAX_PROCESSES`."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cpus = os.cpu_count() or 1
-    quota = cgroup_cpu_quota()
-    if quota is not None:
-        cpus = min(cpus, max(1, int(quota)))
-    return max(1, min(cpus, MAX_PROCESSES))
-
-
-def cgroup_cpu_quota(path: str = "/sys/fs/cgroup/cpu.max") -> float | None:
-    """The CPUs a cgroup v2 quota allows (``cpu.max``: "200000 100000" is 2), or None without a quota."""
-    try:
-        with open(path, encoding="ascii") as fh:
-            quota, _, period = fh.read().strip().partition(" ")
-        return None if quota == "max" else int(quota) / int(period or 100000)
-    except (OSError, ValueError, ZeroDivisionError):
-        return None
-
-
 def can_fork(tasks: Sequence[Task]) -> bool:
     """True when worker processes may be forked for these tasks: on Linux, with fork-safe evaluators only."""
-    if not sys.platform.startswith("linux") or "fork" not in multiprocessing.get_all_start_methods():
+    if not fork_available():
         return False
     return all(metric.evaluator.fork_safe() for task in tasks for metric in task.metrics)
 
@@ -91,23 +83,6 @@ class Done(NamedTuple):
     scored: Scored
     model_errors: list[str | None]
     requests: int
-
-
-_PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
-
-
-def _worker_start(parent: int) -> None:
-    """Set a forked worker up: it dies with its parent (a killed writer must not leave workers behind, holding
-    memory), and Ctrl-C is the writer's to handle (it stops sending chunks and ends the workers)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    except (OSError, AttributeError):  # no prctl: the worker ends when it next finds its parent gone
-        pass
-    if os.getppid() != parent:  # the parent died before prctl took effect
-        os._exit(1)
 
 
 def _score_in_worker(task_name: str, items: list[Any], started_at: float, source: str | None) -> Done:
@@ -166,7 +141,7 @@ class ProcessPool:
         self._pool = ProcessPoolExecutor(
             self.processes,
             mp_context=multiprocessing.get_context("fork"),
-            initializer=_worker_start,
+            initializer=worker_start,
             initargs=(os.getpid(),),
         )
         return self
