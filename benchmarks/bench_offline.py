@@ -11,6 +11,7 @@ N, in the same run; the ratio compares rows/s.
     python -m benchmarks.bench_offline --rows 10000000 --no-baseline
     python -m benchmarks.bench_offline --table 100000,300000,1000000   # issue 12's table: wall, peak RSS, folder
     python -m benchmarks.bench_offline --rows 1000000 --no-baseline --processes 1   # the driver scoring alone
+    python -m benchmarks.bench_offline --results-scan 1000000   # results.json: one process vs forked range scans
 """
 
 from __future__ import annotations
@@ -208,6 +209,44 @@ def table(sizes: list[int]) -> None:
             )
 
 
+def results_scan(n: int, rounds: int = 2) -> None:
+    """results.json and the sample logs of one n-sample run folder, written by one process and by the default
+    (forked range scans), alternately ``rounds`` times each, each in a subprocess: wall, CPU, peak RSS, ratio."""
+    code = (
+        "import resource, sys, time\n"
+        "from assay.results import write_results\n"
+        "t = time.perf_counter()\n"
+        "write_results(sys.argv[1], processes=int(sys.argv[2]) or None)\n"
+        "me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(time.perf_counter() - t, me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, me.ru_maxrss,"
+        " kids.ru_maxrss)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent.parent), *sys.path])}
+    with tempfile.TemporaryDirectory(prefix="bench_results_") as tmp:
+        folder = Path(tmp)
+        write_data(folder, n)
+        measure("offline", folder, skip_results=True)
+        run = next((folder / "runs-offline").iterdir())
+        print(f"results of {n:,} samples ({(run / 'samples.jsonl').stat().st_size / 1e6:,.0f} MB of records)")
+        best: dict[str, float] = {}
+        for _ in range(rounds):
+            for label, processes in (("one process", 1), ("default processes", 0)):
+                for old in [run / "results.json", *run.glob("samples_*.jsonl")]:
+                    old.unlink(missing_ok=True)
+                out = subprocess.run(
+                    [sys.executable, "-c", code, str(run), str(processes)],
+                    capture_output=True, text=True, env=env, check=True,
+                )  # fmt: skip
+                wall, cpu, rss, kids_rss = (float(x) for x in out.stdout.split())
+                best[label] = min(best.get(label, wall), wall)
+                print(
+                    f"  {label:>17}: {wall:.1f}s wall, {cpu:.1f}s CPU, peak RSS {rss / 1024:,.0f} MiB"
+                    + (f" (each scanning process {kids_rss / 1024:,.0f} MiB)" if kids_rss else ""),
+                    flush=True,
+                )
+        print(f"  speed-up, best wall: {best['one process'] / best['default processes']:.2f}x")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="bench_offline")
     parser.add_argument("--quick", action="store_true", help="20,000 rows (baseline 5,000)")
@@ -217,6 +256,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--skip-results", action="store_true", help="time everything but writing results.json")
     parser.add_argument("--table", help="comma-separated row counts: wall, peak RSS and run folder size of each")
     parser.add_argument("--processes", type=int, help="scoring processes (default: one per CPU; 1: the driver alone)")
+    parser.add_argument("--results-scan", type=int, metavar="N", help="time writing the results of N samples only")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv if argv is not None else [])
     if args.processes:
@@ -232,6 +272,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.table:
         table([int(n) for n in args.table.split(",")])
+        return
+    if args.results_scan:
+        results_scan(args.results_scan)
         return
     quick = args.quick or os.environ.get("ASSAY_BENCH_QUICK") == "1"
     n = args.rows or (20_000 if quick else 1_000_000)
