@@ -55,6 +55,23 @@ def _declared_keys(info: TaskInfo) -> tuple[list[str], list[str]]:
     return list(info.filters), [m.name for m in info.metrics]
 
 
+def _new_accs(
+    manifest: RunManifest,
+    filters: dict[str, list[str]],
+    metrics: dict[str, list[str]],
+    with_ids: bool,
+    cluster_key: str | None,
+) -> dict[str, TaskAcc]:
+    """Empty accumulators for every task of the manifest, a column per (filter, metric) known so far."""
+    accs: dict[str, TaskAcc] = {}
+    for info in manifest.tasks:
+        keys = [(f, m) for f in filters[info.name] for m in metrics[info.name]]
+        acc = accs[info.name] = TaskAcc(info, keys, with_ids, cluster_key)
+        acc.metrics = {k: MetricAcc() for k in keys}
+        acc.filter_names, acc.metric_names = set(filters[info.name]), set(metrics[info.name])
+    return accs
+
+
 @dataclass
 class ScanResult:
     """Every task's columns, and how many records named a task the manifest does not have."""
@@ -118,12 +135,7 @@ def _scan_once(
     observers: Sequence[Callable[[RecordDict], None]],
     sample_logs: SampleLogSink | None,
 ) -> tuple[ScanResult, bool]:
-    accs: dict[str, TaskAcc] = {}
-    for info in manifest.tasks:
-        keys = [(f, m) for f in filters[info.name] for m in metrics[info.name]]
-        acc = accs[info.name] = TaskAcc(info, keys, with_ids, cluster_key)
-        acc.metrics = {k: MetricAcc() for k in keys}
-        acc.filter_names, acc.metric_names = set(filters[info.name]), set(metrics[info.name])
+    accs = _new_accs(manifest, filters, metrics, with_ids, cluster_key)
     state = _ScanState(error_policy == "as_zero", repeat_reduction, reductions, cluster_key, with_ids, sample_logs)
     with gc_paused():
         _feed(source, state, observers, accs, filters, metrics)
@@ -161,12 +173,7 @@ def scan_partial(
     """One pass over some records (e.g. a range of ``samples.jsonl``, in another process) as :func:`scan` makes it."""
     filters = {info.name: _declared_keys(info)[0] for info in manifest.tasks}
     metrics = {info.name: _declared_keys(info)[1] for info in manifest.tasks}
-    accs: dict[str, TaskAcc] = {}
-    for info in manifest.tasks:
-        keys = [(f, m) for f in filters[info.name] for m in metrics[info.name]]
-        acc = accs[info.name] = TaskAcc(info, keys, False, cluster_key)
-        acc.metrics = {k: MetricAcc() for k in keys}
-        acc.filter_names, acc.metric_names = set(filters[info.name]), set(metrics[info.name])
+    accs = _new_accs(manifest, filters, metrics, False, cluster_key)
     state = _ScanState(error_policy == "as_zero", repeat_reduction, reductions or {}, cluster_key, False, sample_logs)
     with gc_paused():
         _feed(source, state, observers, accs, filters, metrics)
