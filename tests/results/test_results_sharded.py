@@ -7,6 +7,7 @@ import itertools
 import json
 import os
 import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +200,20 @@ def test_a_worker_that_dies_leaves_the_serial_scan_to_finish(tmp_path, sharded, 
     monkeypatch.setattr(shardscan, "_scan_range", dies_on_a_later_range)
     run = _mergeable_varied(tmp_path / "run")
     serial, parallel = _serial_and_sharded(tmp_path, run, 3, sharded, bootstrap_iters=50)
+    assert sharded == [False]
+    assert parallel == serial
+
+
+def test_a_process_running_other_threads_scans_serially(tmp_path, sharded):
+    run = _mergeable_varied(tmp_path / "run")
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        serial, parallel = _serial_and_sharded(tmp_path, run, 3, sharded, bootstrap_iters=50)
+    finally:
+        stop.set()
+        other.join()
     assert sharded == [False]
     assert parallel == serial
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -77,11 +78,13 @@ def scan_sharded(
     scan_options: dict[str, Any],
 ) -> Sharded | None:
     """Scan ``root``'s samples in up to ``processes`` forked processes and merge what they found (the sample logs'
-    spools into ``sample_logs``); None when the file is small, forking is not available, or the parts cannot be
-    merged exactly: scan serially then."""
+    spools into ``sample_logs``); None when the file is small, forking is not available or not safe (another
+    thread runs), or the parts cannot be merged exactly: scan serially then."""
     path = root / SAMPLES
     if processes < 2 or not fork_available() or not path.is_file():
         return None
+    if threading.active_count() > 1:  # a fork copies no other thread, and any lock one held stays held: a worker
+        return None  # could hang on it (an HTTP client's resolver, Ray's gRPC, torch's pools): scan here
     ranges = line_ranges(path, processes)
     if len(ranges) < 2:
         return None
