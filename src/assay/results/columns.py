@@ -199,6 +199,7 @@ def merge_partials(partials: Sequence[ScanPartial], positions: Sequence[int]) ->
         for task, n in partial.unknown.items():
             unknown[task] = unknown.get(task, 0) + n
         seq += partial.seq
+        partial.accs = {}  # merged: its arrays can go (the merge holds about one copy of the columns, not two)
     return ScanResult({name: finish_task(acc) for name, acc in first.accs.items()}, unknown)
 
 
