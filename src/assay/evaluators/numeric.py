@@ -116,6 +116,11 @@ class Numeric(Evaluator):
         self._pattern = number_pattern(self.options.decimal, self.options.times_ten, self.options.space_groups)
 
     def _value(self, m: re.Match[str]) -> float:
+        """The number a match stands for. A match of plain digits (with a decimal point when the mark is '.') is
+        all mantissa, without sign, separator, exponent or percent: its value is ``float`` of it, read at once."""
+        text = m.group(0)
+        if text.isdecimal() or (self.options.decimal == "." and text.replace(".", "", 1).isdecimal()):
+            return float(text)
         groups = m.groupdict()
         if groups.get("bare") is not None:
             mantissa = "1"
@@ -195,16 +200,8 @@ class Numeric(Evaluator):
             chosen = np.flatnonzero(np.append(new_owner, True))
         else:
             chosen = np.flatnonzero(np.insert(new_owner, 0, True))
-        values[owner[chosen]] = list(map(self._plain_value, [matches[k] for k in chosen.tolist()]))
+        values[owner[chosen]] = list(map(self._value, [matches[k] for k in chosen.tolist()]))
         return values
-
-    def _plain_value(self, m: re.Match[str]) -> float:
-        """:meth:`_value`, quicker for a match of plain digits (with a decimal point when the mark is '.'): such a
-        match is all mantissa, without sign, separator, exponent or percent, so its value is ``float`` of it."""
-        text = m.group(0)
-        if text.isdecimal() or (self.options.decimal == "." and text.replace(".", "", 1).isdecimal()):
-            return float(text)
-        return self._value(m)
 
     def _target(self, expected: Any) -> float:
         """:meth:`parse_expected`, quicker for a plain int or float (the common case in a data set)."""
