@@ -190,7 +190,7 @@ def write_html(
     compare: Comparison | None = None,
 ) -> Path:
     """Write the report page to ``path`` (atomically, streamed; parent folders created) and return the path."""
-    from assay.results.writer import atomic_file
+    from assay.atomicfile import atomic_file
 
     out = Path(path)
     with atomic_file(out) as fh:

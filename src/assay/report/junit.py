@@ -160,7 +160,7 @@ def write_junit(run: Run, path: str | os.PathLike[str]) -> dict[str, int]:
     Streamed: each suite's testcases go to a temporary file as the records are read (a suite's counts head it, so
     they are known only at its end), then the document is assembled; the bytes are those of ``ET.indent`` +
     ``ET.tostring`` on :func:`build_junit`'s tree (a test proves it), with memory flat in the size of the run."""
-    from assay.results.writer import atomic_file
+    from assay.atomicfile import atomic_file
 
     with ExitStack() as stack:
         suites: list[_Suite] = []

@@ -25,6 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
+from assay.atomicfile import file_mode
 from assay.results import schema
 
 
@@ -215,7 +216,7 @@ class _TaskSpool:
     def commit(self) -> None:
         """Make the spools ``samples_<task>.jsonl`` in doc_id order (atomically: complete or not at all)."""
         final = self.root / self.filename
-        mode = _file_mode(final)
+        mode = file_mode(final)
         self._flush()
         if self.filters is None:  # no record: an empty file
             fd, tmp = tempfile.mkstemp(prefix=f".{self.filename}.", suffix=".tmp", dir=self.root)
@@ -332,16 +333,6 @@ def _pread(fd: int, start: int, end: int) -> bytes:
         chunks.append(chunk)
         start += len(chunk)
     return b"".join(chunks)
-
-
-def _file_mode(path: Path) -> int:
-    """The mode an ordinary write would give ``path``: the existing file's, else the umask's."""
-    try:
-        return path.stat().st_mode & 0o7777
-    except OSError:
-        mask = os.umask(0o022)
-        os.umask(mask)
-        return 0o666 & ~mask
 
 
 class SampleLogSpool:

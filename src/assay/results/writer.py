@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
+from assay.atomicfile import atomic_write_text
 from assay.errors import AssayError, ConfigError
 from assay.record import RunManifest, SampleRecord
 from assay.results import corpus, schema
@@ -318,29 +317,6 @@ def _scan_sharded(
     )
 
 
-@contextmanager
-def atomic_file(path: Path) -> Iterator[IO[str]]:
-    """A text file written in pieces that appears at ``path`` complete or not at all (mode as an ordinary write)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except OSError:
-        mask = os.umask(0o022)
-        os.umask(mask)
-        mode = 0o666 & ~mask
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_results(
     run_dir: str | os.PathLike[str],
     *,
@@ -361,7 +337,7 @@ def write_results(
     file is read in ranges by ``processes`` forked processes (None: one per CPU; see
     :mod:`assay.results.shardscan`)."""
     from assay.results.columns import FileSource, SamplesRewritten, StreamSource
-    from assay.runner.rundir import SampleStream, atomic_write_text, read_manifest
+    from assay.runner.rundir import SampleStream, read_manifest
 
     root = Path(run_dir)
     started = time.perf_counter()

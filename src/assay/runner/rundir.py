@@ -8,13 +8,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from assay.atomicfile import NEW_FILE_MODE, atomic_file, atomic_write_text
 from assay.errors import DataError
 from assay.record import RunManifest, SampleRecord
 from assay.runner.sampleindex import (  # re-exported: reading samples.jsonl lives there
@@ -60,41 +60,6 @@ __all__ = [
 ]
 
 MANIFEST = "run.json"
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-_FILE_MODE = 0o666 & ~_umask()  # what open() would give a new file; mkstemp's own 0600 would hide results from others
-
-
-def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
-    """Write ``text`` to ``path`` so a reader sees the old file or the new one, never half of either.
-
-    ``durable`` fsyncs the new file before it replaces the old one, so it also survives a power cut; without it a
-    killed process still leaves the old or the new file, but a power cut may leave an empty one (for files derived
-    from durable ones, or made durable later with :func:`sync_file`). The file gets the mode an ordinary write would
-    give it: the existing file's, else the umask's."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except OSError:
-        mode = _FILE_MODE
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            if durable:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def sync_file(path: Path) -> None:
@@ -168,23 +133,14 @@ def drop_samples(run_dir: Path, keys: set[tuple[str, str]]) -> int:
     if not keys or not path.exists():
         return 0
     dropped = 0
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, path.stat().st_mode & 0o7777)
-        with os.fdopen(fd, "wb") as out, open(path, "rb") as fh:
-            for line in fh:
-                if line.strip() and line.endswith(b"\n"):
-                    obj = json.loads(line)
-                    if (str(obj.get("task")), str(obj.get("sample_id"))) in keys:
-                        dropped += 1
-                        continue
-                out.write(line)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path, binary=True) as out, open(path, "rb") as fh:
+        for line in fh:
+            if line.strip() and line.endswith(b"\n"):
+                obj = json.loads(line)
+                if (str(obj.get("task")), str(obj.get("sample_id"))) in keys:
+                    dropped += 1
+                    continue
+            out.write(line)
     return dropped
 
 
@@ -205,7 +161,7 @@ class SampleWriter:
         self, path: Path, *, fsync_every: int = 200, fsync_interval_s: float = 2.0, sync_first: Path | None = None
     ) -> None:
         self.path = path
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _FILE_MODE)
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, NEW_FILE_MODE)
         self._fsync_every = fsync_every
         self._fsync_interval_s = fsync_interval_s
         self._since_sync = 0
