@@ -235,3 +235,18 @@ def test_a_filter_step_that_raises_errors_that_pipeline_only(tmp_path: Path) -> 
     verdict = by_id["b"].filters["odd"].verdicts["exact_match"][0]
     assert verdict["error"] and "cannot parse" in verdict["error"]
     assert by_id["a"].filters["odd"].passed["exact_match"] is True
+
+
+def test_on_first_answer_is_called_once_after_the_first_answer(tmp_path: Path) -> None:
+    """The hook that starts the warm-up fires when an answer is in (requests are in flight), never before."""
+    answered: list[str] = []
+    calls: list[int] = []
+
+    async def agent(sample_id: str) -> str:
+        await asyncio.sleep(0)
+        answered.append(sample_id)
+        return "ok"
+
+    _, error = run_scheduler(tmp_path, make_task(10), agent, on_first_answer=lambda: calls.append(len(answered)))
+    assert error is None
+    assert len(calls) == 1 and calls[0] >= 1

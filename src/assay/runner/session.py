@@ -46,6 +46,7 @@ from assay.runner.scheduler import (
 from assay.runner.settings import RESULTS_OPTIONS as RESULTS_OPTIONS  # re-exported: settings used to live here
 from assay.runner.settings import RUNTIME_SETTINGS as RUNTIME_SETTINGS
 from assay.runner.settings import RunOutcome, RunSettings
+from assay.runner.warmup import Warmup
 from assay.secrets import redact_spec
 
 if TYPE_CHECKING:
@@ -250,6 +251,8 @@ async def _execute(
         write_manifest(run_dir, manifest, durable=False)  # the SampleWriter fsyncs it in a thread, before any sample
     show = settings.progress if settings.progress is not None else _is_terminal(console)
     progress = RunProgress(len(work) + skipped, enabled=show, console=console)
+    warm = Warmup()  # what the results need (numpy), imported while the first requests are in flight
+    held.callback(warm.wait)  # however the run ends, the import is not left half-done
     config = SchedulerConfig(
         concurrency=settings.concurrency,
         retry=RetryPolicy(max_attempts=settings.max_attempts, timeout_s=attempt_timeout(model, settings)),
@@ -257,6 +260,7 @@ async def _execute(
         feedback_model=feedback_model,
         max_response_chars=settings.max_response_chars,
         prior=prior,
+        on_first_answer=warm.start,
     )
     status: str = "failed"
     stopped_by: str | None = "error"
@@ -334,6 +338,7 @@ async def _execute(
         failures = scheduler.cache_failures
         say(console, f"warning: {len(failures)} response(s) could not be cached (first: {failures[0]})", "yellow")
     if status == "finished":
+        warm.wait()  # before importing the results code: this thread never imports numpy while the warm-up does
         from assay.results import write_results
 
         try:

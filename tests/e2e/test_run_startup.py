@@ -1,0 +1,55 @@
+"""Start-up of `assay run`: what the first request waits for, and what is left for later without slowing the end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tests.e2e.e2e_support import only_run_dir, write_task
+
+# the server answers from a thread of the same process, so it sees the modules loaded when the first request came
+_RUN_AND_LOOK = textwrap.dedent(
+    """
+    import sys
+    from assay.testing.server import OpenAITestServer
+    from tests.e2e.e2e_support import arithmetic_reply
+
+    loaded = []
+
+    def reply(request):
+        if not loaded:
+            loaded.append(sorted(name for name in ("numpy", "rich") if name in sys.modules))
+        return arithmetic_reply(request)
+
+    with OpenAITestServer(reply) as server:
+        from assay.cli import main
+
+        args = ["run", sys.argv[1], "--model", "openai:x", "--base-url", server.base_url, "-q", "-o", sys.argv[2]]
+        try:
+            main(args)
+        except SystemExit as end:
+            code = end.code
+    print(repr((code, loaded[0])))
+    """
+)
+
+
+def test_the_first_request_does_not_wait_for_numpy_and_the_run_still_writes_results(tmp_path: Path) -> None:
+    """numpy (~0.1 s to import) is needed only for the results: the first request goes out without it."""
+    task = write_task(tmp_path, 20)
+    proc = subprocess.run(
+        [sys.executable, "-c", _RUN_AND_LOOK, str(task), str(tmp_path / "runs")],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    code, loaded_at_first_request = eval(proc.stdout.strip().splitlines()[-1])
+    assert code == 0, proc.stderr
+    assert loaded_at_first_request == []
+    results = json.loads((only_run_dir(tmp_path / "runs") / "results.json").read_text())
+    assert results["results"]["add"]["exact_match,none"] == 17 / 20  # q0, q7, q14 are answered wrongly
