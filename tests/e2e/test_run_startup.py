@@ -32,7 +32,7 @@ _RUN_AND_LOOK = textwrap.dedent(
             main(args)
         except SystemExit as end:
             code = end.code
-    print(repr((code, loaded[0])))
+    print(repr((code, loaded[0], "rich" in sys.modules)))
     """
 )
 
@@ -48,8 +48,9 @@ def test_the_first_request_does_not_wait_for_numpy_and_the_run_still_writes_resu
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    code, loaded_at_first_request = eval(proc.stdout.strip().splitlines()[-1])
+    code, loaded_at_first_request, rich_at_end = eval(proc.stdout.strip().splitlines()[-1])
     assert code == 0, proc.stderr
     assert loaded_at_first_request == []
+    assert not rich_at_end  # a quiet run's plain messages (not a terminal) never import rich, nor its markup
     results = json.loads((only_run_dir(tmp_path / "runs") / "results.json").read_text())
     assert results["results"]["add"]["exact_match,none"] == 17 / 20  # q0, q7, q14 are answered wrongly
