@@ -55,3 +55,32 @@ def test_the_first_request_waits_for_neither_numpy_nor_jinja_and_the_run_still_w
     assert not rich_at_end  # a quiet run's plain messages (not a terminal) never import rich, nor its markup
     results = json.loads((only_run_dir(tmp_path / "runs") / "results.json").read_text())
     assert results["results"]["add"]["exact_match,none"] == 17 / 20  # q0, q7, q14 are answered wrongly
+
+
+def test_a_row_that_cannot_render_still_stops_the_run_before_any_request(tmp_path: Path) -> None:
+    """Pending prompts are checked before the first request without building each one's Request: a row whose
+    prompt cannot render fails the run, naming the row, before the model is called or anything is written."""
+    import asyncio
+
+    import pytest
+
+    from assay.errors import DataError
+    from assay.models.python import PythonModel
+    from assay.runner.session import RunSettings, execute
+    from assay.tasks import load_task
+
+    rows = [{"id": f"s{i}", "q": f"{i}?", "a": str(i)} for i in range(30)]
+    del rows[17]["q"]
+    calls: list[str] = []
+
+    def agent(prompt: str) -> str:
+        calls.append(prompt)
+        return "0"
+
+    config = {"name": "t", "dataset": {"rows": rows}, "fields": {"target": "a"}, "template": "Q: {{ q }}"}
+    config["evaluators"] = ["exact_match"]
+    settings = RunSettings(output_dir=tmp_path / "runs", progress=False, cache=False)
+    with pytest.raises(DataError, match=r"row 18: .*undefined variable 'q'"):
+        asyncio.run(execute([load_task(config)], PythonModel(agent, threaded=False), settings))
+    assert calls == []
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())

@@ -9,7 +9,7 @@ import re
 import secrets
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,13 +125,24 @@ def attempt_timeout(model: Model, settings: RunSettings) -> float:
 def check_requests(work: Iterable[tuple[Task, Sample]], model: Model | None = None) -> None:
     """Render every pending sample's prompt now: a row the template cannot render fails the run before it starts
     (naming the file and line), instead of stopping it half-way with a half-written run folder. The model checks
-    each task's generation parameters (``temperature: hot`` is an error before anything is sent)."""
+    each task's generation parameters (``temperature: hot`` is an error before anything is sent) on the request of
+    its first sample; the other samples' prompts are checked as an offline run's are (:func:`check_renders`: a plain
+    template is proved to render without rendering it), not built into requests that would be thrown away."""
+    from assay.runner.offline import check_renders
+
     checked: set[str] = set()
-    for task, sample in work:
-        request = task.build_request(sample, 0)
-        if model is not None and task.name not in checked:
+
+    def after_the_first() -> Iterator[tuple[Task, Sample]]:
+        for task, sample in work:
+            if task.name in checked:
+                yield task, sample
+                continue
             checked.add(task.name)
-            model.check_params(dict(request.params), f"task {task.name!r}: generation")
+            request = task.build_request(sample, 0)
+            if model is not None:
+                model.check_params(dict(request.params), f"task {task.name!r}: generation")
+
+    check_renders(after_the_first())
 
 
 def _is_terminal(console: Console | None) -> bool:
