@@ -1,4 +1,5 @@
-"""The warm-up thread: imports made off the run's thread, and a failed one left to the code that needs it."""
+"""What start-up puts off: the warm-up thread (imports made off the run's thread, a failed one left to the code that
+needs it) and the GC pause (ended once, never taking over a GC already off)."""
 
 from __future__ import annotations
 
@@ -43,3 +44,24 @@ def test_nothing_starts_when_every_module_is_already_imported() -> None:
     warm = Warmup(("json",))
     warm.start()
     assert warm._thread is None
+
+
+def test_the_startup_gc_pause_ends_once_and_leaves_a_gc_already_off_alone() -> None:
+    import gc
+
+    from assay.gcpause import pause_startup, resume_startup
+
+    assert gc.isenabled()
+    try:
+        pause_startup()
+        assert not gc.isenabled()
+        resume_startup()
+        assert gc.isenabled()
+        resume_startup()  # a second end changes nothing
+        assert gc.isenabled()
+        gc.disable()
+        pause_startup()  # the GC was off already: the pause does not own it
+        resume_startup()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
+from assay.gcpause import gc_paused, resume_startup
 from assay.models.base import Model
 from assay.record import RunManifest
 from assay.runner.executors import make_executor, require_ray
+from assay.runner.executors.local import LocalExecutor
 from assay.runner.gitinfo import GitHash as GitHash  # re-exported: it used to live here
 from assay.runner.gitinfo import git_hash
 from assay.runner.lock import run_lock
@@ -225,7 +227,6 @@ async def _execute(
         raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
     if settings.executor == "ray":
         require_ray()
-    from assay.gcpause import gc_paused
     from assay.runner.offline import check_renders, is_offline
 
     with gc_paused():  # a resume's pass over the samples makes many small objects: no full collections meanwhile
@@ -264,6 +265,12 @@ async def _execute(
     progress = RunProgress(len(work) + skipped, enabled=show, console=console)
     warm = Warmup()  # what the results need (numpy), imported while the first requests are in flight
     held.callback(warm.wait)  # however the run ends, the import is not left half-done
+    held.callback(resume_startup)
+
+    def first_answer() -> None:  # requests are in flight: what start-up put off can be done now
+        resume_startup()  # the GC paused while `assay run` started (assay.gcpause)
+        warm.start()
+
     config = SchedulerConfig(
         concurrency=settings.concurrency,
         retry=RetryPolicy(max_attempts=settings.max_attempts, timeout_s=attempt_timeout(model, settings)),
@@ -271,7 +278,7 @@ async def _execute(
         feedback_model=feedback_model,
         max_response_chars=settings.max_response_chars,
         prior=prior,
-        on_first_answer=warm.start,
+        on_first_answer=first_answer,
     )
     status: str = "failed"
     stopped_by: str | None = "error"
@@ -287,6 +294,8 @@ async def _execute(
                 offline=offline, processes=settings.processes,
             )  # fmt: skip
             progress.start(already_done=skipped)
+            if not isinstance(scheduler, LocalExecutor):
+                resume_startup()  # only the local request loop reports its first answer
             try:
                 stats = await scheduler.run(work)
                 status, stopped_by, message = "finished", None, None
