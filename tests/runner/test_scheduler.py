@@ -250,3 +250,28 @@ def test_on_first_answer_is_called_once_after_the_first_answer(tmp_path: Path) -
     _, error = run_scheduler(tmp_path, make_task(10), agent, on_first_answer=lambda: calls.append(len(answered)))
     assert error is None
     assert len(calls) == 1 and calls[0] >= 1
+
+
+def test_on_first_answer_is_not_called_when_the_run_is_cancelled_before_any_answer(tmp_path: Path) -> None:
+    """A run stopped (Ctrl-C) while its first requests are in flight has no answer: nothing is warmed up for it."""
+    calls: list[int] = []
+    never = asyncio.Event()
+
+    async def agent(sample_id: str) -> str:
+        await never.wait()
+        return "ok"
+
+    async def go() -> None:
+        model = PythonModel(agent, threaded=False)
+        with SampleWriter(tmp_path / SAMPLES) as writer:
+            config = SchedulerConfig(concurrency=4, on_first_answer=lambda: calls.append(1))
+            scheduler = Scheduler(model, writer, config, cache=None, progress=RunProgress(0, enabled=False))
+            task = make_task(8)
+            job = asyncio.create_task(scheduler.run([(task, s) for s in task.samples()]))
+            await asyncio.sleep(0.05)
+            job.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await job
+
+    asyncio.run(go())
+    assert calls == []

@@ -118,6 +118,12 @@ def _verdict_error(record: SampleRecord) -> str | None:
     return None
 
 
+def _being_cancelled() -> bool:
+    """True while the running task unwinds a cancellation (the run stops): no attempt ended with an answer."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
+
+
 def _cap(value: Any, limit: int | None) -> Any:
     return value[:limit] if limit is not None and isinstance(value, str) and len(value) > limit else value
 
@@ -332,7 +338,7 @@ class Scheduler:
                 break
             finally:
                 limiter.release()
-                if self._on_first_answer is not None:
+                if self._on_first_answer is not None and not _being_cancelled():  # an answer or an error came
                     first, self._on_first_answer = self._on_first_answer, None
                     first()
             if error.fatal:
