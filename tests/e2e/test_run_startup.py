@@ -2,28 +2,36 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+from assay.errors import DataError
+from assay.models.python import PythonModel
+from assay.runner.session import RunSettings, execute
+from assay.tasks import load_task
 from tests.e2e.e2e_support import only_run_dir, write_task
 
 # the server answers from a thread of the same process, so it sees the modules loaded when the first request came
 _RUN_AND_LOOK = textwrap.dedent(
     """
     import gc
+    import json
     import sys
     from assay.testing.server import OpenAITestServer
     from tests.e2e.e2e_support import arithmetic_reply
 
-    loaded = []
+    seen = {}
 
     def reply(request):
-        if not loaded:
-            loaded.append(sorted(name for name in ("numpy", "rich", "jinja2") if name in sys.modules))
-            loaded.append(gc.isenabled())
+        if not seen:
+            seen["loaded"] = sorted(name for name in ("numpy", "rich", "jinja2") if name in sys.modules)
+            seen["gc_on"] = gc.isenabled()
         return arithmetic_reply(request)
 
     with OpenAITestServer(reply) as server:
@@ -34,7 +42,8 @@ _RUN_AND_LOOK = textwrap.dedent(
             main(args)
         except SystemExit as end:
             code = end.code
-    print(repr((code, loaded[0], loaded[1], "rich" in sys.modules, gc.isenabled())))
+    report = {"code": code, "first": seen, "rich_at_end": "rich" in sys.modules, "gc_on_at_end": gc.isenabled()}
+    print(json.dumps(report))
     """
 )
 
@@ -51,13 +60,11 @@ def test_the_first_request_waits_for_neither_numpy_nor_jinja_and_the_run_still_w
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    code, loaded_at_first_request, gc_at_first_request, rich_at_end, gc_at_end = eval(
-        proc.stdout.strip().splitlines()[-1]
-    )
-    assert code == 0, proc.stderr
-    assert loaded_at_first_request == []
-    assert not gc_at_first_request and gc_at_end  # no GC passes over start-up's imports, and none left off
-    assert not rich_at_end  # a quiet run's plain messages (not a terminal) never import rich, nor its markup
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["code"] == 0, proc.stderr
+    assert seen["first"]["loaded"] == []
+    assert not seen["first"]["gc_on"] and seen["gc_on_at_end"]  # no GC passes over start-up's imports; none left off
+    assert not seen["rich_at_end"]  # a quiet run's plain messages (not a terminal) never import rich, nor its markup
     results = json.loads((only_run_dir(tmp_path / "runs") / "results.json").read_text())
     assert results["results"]["add"]["exact_match,none"] == 17 / 20  # q0, q7, q14 are answered wrongly
 
@@ -65,15 +72,6 @@ def test_the_first_request_waits_for_neither_numpy_nor_jinja_and_the_run_still_w
 def test_a_row_that_cannot_render_still_stops_the_run_before_any_request(tmp_path: Path) -> None:
     """Pending prompts are checked before the first request without building each one's Request: a row whose
     prompt cannot render fails the run, naming the row, before the model is called or anything is written."""
-    import asyncio
-
-    import pytest
-
-    from assay.errors import DataError
-    from assay.models.python import PythonModel
-    from assay.runner.session import RunSettings, execute
-    from assay.tasks import load_task
-
     rows = [{"id": f"s{i}", "q": f"{i}?", "a": str(i)} for i in range(30)]
     del rows[17]["q"]
     calls: list[str] = []
@@ -102,5 +100,7 @@ def test_a_run_that_fails_to_start_leaves_the_gc_on(tmp_path: Path) -> None:
         "except SystemExit as end:\n"
         "    print(end.code, gc.isenabled())\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code, str(tmp_path / "bad.yaml")], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "bad.yaml")], cwd=tmp_path, capture_output=True, text=True
+    )
     assert proc.stdout.split() == ["2", "True"], proc.stderr
