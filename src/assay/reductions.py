@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:  # numpy loads when scores are reduced, not when evaluators are imported (start-up time)
+    import numpy as np
+    import numpy.typing as npt
 
-FloatArray = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
+    FloatArray = npt.NDArray[np.float64]
+    BoolArray = npt.NDArray[np.bool_]
+
+
+def __getattr__(name: str) -> Any:
+    """``FloatArray`` and ``BoolArray`` at run time, for code that names them outside annotations."""
+    if name in ("FloatArray", "BoolArray"):
+        import numpy as np
+        import numpy.typing as npt
+
+        alias = npt.NDArray[np.float64] if name == "FloatArray" else npt.NDArray[np.bool_]
+        globals()[name] = alias
+        return alias
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _is_array(value: object) -> TypeGuard[FloatArray]:
+    """True for a numpy array (without importing numpy: no array exists before it is imported)."""
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.ndarray)
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,31 +58,43 @@ class Aggregate:
     explanation: str
 
     def __float__(self) -> float:
-        if isinstance(self.value, np.ndarray):
+        if _is_array(self.value):
             raise TypeError(f"reduction {self.reduction!r} has no single value")
         return float(self.value)
 
 
-def _nan_if_empty(fn: Callable[[FloatArray], float]) -> Callable[[FloatArray, BoolArray], float]:
+def _nan_if_empty(name: str) -> Callable[[FloatArray, BoolArray], float]:
+    """The numpy function ``name`` of the scores (looked up when first called), NaN when there are none."""
+
     def reduce(scores: FloatArray, passed: BoolArray) -> float:
-        return float(fn(scores)) if scores.size else float("nan")
+        import numpy as np
+
+        return float(getattr(np, name)(scores)) if scores.size else float("nan")
 
     return reduce
+
+
+def _sum(scores: FloatArray, passed: BoolArray) -> float:
+    import numpy as np
+
+    return float(np.sum(scores))
+
+
+def _pass_rate(scores: FloatArray, passed: BoolArray) -> float:
+    import numpy as np
+
+    return float(np.mean(passed)) if passed.size else float("nan")
 
 
 REDUCTIONS: dict[str, Reduction] = {
     r.name: r
     for r in (
-        Reduction("mean", "mean", _nan_if_empty(np.mean)),
-        Reduction("sum", "summation", lambda s, p: float(np.sum(s))),
-        Reduction("min", "minimum", _nan_if_empty(np.min)),
-        Reduction("max", "maximum", _nan_if_empty(np.max)),
+        Reduction("mean", "mean", _nan_if_empty("mean")),
+        Reduction("sum", "summation", _sum),
+        Reduction("min", "minimum", _nan_if_empty("min")),
+        Reduction("max", "maximum", _nan_if_empty("max")),
         Reduction("none", "per-sample values (no reduction)", lambda s, p: s.copy()),
-        Reduction(
-            "pass_rate",
-            "share passing",
-            lambda s, p: float(np.mean(p)) if p.size else float("nan"),
-        ),
+        Reduction("pass_rate", "share passing", _pass_rate),
     )
 }
 
@@ -75,7 +108,7 @@ def get_reduction(name: str) -> Reduction:
 
 
 def _format_value(value: float | FloatArray) -> str:
-    if isinstance(value, np.ndarray):
+    if _is_array(value):
         return f"{value.size} values"
     if value != value:  # NaN
         return "undefined (nothing scored)"
@@ -84,6 +117,8 @@ def _format_value(value: float | FloatArray) -> str:
 
 def reduce_scores(metric: str, scores: FloatArray, passed: BoolArray, reduction: str | Reduction = "mean") -> Aggregate:
     """Reduce scores (NaN marks an error verdict, which is excluded and counted, never scored as 0)."""
+    import numpy as np
+
     red = reduction if isinstance(reduction, Reduction) else get_reduction(reduction)
     errored = np.isnan(scores)
     n_errored = int(errored.sum())

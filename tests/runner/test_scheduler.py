@@ -235,3 +235,43 @@ def test_a_filter_step_that_raises_errors_that_pipeline_only(tmp_path: Path) -> 
     verdict = by_id["b"].filters["odd"].verdicts["exact_match"][0]
     assert verdict["error"] and "cannot parse" in verdict["error"]
     assert by_id["a"].filters["odd"].passed["exact_match"] is True
+
+
+def test_on_first_answer_is_called_once_after_the_first_answer(tmp_path: Path) -> None:
+    """The hook that starts the warm-up fires when an answer is in (requests are in flight), never before."""
+    answered: list[str] = []
+    calls: list[int] = []
+
+    async def agent(sample_id: str) -> str:
+        await asyncio.sleep(0)
+        answered.append(sample_id)
+        return "ok"
+
+    _, error = run_scheduler(tmp_path, make_task(10), agent, on_first_answer=lambda: calls.append(len(answered)))
+    assert error is None
+    assert len(calls) == 1 and calls[0] >= 1
+
+
+def test_on_first_answer_is_not_called_when_the_run_is_cancelled_before_any_answer(tmp_path: Path) -> None:
+    """A run stopped (Ctrl-C) while its first requests are in flight has no answer: nothing is warmed up for it."""
+    calls: list[int] = []
+    never = asyncio.Event()
+
+    async def agent(sample_id: str) -> str:
+        await never.wait()
+        return "ok"
+
+    async def go() -> None:
+        model = PythonModel(agent, threaded=False)
+        with SampleWriter(tmp_path / SAMPLES) as writer:
+            config = SchedulerConfig(concurrency=4, on_first_answer=lambda: calls.append(1))
+            scheduler = Scheduler(model, writer, config, cache=None, progress=RunProgress(0, enabled=False))
+            task = make_task(8)
+            job = asyncio.create_task(scheduler.run([(task, s) for s in task.samples()]))
+            await asyncio.sleep(0.05)
+            job.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await job
+
+    asyncio.run(go())
+    assert calls == []

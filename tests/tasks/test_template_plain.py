@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 import pytest
 
-from assay.tasks.template import MAX_OUTPUT, Template, TemplateLimitError, compile_template
+from assay.tasks.template import MAX_OUTPUT, Plain, Template, TemplateLimitError, compile_template, environment
 
 
 class Shouty(str):
@@ -200,3 +200,47 @@ def test_an_offline_run_still_refuses_a_row_its_template_cannot_render(tmp_path:
     with pytest.raises(DataError, match="undefined variable 'q'"):
         asyncio.run(execute([load_task(config)], PredictionsModel(preds), settings))
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())  # nothing written
+
+
+SCANNED_OR_NOT = [
+    *PLAIN,
+    *NOT_PLAIN,
+    "{{x}}",
+    "{{\tx\t}}",
+    "{{ x1 }}{{ _y }}",
+    "{{ loop }} {{ caller }}",
+    "{{{ x }}",
+    "{{ x }}}",
+    "{ {{ x }} }",
+    "{{ true }}",
+    "{{ None }}",
+    "{{ and }}",
+    "{{ x -}}",
+    "{{ x }}\r\n",
+    "{{\nx\n}}",
+    "{{ é }}",
+    "a {{ x }} b {{ y }} c\n",
+]
+
+
+@pytest.mark.parametrize("source", SCANNED_OR_NOT)
+def test_a_template_recognised_without_jinja_has_the_pieces_of_jinjas_parse(source: str) -> None:
+    """Plain.scan (no Jinja) is a strict subset of Plain.of (Jinja's parse): where it answers, it answers the same."""
+    scanned = Plain.scan(source)
+    if scanned is None:
+        return
+    parsed = Plain.of(environment().parse(source))
+    assert parsed is not None and scanned.pieces == parsed.pieces
+
+
+def test_simple_templates_are_recognised_without_jinja() -> None:
+    assert all(Plain.scan(s) is not None for s in ("", "text", "{{ x }}", "Q: {{ question }}\nA:", "{{x}}{{ y }}"))
+    assert all(Plain.scan(s) is None for s in ("{{ x | e }}", "{% if x %}{% endif %}", "{{ true }}", "{ {{ x }}"))
+
+
+def test_a_scanned_template_reads_globals_and_reports_lines_through_jinja() -> None:
+    template = compiled("{{ range }} and {{ x }}")
+    assert template.plain is not None and template.variables == {"range", "x"}
+    assert template.render({"x": 1}) == f"{template.globals['range']} and 1"
+    with pytest.raises(jinja2.UndefinedError, match="'x' is undefined"):
+        template.render({})

@@ -46,6 +46,11 @@ class _Messages:
         self._console: RichConsole | None = None
         self.terminal = sys.stderr.isatty()
 
+    def escape(self, text: str) -> str:
+        """``text`` made literal inside markup; markup is shown on a terminal only, so elsewhere it is kept as it is
+        (rich is not imported for a message nobody sees as markup)."""
+        return escape(text) if self.terminal else text
+
     def print(self, markup: str, plain: str) -> None:
         if self.terminal:
             if self._console is None:
@@ -341,6 +346,10 @@ def run_command(
     fmt: str,
 ) -> None:
     """Run TASKS (YAML files) against a model and write a run folder; or --resume one."""
+    from assay.gcpause import pause_startup, resume_startup
+
+    pause_startup()  # no GC passes over what start-up imports: the run turns it on at its first answer
+    click.get_current_context().call_on_close(resume_startup)
     from assay.api import arun_outcome
 
     say = _Messages()  # messages stay one line each in CI logs
@@ -386,18 +395,18 @@ def run_command(
         say.print("[yellow]Interrupted.[/]", "Interrupted.")  # the run has said where its folder is, how to resume
         sys.exit(EXIT_INTERRUPTED)
     except AssayError as err:
-        say.print(f"[red]error:[/] {escape(str(err))}", f"error: {err}")
+        say.print(f"[red]error:[/] {say.escape(str(err))}", f"error: {err}")
         sys.exit(EXIT_USAGE)
     if outcome.status == "finished" and not quiet:
         _print_results(outcome.run_dir, fmt, say)
     line = summary_line(outcome)
-    say.print(escape(line), line)
+    say.print(say.escape(line), line)
     if outcome.first_error:
-        say.print(f"[yellow]first error:[/] {escape(outcome.first_error)}", f"first error: {outcome.first_error}")
+        say.print(f"[yellow]first error:[/] {say.escape(outcome.first_error)}", f"first error: {outcome.first_error}")
     if outcome.first_evaluator_error:
         text = outcome.first_evaluator_error
-        say.print(f"[yellow]first evaluator error:[/] {escape(text)}", f"first evaluator error: {text}")
+        say.print(f"[yellow]first evaluator error:[/] {say.escape(text)}", f"first evaluator error: {text}")
     if outcome.stopped_by is None:
         folder = str(outcome.run_dir)
-        say.print(f"Run folder: [bold]{escape(folder)}[/]", f"Run folder: {folder}")
+        say.print(f"Run folder: [bold]{say.escape(folder)}[/]", f"Run folder: {folder}")
     sys.exit(exit_code(outcome))

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from assay.errors import ConfigError, EvaluationInputError
-from assay.reductions import Aggregate, BoolArray, FloatArray, Reduction, reduce_scores
+from assay.reductions import Aggregate, Reduction, reduce_scores
 from assay.secrets import looks_secret
 from assay.verdict import Verdict
+
+if TYPE_CHECKING:
+    from assay.reductions import BoolArray, FloatArray
 
 
 class Options(BaseModel):
@@ -171,6 +173,8 @@ class BatchResult(Sequence[Verdict]):
 
     @classmethod
     def from_verdicts(cls, evaluator: str, verdicts: Sequence[Verdict]) -> BatchResult:
+        import numpy as np
+
         scores = np.fromiter((v.score for v in verdicts), dtype=np.float64, count=len(verdicts))
         passed = np.fromiter((v.passed for v in verdicts), dtype=np.bool_, count=len(verdicts))
         return cls(evaluator, scores, passed, verdicts=list(verdicts))
@@ -215,6 +219,8 @@ class BatchResult(Sequence[Verdict]):
     @property
     def errored(self) -> BoolArray:
         """Mask of samples the evaluator could not judge."""
+        import numpy as np
+
         return np.isnan(self.scores)
 
     def __len__(self) -> int:

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, Field, field_validator
 
 _PUNCTUATION_TABLE = str.maketrans("", "", string.punctuation)
@@ -260,6 +259,8 @@ def lower_joined(texts: Sequence[str], joined: str) -> bytes:
     and just those texts are lower-cased again as str. NUL is neither cased nor case-ignorable, so each text
     lower-cases as it would alone (Greek final sigma included).
     """
+    import numpy as np
+
     if joined.isascii():
         return joined.encode("ascii").lower()
     data = joined.encode(_UTF8, _SURROGATES)

@@ -14,11 +14,11 @@ ENTRY_POINT_GROUP = "assay.evaluators"
 
 # Built-in evaluator name -> module that registers it (imported on first use to keep start-up quick).
 _BUILTIN_MODULES: dict[str, str] = {
-    "exact_match": "assay.evaluators.text",
-    "fuzzy_match": "assay.evaluators.text",
-    "contains": "assay.evaluators.text",
-    "regex": "assay.evaluators.text",
-    "token_f1": "assay.evaluators.text",
+    "exact_match": "assay.evaluators.text.exact_match",
+    "fuzzy_match": "assay.evaluators.text.fuzzy_match",
+    "contains": "assay.evaluators.text.contains",
+    "regex": "assay.evaluators.text.regex",
+    "token_f1": "assay.evaluators.text.token_f1",
     "numeric": "assay.evaluators.numeric",
     "json_match": "assay.evaluators.structured",
     "schema": "assay.evaluators.schema",

@@ -14,14 +14,15 @@ import os
 from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from assay.errors import DataError
 from assay.jsonfast import NOT_SURE, try_loads
 from assay.models.base import Model, ModelError, Request, Response, ToolCall
+
+if TYPE_CHECKING:  # numpy loads when a predictions file is indexed, not when the module is imported
+    import numpy as np
+    import numpy.typing as npt
 
 TEXT_FIELDS = ("prediction", "output", "response", "text")
 _BLOCK = 1 << 23  # bytes read at a time while indexing
@@ -104,6 +105,8 @@ class PredictionsModel(Model):
                 yield number + 1, offset, rest
 
     def _index(self, expected_sha: str | None) -> None:
+        import numpy as np
+
         digest = hashlib.sha256()
         hashes, offsets, lengths, numbers = array("q"), array("q"), array("l"), array("l")
         for number, offset, raw in self._lines(digest):
@@ -135,6 +138,8 @@ class PredictionsModel(Model):
         self._check_duplicates()
 
     def _check_duplicates(self) -> None:
+        import numpy as np
+
         same = np.flatnonzero(self._hashes[1:] == self._hashes[:-1])
         for i in same.tolist():
             first, second = self._read(i), self._read(i + 1)
@@ -201,6 +206,8 @@ class PredictionsModel(Model):
         The lines are read in file order (one read of the stretch they lie in, when they are most of it) and
         parsed together; a sample whose hash leads to another id's line is looked up line by line.
         """
+        import numpy as np
+
         n, size = len(sample_ids), self._hashes.size
         out: list[_Entry | None] = [None] * n
         if not n or not size:
@@ -227,6 +234,8 @@ class PredictionsModel(Model):
 
     def _read_many(self, positions: npt.NDArray[np.int64]) -> list[tuple[str, _Entry]]:
         """The ids and entries at many positions of the index: their lines read in file order, parsed together."""
+        import numpy as np
+
         if not positions.size:
             return []
         if self._fd is None:

@@ -10,16 +10,18 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 import pydantic_core
 from pydantic import ValidationError
 
 from assay.errors import DataError
 from assay.jsonfast import NOT_SURE, loads_text, try_loads
 from assay.record import SampleRecord
+
+if TYPE_CHECKING:  # numpy loads when a run folder is indexed, not when the runner is imported (start-up time)
+    import numpy as np
+    import numpy.typing as npt
 
 SAMPLES = "samples.jsonl"
 
@@ -97,6 +99,8 @@ def index_samples(run_dir: Path) -> SampleIndex:
 
     A line that is not JSON is a DataError naming file and line, unless it is the last one (torn by a crash).
     """
+    import numpy as np
+
     path = run_dir / SAMPLES
     empty = np.zeros(0, dtype=np.int64)
     if not path.is_file():
@@ -145,6 +149,8 @@ def _add_line(
 
 def rewritten_lines(path: Path, offsets: npt.NDArray[np.int64], hashes: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Positions of lines that a later line of the same sample replaces (equal hashes, then keys compared)."""
+    import numpy as np
+
     none = np.zeros(0, dtype=np.int64)
     if hashes.size < 2:
         return none
@@ -290,12 +296,16 @@ class SampleStream:
         return np.frombuffer(self._offsets, dtype=np.int64).copy(), np.frombuffer(self._hashes, dtype=np.int64).copy()
 
     def _dropped(self) -> npt.NDArray[np.int64]:
+        import numpy as np
+
         empty = np.zeros(0, dtype=np.int64)
         off = np.frombuffer(self._offsets, dtype=np.int64) if self._offsets else empty
         return rewritten_lines(self.path, off, np.frombuffer(self._hashes, dtype=np.int64) if self._hashes else empty)
 
     def index(self) -> SampleIndex:
         """The index of the lines read (after a full pass): the last copy of each sample, as index_samples."""
+        import numpy as np
+
         empty = np.zeros(0, dtype=np.int64)
         off = np.frombuffer(self._offsets, dtype=np.int64).copy() if self._offsets else empty
         num = np.frombuffer(self._linenos, dtype=np.int64).copy() if self._linenos else empty

@@ -9,14 +9,16 @@ import re
 import secrets
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
+from assay.gcpause import gc_paused, resume_startup
 from assay.models.base import Model
 from assay.record import RunManifest
 from assay.runner.executors import make_executor, require_ray
+from assay.runner.executors.local import LocalExecutor
 from assay.runner.gitinfo import GitHash as GitHash  # re-exported: it used to live here
 from assay.runner.gitinfo import git_hash
 from assay.runner.lock import run_lock
@@ -46,6 +48,7 @@ from assay.runner.scheduler import (
 from assay.runner.settings import RESULTS_OPTIONS as RESULTS_OPTIONS  # re-exported: settings used to live here
 from assay.runner.settings import RUNTIME_SETTINGS as RUNTIME_SETTINGS
 from assay.runner.settings import RunOutcome, RunSettings
+from assay.runner.warmup import Warmup
 from assay.secrets import redact_spec
 
 if TYPE_CHECKING:
@@ -124,13 +127,24 @@ def attempt_timeout(model: Model, settings: RunSettings) -> float:
 def check_requests(work: Iterable[tuple[Task, Sample]], model: Model | None = None) -> None:
     """Render every pending sample's prompt now: a row the template cannot render fails the run before it starts
     (naming the file and line), instead of stopping it half-way with a half-written run folder. The model checks
-    each task's generation parameters (``temperature: hot`` is an error before anything is sent)."""
+    each task's generation parameters (``temperature: hot`` is an error before anything is sent) on the request of
+    its first sample; the other samples' prompts are checked as an offline run's are (:func:`check_renders`: a plain
+    template is proved to render without rendering it), not built into requests that would be thrown away."""
+    from assay.runner.offline import check_renders
+
     checked: set[str] = set()
-    for task, sample in work:
-        request = task.build_request(sample, 0)
-        if model is not None and task.name not in checked:
+
+    def after_the_first() -> Iterator[tuple[Task, Sample]]:
+        for task, sample in work:
+            if task.name in checked:
+                yield task, sample
+                continue
             checked.add(task.name)
-            model.check_params(dict(request.params), f"task {task.name!r}: generation")
+            request = task.build_request(sample, 0)
+            if model is not None:
+                model.check_params(dict(request.params), f"task {task.name!r}: generation")
+
+    check_renders(after_the_first())
 
 
 def _is_terminal(console: Console | None) -> bool:
@@ -213,7 +227,6 @@ async def _execute(
         raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
     if settings.executor == "ray":
         require_ray()
-    from assay.gcpause import gc_paused
     from assay.runner.offline import check_renders, is_offline
 
     with gc_paused():  # a resume's pass over the samples makes many small objects: no full collections meanwhile
@@ -250,6 +263,14 @@ async def _execute(
         write_manifest(run_dir, manifest, durable=False)  # the SampleWriter fsyncs it in a thread, before any sample
     show = settings.progress if settings.progress is not None else _is_terminal(console)
     progress = RunProgress(len(work) + skipped, enabled=show, console=console)
+    warm = Warmup()  # what the results need (numpy), imported while the first requests are in flight
+    held.callback(warm.wait)  # however the run ends, the import is not left half-done
+    held.callback(resume_startup)
+
+    def first_answer() -> None:  # requests are in flight: what start-up put off can be done now
+        resume_startup()  # the GC paused while `assay run` started (assay.gcpause)
+        warm.start()
+
     config = SchedulerConfig(
         concurrency=settings.concurrency,
         retry=RetryPolicy(max_attempts=settings.max_attempts, timeout_s=attempt_timeout(model, settings)),
@@ -257,6 +278,7 @@ async def _execute(
         feedback_model=feedback_model,
         max_response_chars=settings.max_response_chars,
         prior=prior,
+        on_first_answer=first_answer,
     )
     status: str = "failed"
     stopped_by: str | None = "error"
@@ -272,6 +294,8 @@ async def _execute(
                 offline=offline, processes=settings.processes,
             )  # fmt: skip
             progress.start(already_done=skipped)
+            if not isinstance(scheduler, LocalExecutor):
+                resume_startup()  # only the local request loop reports its first answer
             try:
                 stats = await scheduler.run(work)
                 status, stopped_by, message = "finished", None, None
@@ -334,6 +358,7 @@ async def _execute(
         failures = scheduler.cache_failures
         say(console, f"warning: {len(failures)} response(s) could not be cached (first: {failures[0]})", "yellow")
     if status == "finished":
+        warm.wait()  # before importing the results code: this thread never imports numpy while the warm-up does
         from assay.results import write_results
 
         try:

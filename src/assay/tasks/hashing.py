@@ -37,9 +37,13 @@ def _default(value: Any) -> Any:
     return {"__type__": f"{type(value).__module__}.{type(value).__qualname__}", "value": str(value)}
 
 
+# json.dumps with options builds this encoder on every call; hashing a dataset calls it once a row
+_ENCODE = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default).encode
+
+
 def canonical_json(value: Any) -> str:
     """Compact JSON with sorted keys; equal values give equal text regardless of dict order."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_default)
+    return _ENCODE(value)
 
 
 def sha256_hex(value: Any) -> str:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import copyreg
 import json
+import keyword
 import math
 import re
+import sys
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -154,14 +156,32 @@ def environment() -> jinja2.Environment:
 
 @dataclass(frozen=True, eq=False)
 class Template:
-    """A compiled template with the names it reads from its context."""
+    """A compiled template with the names it reads from its context.
+
+    The Jinja form of a template that :meth:`Plain.scan` recognises without Jinja is compiled when first needed
+    (a render Jinja must decide, an error's line): a task of such templates does not import Jinja to start a run.
+    """
 
     label: str  # where it was written, e.g. "task.yaml:8: template"
     source: str
-    compiled: jinja2.Template
     variables: frozenset[str]
-    globals: dict[str, Any] = field(default_factory=dict)
     plain: Plain | None = None  # set for a template of literal text and ``{{ name }}`` alone
+    # the compiled template and a dict of its globals, once made
+    _jinja: list[tuple[jinja2.Template, dict[str, Any]]] = field(default_factory=list, repr=False)
+
+    @property
+    def compiled(self) -> jinja2.Template:
+        return self._compiled()[0]
+
+    @property
+    def globals(self) -> dict[str, Any]:
+        return self._compiled()[1]
+
+    def _compiled(self) -> tuple[jinja2.Template, dict[str, Any]]:
+        if not self._jinja:
+            compiled = _jinja_compile(self.source, self.label)[0]
+            self._jinja.append((compiled, dict(compiled.globals)))
+        return self._jinja[0]
 
     def render(self, context: dict[str, Any]) -> str:
         """Render; errors (undefined variables included) propagate as Jinja2 exceptions.
@@ -171,7 +191,8 @@ class Template:
         that is missing, a prompt past MAX_OUTPUT) goes through Jinja, which raises its own error.
         """
         if self.plain is not None:
-            text = self.plain.render(context, self.globals)
+            # before Jinja is needed there are no globals to look in: a name not in the context goes to Jinja
+            text = self.plain.render(context, self._jinja[0][1] if self._jinja else {})
             if text is not None:
                 return text
         return self._render_jinja(context)
@@ -203,7 +224,7 @@ class Plain:
     compiled template looks it up (the context, then the globals) and put in by ``str``, as its code does."""
 
     pieces: tuple[str | tuple[str], ...]  # literal text (as the lexer left it) or a name (a 1-tuple)
-    missing: Any  # Jinja's sentinel for a name that resolves to nothing
+    missing: Any  # Jinja's sentinel for a name that resolves to nothing (a sentinel of ours for a scanned one)
 
     @classmethod
     def of(cls, ast: Any) -> Plain | None:
@@ -227,6 +248,31 @@ class Plain:
                     return None
         return cls(tuple(pieces), missing)
 
+    @classmethod
+    def scan(cls, source: str) -> Plain | None:
+        """The plain form of the simplest templates, found without Jinja: literal text holding no brace and no
+        carriage return, and ``{{ name }}`` tags of a name between spaces (not a keyword, a Jinja constant or
+        ``self``). The pieces are those :meth:`of` finds in Jinja's parse of the same source; anything else is
+        None, left to Jinja."""
+        if "\r" in source:
+            return None
+        pieces: list[str | tuple[str]] = []
+        pos = 0
+        for tag in _SIMPLE_TAG.finditer(source):
+            text, name = source[pos : tag.start()], tag.group(1)
+            if "{" in text or "}" in text or name in _NOT_NAMES:
+                return None
+            if text:
+                pieces.append(text)
+            pieces.append((name,))
+            pos = tag.end()
+        rest = source[pos:]
+        if "{" in rest or "}" in rest:
+            return None
+        if rest:
+            pieces.append(rest)
+        return cls(tuple(pieces), _ABSENT)
+
     def render(self, context: dict[str, Any], globals_: dict[str, Any]) -> str | None:
         """The text, or None where Jinja must decide: a name that resolves to nothing (or to Jinja's ``missing``),
         a value whose ``str`` raises, a text past MAX_OUTPUT."""
@@ -239,17 +285,40 @@ class Plain:
                     continue
                 name = piece[0]
                 value = context[name] if name in context else globals_.get(name, absent)
-                if value is absent:
-                    return None
-                out.append(str(value))
+                if type(value) is not str:
+                    if value is absent or value is _jinja_missing():
+                        return None
+                    value = str(value)
+                out.append(value)
         except Exception:
             return None
         text = "".join(out)
         return text if len(text) <= MAX_OUTPUT else None
 
 
+_SIMPLE_TAG = re.compile(r"\{\{[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\}\}")
+_NOT_NAMES = frozenset(keyword.kwlist) | {"true", "false", "none", "self"}  # Jinja parses these otherwise
+_ABSENT = object()
+
+
+def _jinja_missing() -> Any:
+    """Jinja's ``missing`` sentinel, when Jinja is loaded (before, no value can be it)."""
+    return getattr(sys.modules.get("jinja2.utils"), "missing", _ABSENT)
+
+
 def compile_template(source: str, label: str) -> Template:
-    """Compile ``source``; a syntax error raises ConfigError ``<label>: syntax error on template line N: ...``."""
+    """Compile ``source``; a syntax error raises ConfigError ``<label>: syntax error on template line N: ...``.
+
+    A template :meth:`Plain.scan` recognises is not compiled by Jinja until Jinja is needed (start-up time)."""
+    plain = Plain.scan(source)
+    if plain is not None:
+        return Template(label, source, frozenset(p[0] for p in plain.pieces if isinstance(p, tuple)), plain)
+    compiled, variables, plain = _jinja_compile(source, label)
+    return Template(label, source, variables, plain, [(compiled, dict(compiled.globals))])
+
+
+def _jinja_compile(source: str, label: str) -> tuple[jinja2.Template, frozenset[str], Plain | None]:
+    """Jinja's compiled template of ``source``, the names it reads and its plain form, if it has one."""
     import jinja2
     from jinja2 import meta, nodes
 
@@ -264,7 +333,7 @@ def compile_template(source: str, label: str) -> Template:
         compiled = env.from_string(ast)
     except jinja2.TemplateSyntaxError as err:
         raise ConfigError(f"{label}: template syntax error on template line {err.lineno}: {err.message}") from None
-    return Template(label, source, compiled, variables, dict(compiled.globals), plain)
+    return compiled, variables, plain
 
 
 def template_line(err: BaseException, template: Template) -> int | None:

@@ -1,14 +1,46 @@
 """Text evaluators, one module each: exact_match, fuzzy_match, contains, regex, token_f1.
 
-Importing this package registers all five (the registry imports it on first use of any of them).
+The registry imports the one module a task names (start-up time: a task scored by exact_match does not build the
+other four); the classes and helpers are importable from here too, their modules loading on first use.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from assay.evaluators.text.common import DETAIL_CHARS, clip, cut, listing, references
-from assay.evaluators.text.contains import Contains, ContainsOptions
-from assay.evaluators.text.exact_match import ExactMatch, ExactMatchOptions
-from assay.evaluators.text.fuzzy_match import FuzzyAlgorithm, FuzzyMatch, FuzzyMatchOptions, describe_differences
-from assay.evaluators.text.regex import Regex, RegexOptions
-from assay.evaluators.text.token_f1 import TokenF1, TokenF1Options, f1_array, f1_figures, token_overlap
+
+if TYPE_CHECKING:
+    from assay.evaluators.text.contains import Contains, ContainsOptions
+    from assay.evaluators.text.exact_match import ExactMatch, ExactMatchOptions
+    from assay.evaluators.text.fuzzy_match import (
+        FuzzyAlgorithm,
+        FuzzyMatch,
+        FuzzyMatchOptions,
+        describe_differences,
+    )
+    from assay.evaluators.text.regex import Regex, RegexOptions
+    from assay.evaluators.text.token_f1 import TokenF1, TokenF1Options, f1_array, f1_figures, token_overlap
+
+# name -> module of this package that defines it
+_LAZY: dict[str, str] = {
+    "Contains": "contains",
+    "ContainsOptions": "contains",
+    "ExactMatch": "exact_match",
+    "ExactMatchOptions": "exact_match",
+    "FuzzyAlgorithm": "fuzzy_match",
+    "FuzzyMatch": "fuzzy_match",
+    "FuzzyMatchOptions": "fuzzy_match",
+    "describe_differences": "fuzzy_match",
+    "Regex": "regex",
+    "RegexOptions": "regex",
+    "TokenF1": "token_f1",
+    "TokenF1Options": "token_f1",
+    "f1_array": "token_f1",
+    "f1_figures": "token_f1",
+    "token_overlap": "token_f1",
+}
 
 __all__ = [
     "DETAIL_CHARS",
@@ -32,3 +64,12 @@ __all__ = [
     "references",
     "token_overlap",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value

@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from assay.errors import EvaluationInputError
 from assay.evaluators.base import BatchResult, Evaluator, _expecteds, expected_texts
-from assay.reductions import BoolArray, FloatArray
+
+if TYPE_CHECKING:  # numpy loads when a batch is scored, not when evaluators are imported (start-up time)
+    import numpy as np
+
+    from assay.reductions import BoolArray, FloatArray
+
+    Columns = dict[str, np.ndarray[Any, Any]]
+    # scores and passed of a chunk, optionally with named per-pair columns (what the verdicts' details are built
+    # from)
+    VectorStep = Callable[
+        [Sequence[Any], Sequence[Any]], tuple[FloatArray, BoolArray] | tuple[FloatArray, BoolArray, Columns] | None
+    ]
+    # from (actuals, expecteds, scores, passed, columns) of the whole batch, a function giving the JSON form of the
+    # verdict of vectorised pair i
+    FastDicts = Callable[
+        [Sequence[Any], Sequence[Any], FloatArray, BoolArray, Columns], Callable[[int], dict[str, Any]]
+    ]
 
 DETAIL_CHARS = 500  # texts kept in details are cut to this length, so a 1 MB output cannot bloat the record
 
@@ -46,18 +60,11 @@ def listing(items: Sequence[str], conjunction: str = "and", limit: int = 5) -> s
 
 BATCH_CHUNK = 8_192  # pairs per vectorised step: the strings of a chunk stay in the CPU cache between steps
 
-Columns = dict[str, np.ndarray[Any, Any]]
-# scores and passed of a chunk, optionally with named per-pair columns (what the verdicts' details are built from)
-VectorStep = Callable[
-    [Sequence[Any], Sequence[Any]], "tuple[FloatArray, BoolArray] | tuple[FloatArray, BoolArray, Columns] | None"
-]
-# from (actuals, expecteds, scores, passed, columns) of the whole batch, a function giving the JSON form of the
-# verdict of vectorised pair i
-FastDicts = Callable[[Sequence[Any], Sequence[Any], FloatArray, BoolArray, Columns], Callable[[int], dict[str, Any]]]
-
 
 def objects(values: Sequence[Any]) -> np.ndarray[Any, np.dtype[np.object_]]:
     """``values`` as a numpy object column (a vector step's per-pair texts)."""
+    import numpy as np
+
     out = np.empty(len(values), dtype=object)
     for i, value in enumerate(values):  # one by one: numpy would make equally long lists a second dimension
         out[i] = value
@@ -78,6 +85,8 @@ def chunked_batch(
     With ``fast_dicts``, :meth:`BatchResult.to_dicts` builds the vectorised pairs' dicts from the scores and the
     columns the vector steps returned, without judging them again.
     """
+    import numpy as np
+
     exp = _expecteds(actuals, expecteds)
     n = len(actuals)
     scores = np.empty(n, dtype=np.float64)

@@ -6,9 +6,8 @@ import operator
 import re
 from collections.abc import Iterable, Sequence
 from itertools import repeat
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
-import numpy as np
 from pydantic import ValidationInfo, field_validator
 
 from assay.errors import EvaluationInputError
@@ -16,8 +15,10 @@ from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import str_list
 from assay.evaluators.registry import register
 from assay.evaluators.text.common import chunked_batch, clip, cut, listing, references
-from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
+
+if TYPE_CHECKING:
+    from assay.reductions import BoolArray, FloatArray
 
 
 class _Matcher(NamedTuple):
@@ -110,6 +111,8 @@ class Contains(Evaluator):
         return chunked_batch(self, actuals, expecteds, self._vector)
 
     def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
+        import numpy as np
+
         opts = self.options
         n = len(actuals)
         fold = opts.ignore_case and not opts.regex
@@ -206,4 +209,6 @@ class Contains(Evaluator):
 
 def _bools(values: Iterable[bool]) -> BoolArray:
     """A bool array of ``values`` (through bytes: the cheapest way from bools to numpy)."""
+    import numpy as np
+
     return np.frombuffer(bytes(values), dtype=np.bool_)

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import NormalizeOptions, Normalizer
 from assay.evaluators.registry import register
 from assay.evaluators.text import common
-from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, references
-from assay.reductions import BoolArray, FloatArray
+from assay.evaluators.text.common import chunked_batch, clip, cut, references
 from assay.verdict import Verdict
+
+if TYPE_CHECKING:
+    from assay.evaluators.text.common import Columns
+    from assay.reductions import BoolArray, FloatArray
 
 
 class ExactMatchOptions(Options, NormalizeOptions):
@@ -52,6 +53,8 @@ class ExactMatch(Evaluator):
         return chunked_batch(self, actuals, expecteds, self._vector, self._fast_dicts)
 
     def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
+        import numpy as np
+
         keys_a = self.normalize.batch_keys(actuals)
         keys_e = None if keys_a is None else self.normalize.batch_keys(expecteds)
         if keys_a is None or keys_e is None:
@@ -65,6 +68,8 @@ class ExactMatch(Evaluator):
         """The JSON form of a vectorised pair's verdict, as :meth:`check` gives it: a passing pair's is constant
         but for the (one) answer it matched; a failing pair's reason and feedback come from its normalised texts,
         computed here rather than in the scoring pass (only the dicts need them), one batch pass per chunk."""
+        import numpy as np
+
         ok = passed.tolist()
         chunk = common.BATCH_CHUNK  # the batch was scored in chunks of this size, each all-str when vectorised
         failed = ~passed  # a copy: what the dicts say does not follow later changes to the batch's arrays

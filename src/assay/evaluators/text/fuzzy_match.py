@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import Field, field_validator
 
 from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import NormalizeOptions, Normalizer
 from assay.evaluators.registry import register
 from assay.evaluators.text.common import chunked_batch, clip, cut, listing, references
-from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
+
+if TYPE_CHECKING:
+    from assay.reductions import BoolArray, FloatArray
 
 FuzzyAlgorithm = Literal["ratio", "partial_ratio", "token_sort_ratio", "token_set_ratio", "levenshtein", "jaro_winkler"]
 
@@ -180,6 +181,8 @@ class FuzzyMatch(Evaluator):
         return chunked_batch(self, actuals, expecteds, self._vector)
 
     def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
+        import numpy as np
+
         norm_a = self.normalize.batch(actuals)
         norm_e = None if norm_a is None else self.normalize.batch(expecteds)
         if norm_a is None or norm_e is None:
@@ -194,6 +197,8 @@ class FuzzyMatch(Evaluator):
         return scores, scores >= self.options.threshold
 
     def _raw_similarities(self, norm_a: list[str], norm_e: list[str]) -> FloatArray:
+        import numpy as np
+
         n = len(norm_a)
         if n == 0:
             return np.zeros(0, dtype=np.float64)

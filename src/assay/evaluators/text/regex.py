@@ -6,9 +6,8 @@ import operator
 import re
 from collections.abc import Sequence
 from itertools import repeat
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import field_validator
 
 from assay.errors import ConfigError, EvaluationInputError
@@ -16,8 +15,10 @@ from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import NormalizeOptions, Normalizer
 from assay.evaluators.registry import register
 from assay.evaluators.text.common import chunked_batch, clip, cut, references
-from assay.reductions import BoolArray, FloatArray
 from assay.verdict import Verdict
+
+if TYPE_CHECKING:
+    from assay.reductions import BoolArray, FloatArray
 
 
 class RegexOptions(Options, NormalizeOptions):
@@ -88,6 +89,8 @@ class Regex(Evaluator):
         return chunked_batch(self, actuals, expecteds, self._vector)
 
     def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
+        import numpy as np
+
         if self.options.group is not None:
             return None
         match = self._pattern.search if self.options.mode == "search" else self._pattern.fullmatch

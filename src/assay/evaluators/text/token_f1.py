@@ -6,10 +6,8 @@ import operator
 from collections import Counter
 from collections.abc import Callable, Sequence
 from itertools import compress
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-import numpy as np
-import numpy.typing as npt
 from pydantic import Field
 
 from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
@@ -24,9 +22,15 @@ from assay.evaluators.normalize import (
 )
 from assay.evaluators.registry import register
 from assay.evaluators.text import common
-from assay.evaluators.text.common import Columns, chunked_batch, clip, cut, listing, objects, references
-from assay.reductions import BoolArray, FloatArray
+from assay.evaluators.text.common import chunked_batch, clip, cut, listing, objects, references
 from assay.verdict import Verdict
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from assay.evaluators.text.common import Columns
+    from assay.reductions import BoolArray, FloatArray
 
 
 class TokenF1Options(Options):
@@ -133,6 +137,8 @@ class TokenF1(Evaluator):
         return chunked_batch(self, actuals, expecteds, self._vector, self._fast_dicts)
 
     def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray, Columns] | None:
+        import numpy as np
+
         prep_a = squad_prepare_batch(actuals)
         prep_e = None if prep_a is None else squad_prepare_batch(expecteds)
         if prep_a is None or prep_e is None:
@@ -179,6 +185,8 @@ class TokenF1(Evaluator):
     ) -> Callable[[int], dict[str, Any]]:
         """The JSON form of a vectorised pair's verdict (one text answer), as :meth:`check` gives it, from the
         batch's columns (a failing pair's tokens too)."""
+        import numpy as np
+
         threshold = self.options.threshold
         f1s, ok = scores.tolist(), passed.tolist()
         precision, recall = columns["precision"].tolist(), columns["recall"].tolist()
@@ -240,6 +248,8 @@ def _quoted(tokens: list[str], limit: int = 8) -> str:
 
 def f1_columns(same: FloatArray, n_pred: FloatArray, n_gold: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
     """:func:`f1_figures` over arrays of counts, with the same arithmetic (so the same floats)."""
+    import numpy as np
+
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = same / n_pred
         recall = same / n_gold
@@ -263,6 +273,8 @@ class _Tokens:
     """
 
     def __init__(self, streams: list[list[str]], sizes: list[int]) -> None:
+        import numpy as np
+
         vocab: dict[str, None] = {}
         for stream in streams:
             vocab.update(dict.fromkeys(stream))
@@ -300,6 +312,8 @@ class _Tokens:
     def overlap(self, a: int, b: int) -> FloatArray:
         """The multiset overlap of the tokens of each text of list ``a`` with those of the same text of list ``b``:
         each (text, token) key counted with ``np.unique`` on each side, the smaller count summed over shared keys."""
+        import numpy as np
+
         counted = [np.unique(self.texts[k] * self.size + self.tokens[k], return_counts=True) for k in (a, b)]
         (keys_a, counts_a), (keys_b, counts_b) = counted
         shared, ia, ib = np.intersect1d(keys_a, keys_b, assume_unique=True, return_indices=True)
@@ -313,6 +327,8 @@ def _expansion(
 ) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]] | None:
     """A function replacing each token id by the ids of what is left of it once articles inside it go
     (:func:`hidden_articles`), in numpy; None when no token hides an article."""
+    import numpy as np
+
     if not hidden:
         return None
     pieces = np.ones(len(ids), dtype=np.int64)
@@ -342,6 +358,7 @@ class _FailingTokens:
     the vocabulary until asked for, then the lists of strings that :func:`squad_tokens_prepared` gives."""
 
     def __init__(self, where: list[int], pred: list[list[str]] | None, gold: list[list[str]] | None) -> None:
+
         self.where = where
         self._lists = None if pred is None or gold is None else (pred, gold)
         self._names: npt.NDArray[np.object_] | None = None
@@ -350,6 +367,8 @@ class _FailingTokens:
     @classmethod
     def of_stream(cls, tokens: _Tokens, failing: npt.NDArray[np.int64], where: list[int]) -> _FailingTokens:
         """The failing texts' (``failing``: their indices in lists 0 and 1) token ids, gathered in numpy."""
+        import numpy as np
+
         held = cls(where, None, None)
         held._names = tokens.names
         for k in (0, 1):
