@@ -416,11 +416,12 @@ class OfflineScheduler(Scheduler):
         verdict (the per-sample path's order)."""
         self.writer.write_lines(done.lines)
         stats, failed = self.stats, 0
-        for sample_id, model_error, evaluator_error, truncated in zip(
-            sample_ids, model_errors, done.evaluator_errors, done.truncated, strict=True
+        stats.truncated += sum(done.truncated)
+        for sample_id, model_error, evaluator_error in zip(
+            sample_ids, model_errors, done.evaluator_errors, strict=True
         ):
-            stats.truncated += truncated
-            failed += stats.count_errors(f"{task_name}/{sample_id}", model_error, evaluator_error)
+            if model_error is not None or evaluator_error is not None:  # the usual sample has neither
+                failed += stats.count_errors(f"{task_name}/{sample_id}", model_error, evaluator_error)
         stats.written += len(sample_ids)
         self.progress.advance_many(len(sample_ids), errors=failed)
         self._check_error_rate()

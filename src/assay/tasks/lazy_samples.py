@@ -11,6 +11,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, overload
 
+from assay.data.lazy import JsonlRows
 from assay.errors import DataError
 from assay.tasks.sample import Sample
 
@@ -76,10 +77,19 @@ class LazySamples(Sequence[Sample]):
     def __getitem__(self, index: slice) -> list[Sample]: ...
     def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
         if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
+            start, stop, step = index.indices(len(self))
+            if step == 1:  # consecutive rows: read as one block
+                return [self._make(i, row) for i, row in enumerate(self._rows(start, stop), start)]
+            return [self[i] for i in range(start, stop, step)]
         if index < 0:
             index += len(self)
         return self._make(index, self.dataset.rows[index])
+
+    def _rows(self, start: int, stop: int) -> list[dict[str, object]]:
+        rows = self.dataset.rows
+        if isinstance(rows, JsonlRows):
+            return rows.block(start, stop)
+        return list(rows[start:stop])
 
     def _make(self, i: int, row: dict[str, object]) -> Sample:
         sid, inp, tgt, md = self.fields.pick(self.dataset, i, row)
@@ -109,7 +119,10 @@ class SampleView(Sequence[Sample]):
     def __getitem__(self, index: slice) -> list[Sample]: ...
     def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
         if isinstance(index, slice):
-            return [self.base[i] for i in self.order[index]]
+            order = self.order[index]
+            if isinstance(order, range) and order.step == 1:  # in file order: one block
+                return self.base[order.start : order.stop]
+            return [self.base[i] for i in order]
         return self.base[self.order[index]]
 
     def __iter__(self) -> Iterator[Sample]:
