@@ -174,3 +174,19 @@ def test_hash_collisions_between_different_ids_are_not_duplicates(tmp_path: Path
 def test_the_file_size_threshold_is_what_decides(tmp_path: Path):
     small = read_dataset(DatasetSpec(path=str(jsonl(tmp_path / "d.jsonl", ROWS))))
     assert not is_lazy(small.rows) and os.path.getsize(tmp_path / "d.jsonl") < readers_module.LAZY_MIN_BYTES
+
+
+def test_a_bad_line_after_a_row_lacking_a_field_is_reported_first_as_by_the_eager_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """The rows are checked as the file is read: a row lacking a field does not stop the file's own checks."""
+    path = jsonl(tmp_path / "d.jsonl", [*ROWS[:3], {"id": "r3", "a": "x", "m": {"k": 1}}, *ROWS[4:]], blanks=False)
+    path.write_bytes(path.read_bytes() + b'{"id": "late",}\n')
+    monkeypatch.chdir(tmp_path)
+    errors = []
+    for threshold in (1 << 40, 0):
+        monkeypatch.setattr(readers_module, "LAZY_MIN_BYTES", threshold)
+        with pytest.raises(DataError, match=rf"d\.jsonl:{len(ROWS) + 1}: invalid JSON") as caught:
+            task_for(Path("d.jsonl")).samples()
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1]

@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
@@ -31,19 +31,20 @@ class JsonlRows(Sequence[Row]):
     the rows are in use: its size and modification time are checked at every block read.
     """
 
-    def __init__(self, path: Path, name: str) -> None:
+    def __init__(self, path: Path, name: str, visit: Callable[[int, Row], None] | None = None) -> None:
         self.path = path
         self.name = name
         self._starts = array("q")
         self._lengths = array("I")
         self.lines = array("q")
-        self.content_hash = self._scan()
+        self.content_hash = self._scan(visit)
         st = path.stat()
         self._stamp = (st.st_size, st.st_mtime_ns)
         self._fd: int | None = None
 
-    def _scan(self) -> str:
-        """Validate every line as :func:`assay.data.readers.iter_jsonl` does; record offsets; hash as ``rows_hash``."""
+    def _scan(self, visit: Callable[[int, Row], None] | None) -> str:
+        """Validate every line as :func:`assay.data.readers.iter_jsonl` does; record offsets; hash as ``rows_hash``;
+        show each row with its index to ``visit`` (whoever checks the rows, so that they are parsed once)."""
         from assay.data.readers import jsonl_row
         from assay.tasks.hashing import canonical_json
 
@@ -57,6 +58,8 @@ class JsonlRows(Sequence[Row]):
                     obj = jsonl_row(raw, lineno, self.name)
                     if obj is None:
                         continue
+                    if visit is not None:
+                        visit(len(starts), obj)
                     skip = 3 if lineno == 1 and raw.startswith(b"\xef\xbb\xbf") else 0  # a UTF-8 BOM
                     starts.append(start + skip)
                     lengths.append(len(raw) - skip)

@@ -25,10 +25,11 @@ from assay.errors import DataError
 from assay.evaluators.base import Evaluator
 from assay.gcpause import gc_paused
 from assay.models.base import Message, Model, ModelError, Request, Response
-from assay.runner.pending import runs
+from assay.runner.pending import PendingWork, runs
 from assay.runner.scheduler import Scheduler, _cap, stored_response
 from assay.runner.scoring import nothing_to_judge
 from assay.tasks.filters import NoMatch, explain_no_match, unmark
+from assay.tasks.lazy_samples import unsure_positions
 from assay.verdict import Verdict
 
 if TYPE_CHECKING:
@@ -283,12 +284,25 @@ def render(task: Task, sample: Sample) -> list[Message]:
 def check_renders(work: Iterable[tuple[Task, Sample]]) -> None:
     """Render every pending sample's prompt before anything is written (the offline form of check_requests); a
     plain template shown no few-shot examples is only checked to render (:meth:`Prompt.cannot_fail`), since
-    scoring renders it again."""
+    scoring renders it again. Samples made on demand from a large file were screened so as the file was read:
+    only those the screen was unsure of are made and rendered here."""
+    if isinstance(work, PendingWork):
+        for task, samples, finished in work.parts():
+            unsure = unsure_positions(samples)
+            picked: Iterable[Sample] = samples if unsure is None else (samples[i] for i in unsure)
+            if finished:
+                picked = (s for s in picked if s.id not in finished)
+            _check_renders(task, picked)
+        return
     for task, group in groupby(work, key=lambda pair: pair[0]):
-        prompt = task.prompt if task.config.fewshot is None else None
-        for _, sample in group:
-            if prompt is None or not prompt.cannot_fail(sample):
-                render(task, sample)
+        _check_renders(task, (sample for _, sample in group))
+
+
+def _check_renders(task: Task, samples: Iterable[Sample]) -> None:
+    prompt = task.prompt if task.config.fewshot is None else None
+    for sample in samples:
+        if prompt is None or not prompt.cannot_fail(sample):
+            render(task, sample)
 
 
 def response_json(response: Response | None) -> dict[str, Any] | None:

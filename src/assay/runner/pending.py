@@ -88,6 +88,10 @@ class PendingWork(Sequence[tuple["Task", "Sample"]]):
             return list(samples[positions.start : positions.stop])
         return [samples[i] for i in positions]
 
+    def parts(self) -> list[tuple[Task, Sequence[Sample], frozenset[str]]]:
+        """Each task with its samples (within the limit) and the ids of those already done (skipped)."""
+        return list(self._parts)
+
     def tasks(self) -> list[Task]:
         """The tasks with pending samples, in order, without reading any sample."""
         starts = [0, *self._ends[:-1]]

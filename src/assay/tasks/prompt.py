@@ -80,16 +80,26 @@ class Prompt:
         templates = [self.template, self.system, *(t for _, t in self.messages or ())]
         return any(t is not None and "fewshot" in t.variables for t in templates)
 
+    @property
+    def screens(self) -> bool:
+        """True when :meth:`cannot_fail` can ever be True: one plain template, no system or chat messages."""
+        template = self.template
+        return template is not None and template.plain is not None and self.system is None and self.messages is None
+
     def cannot_fail(self, sample: Sample) -> bool:
         """True when rendering ``sample`` without few-shot examples is sure to succeed, found without rendering it:
         one plain template (no system or chat messages) whose every name resolves, as in :func:`sample_context`,
         to a value with a text, the whole within MAX_OUTPUT. False says nothing: the render must be tried."""
+        return self.row_cannot_fail(sample.doc, sample.input, sample.target, sample.metadata)
+
+    def row_cannot_fail(self, doc: dict[str, Any], input_: Any, target: Any, metadata: dict[str, Any]) -> bool:
+        """:meth:`cannot_fail` for the sample a row makes (its fields picked out, before the Sample is built)."""
         template = self.template
         plain = template.plain if template is not None else None
         if plain is None or template is None or self.system is not None or self.messages is not None:
             return False
-        special = {"input": sample.input, "target": sample.target, "metadata": sample.metadata, "fewshot": []}
-        doc, size = sample.doc, 0
+        special = {"input": input_, "target": target, "metadata": metadata, "fewshot": []}
+        size = 0
         for piece in plain.pieces:
             if isinstance(piece, str):
                 size += len(piece)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.data.lazy import is_lazy
 from assay.data.readers import Dataset
 from assay.errors import DataError
+
+if TYPE_CHECKING:
+    from assay.tasks.lazy_samples import RowCheck
 
 _MISSING: Any = object()  # get_path's default: raise KeyError
 _ABSENT: Any = object()
@@ -70,14 +73,15 @@ class FieldMap:
     target: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)  # metadata name -> field path
 
-    def samples(self, dataset: Dataset) -> Sequence[Sample]:
+    def samples(self, dataset: Dataset, checked: RowCheck | None = None) -> Sequence[Sample]:
         """A Sample per row; a row lacking a mapped field, or a repeated id, raises DataError naming the row.
 
-        Rows read on demand (a large JSONL file) give samples made on demand too (:class:`LazySamples`)."""
+        Rows read on demand (a large JSONL file) give samples made on demand too (:class:`LazySamples`), checked
+        with what ``checked`` gathered as the file was read (when it saw every row), else by reading them again."""
         if is_lazy(dataset.rows):
             from assay.tasks.lazy_samples import LazySamples
 
-            return LazySamples(self, dataset)
+            return LazySamples(self, dataset, checked)
         out: list[Sample] = []
         seen: dict[str, int] = {}
         for i, row in enumerate(dataset.rows):
@@ -90,14 +94,18 @@ class FieldMap:
 
     def pick(self, dataset: Dataset, i: int, row: dict[str, Any]) -> tuple[str, Any, Any, dict[str, Any]]:
         """Row ``i``'s id, input, target and metadata; a missing mapped field raises DataError naming the row."""
-        id_f, input_f, target_f = self.id, self.input, self.target
         try:
-            sid = str(get_path(row, id_f)) if id_f is not None else str(row.get("id", i))
-            inp = get_path(row, input_f) if input_f is not None else row.get("input")
-            tgt = get_path(row, target_f) if target_f is not None else row.get("target")
-            md = {name: get_path(row, path) for name, path in self.metadata.items()}
+            return self.values(i, row)
         except KeyError as err:
             raise DataError(self._missing(dataset, i, row, str(err.args[0]))) from None
+
+    def values(self, i: int, row: dict[str, Any]) -> tuple[str, Any, Any, dict[str, Any]]:
+        """Row ``i``'s id, input, target and metadata; KeyError (the field's path) for a missing mapped field."""
+        id_f, input_f, target_f = self.id, self.input, self.target
+        sid = str(get_path(row, id_f)) if id_f is not None else str(row.get("id", i))
+        inp = get_path(row, input_f) if input_f is not None else row.get("input")
+        tgt = get_path(row, target_f) if target_f is not None else row.get("target")
+        md = {name: get_path(row, path) for name, path in self.metadata.items()}
         return sid, inp, tgt, md
 
     def duplicate(self, dataset: Dataset, i: int, first: int, sid: str) -> DataError:
