@@ -46,7 +46,7 @@ class JsonlRows(Sequence[Row]):
         """Validate every line as :func:`assay.data.readers.iter_jsonl` does; record offsets; hash as ``rows_hash``;
         show each row with its index to ``visit`` (whoever checks the rows, so that they are parsed once)."""
         from assay.data.readers import jsonl_row
-        from assay.tasks.hashing import canonical_json
+        from assay.tasks.hashing import canonical_bytes
 
         digest = hashlib.sha256()
         starts, lengths, lines = self._starts, self._lengths, self.lines
@@ -64,7 +64,7 @@ class JsonlRows(Sequence[Row]):
                     starts.append(start + skip)
                     lengths.append(len(raw) - skip)
                     lines.append(lineno)
-                    digest.update(canonical_json(obj).encode("utf-8"))
+                    digest.update(canonical_bytes(obj))
                     digest.update(b"\n")
         except OSError as err:
             raise DataError(f"{self.name}: cannot read: {err}") from None
