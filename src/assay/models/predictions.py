@@ -111,7 +111,7 @@ class PredictionsModel(Model):
                 offset, raw = offset + 3, raw[3:]
             row = try_loads(raw)  # valid UTF-8 when orjson reads it: decoded with 'replace' it would be the same
             if row is not NOT_SURE:
-                sample_id, _ = self._entry(row, number)
+                sample_id = self._checked_id(row, number)
             else:
                 text = raw.decode("utf-8", "replace")
                 if not text.strip():
@@ -160,6 +160,16 @@ class PredictionsModel(Model):
         except ValueError as err:
             raise DataError(f"{self._where(number)}: not valid JSON ({err})") from None
         return self._entry(row, number)
+
+    def _checked_id(self, row: Any, number: int) -> str:
+        """The id of a parsed line, checked as :meth:`_entry` checks it, without making the entry for the usual line
+        (an object with its id and a text field, no tool calls: nothing else in it can be wrong)."""
+        if type(row) is dict and self.id_field in row and row.get(self.tool_calls_field) is None:
+            fields = (self.text_field,) if self.text_field else TEXT_FIELDS
+            for field in fields:
+                if field in row:
+                    return str(row[self.id_field])
+        return self._entry(row, number)[0]
 
     def _entry(self, row: Any, number: int) -> tuple[str, _Entry]:
         """The id and entry of a parsed line (a DataError naming the line when it is not a prediction)."""
