@@ -82,10 +82,17 @@ class PendingWork(Sequence[tuple["Task", "Sample"]]):
                 yield part, task, chunk
 
     def samples_at(self, part: int, positions: Sequence[int]) -> list[Sample]:
-        """The samples at ``positions`` of part ``part`` (a range is read as one block of a large dataset)."""
+        """The samples at ``positions`` (ascending) of part ``part``: read as one block of a large dataset when
+        they are most of their stretch (a range; a resume's positions around the samples already done)."""
         samples = self._parts[part][1]
         if isinstance(positions, range) and positions.step == 1:
             return list(samples[positions.start : positions.stop])
+        if not positions:
+            return []
+        first, stop = positions[0], positions[-1] + 1
+        if stop - first <= 2 * len(positions):
+            block = samples[first:stop]
+            return [block[i - first] for i in positions]
         return [samples[i] for i in positions]
 
     def parts(self) -> list[tuple[Task, Sequence[Sample], frozenset[str]]]:
