@@ -47,15 +47,14 @@ class RowCheck:
             self.missing = i
             return
         self.hashes.append(hash(sid))
-        if self.unsure is not None and not self._sure(row, inp, tgt, md):
-            self.unsure.append(i)
-
-    def _sure(self, row: dict[str, Any], inp: Any, tgt: Any, md: dict[str, Any]) -> bool:
-        assert self.screen is not None
-        try:
-            return self.screen(row, inp, tgt, md)
-        except Exception:  # the render decides
-            return False
+        screen, unsure = self.screen, self.unsure
+        if screen is not None and unsure is not None:
+            try:
+                sure = screen(row, inp, tgt, md)
+            except Exception:  # the render decides
+                sure = False
+            if not sure:
+                unsure.append(i)
 
 
 class LazySamples(Sequence[Sample]):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from assay.data.lazy import is_lazy
@@ -106,11 +107,22 @@ class FieldMap:
     def values(self, i: int, row: dict[str, Any]) -> tuple[str, Any, Any, dict[str, Any]]:
         """Row ``i``'s id, input, target and metadata; KeyError (the field's path) for a missing mapped field."""
         id_f, input_f, target_f = self.id, self.input, self.target
+        if self._plain_keys and type(row) is dict:  # get_path of a key without dots in a dict is the key's value
+            sid = str(row[id_f]) if id_f is not None else str(row.get("id", i))
+            inp = row[input_f] if input_f is not None else row.get("input")
+            tgt = row[target_f] if target_f is not None else row.get("target")
+            return sid, inp, tgt, {name: row[path] for name, path in self.metadata.items()}
         sid = str(get_path(row, id_f)) if id_f is not None else str(row.get("id", i))
         inp = get_path(row, input_f) if input_f is not None else row.get("input")
         tgt = get_path(row, target_f) if target_f is not None else row.get("target")
         md = {name: get_path(row, path) for name, path in self.metadata.items()}
         return sid, inp, tgt, md
+
+    @cached_property
+    def _plain_keys(self) -> bool:
+        """True when every mapped field is a top-level key (no dotted path)."""
+        paths = [self.id, self.input, self.target, *self.metadata.values()]
+        return all("." not in path for path in paths if path is not None)
 
     def duplicate(self, dataset: Dataset, i: int, first: int, sid: str) -> DataError:
         """The error for row ``i`` repeating the id of row ``first``."""
