@@ -10,21 +10,26 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import multiprocessing
 import os
+import sys
+import threading
 from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from assay.errors import DataError
+from assay.forking import default_processes, fork_available, worker_start
 from assay.jsonfast import NOT_SURE, try_loads
 from assay.models.base import Model, ModelError, Request, Response, ToolCall
 
 TEXT_FIELDS = ("prediction", "output", "response", "text")
 _BLOCK = 1 << 23  # bytes read at a time while indexing
+PARALLEL_MIN_BYTES = 32 << 20  # a file this large is indexed by two processes, half each
 _SPAN_SLACK = 4  # the lines asked for are read in one go when their stretch of the file is at most this many times them
 
 
@@ -38,6 +43,90 @@ class _Entry:
         self.texts = texts
         self.tool_calls = tool_calls
         self.per_repeat = per_repeat
+
+
+class _Part(NamedTuple):
+    """The index entries of a stretch of the file (id hash, byte offset, length, line number) and its lines."""
+
+    hashes: Any
+    offsets: Any
+    lengths: Any
+    numbers: Any
+    lines: int
+
+
+class _Helper:
+    """A forked process indexing the second half of a large predictions file while this one indexes the first
+    (where forking is safe: Linux, no other thread here). Any trouble in it (a bad line, its death) gives None, and
+    this process indexes that half itself, so the errors are the serial pass's, naming the file's real lines."""
+
+    def __init__(self, start: int, process: Any, reader: Any) -> None:
+        self.start = start
+        self.process = process
+        self.reader = reader
+
+    @classmethod
+    def start_for(cls, model: PredictionsModel) -> _Helper | None:
+        try:
+            size = model.path.stat().st_size
+        except OSError:
+            return None  # the serial pass says why
+        if size < PARALLEL_MIN_BYTES or not fork_available() or threading.active_count() > 1:
+            return None
+        if default_processes() < 2:
+            return None
+        try:
+            start = _line_start(model.path, size // 2)
+        except OSError:
+            return None
+        if start is None:
+            return None
+        context = multiprocessing.get_context("fork")
+        reader, writer = context.Pipe(duplex=False)
+        sys.stdout.flush()  # the helper must not inherit (and write again) buffered output
+        sys.stderr.flush()
+        process = context.Process(target=_index_half, args=(model, start, writer, os.getpid()), daemon=True)
+        try:
+            process.start()
+        except (AssertionError, OSError):  # a daemonic process may have no children; no memory to fork
+            reader.close()
+            writer.close()
+            return None
+        writer.close()
+        return cls(start, process, reader)
+
+    def result(self) -> _Part | None:
+        try:
+            part = self.reader.recv()
+        except Exception:  # it died (EOFError), perhaps half-way through sending
+            return None
+        return part if isinstance(part, _Part) else None
+
+    def close(self) -> None:
+        self.reader.close()
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join()
+
+
+def _index_half(model: PredictionsModel, start: int, writer: Any, parent: int) -> None:
+    """In the forked helper: index the file from byte ``start`` on and send the entries (None on a bad line)."""
+    worker_start(parent)
+    try:
+        part: _Part | None = model._index_range(None, start)
+    except Exception:  # the parent indexes this half again and raises the error itself
+        part = None
+    writer.send(part)
+    writer.close()
+
+
+def _line_start(path: Path, near: int) -> int | None:
+    """The offset where the first line starting after byte ``near`` begins (None: no such line)."""
+    with open(path, "rb") as fh:
+        fh.seek(near)
+        skipped = len(fh.readline())
+    start = near + skipped
+    return start if skipped and start < path.stat().st_size else None
 
 
 class PredictionsModel(Model):
@@ -81,19 +170,25 @@ class PredictionsModel(Model):
 
     # ---- the index ---------------------------------------------------------------------------------
 
-    def _lines(self, digest: Any) -> Iterator[tuple[int, int, bytes]]:
-        """(line number, byte offset, line without its newline) of every line, feeding ``digest`` as it reads."""
+    def _lines(self, digest: Any, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int, bytes]]:
+        """(line number, byte offset, line without its newline) of every line from byte ``start`` (where a line
+        begins) to ``end`` (just past a newline; None: the end of the file), numbered from 1 there, feeding
+        ``digest`` (when given) as it reads."""
         try:
             fh = open(self.path, "rb")  # noqa: SIM115 - closed below
         except OSError as err:
             raise DataError(f"cannot read predictions file {self.path}: {err.strerror or err}") from None
         with fh:
-            offset, number, rest = 0, 0, b""
-            while True:
-                block = fh.read(_BLOCK)
+            fh.seek(start)
+            offset, number, rest = start, 0, b""
+            left = -1 if end is None else end - start  # bytes still to read (-1: to the end)
+            while left:
+                block = fh.read(_BLOCK if left < 0 else min(_BLOCK, left))
                 if not block:
                     break
-                digest.update(block)
+                left = left - len(block) if left > 0 else left
+                if digest is not None:
+                    digest.update(block)
                 parts = (rest + block).split(b"\n")
                 rest = parts.pop()
                 for raw in parts:
@@ -103,10 +198,13 @@ class PredictionsModel(Model):
             if rest:
                 yield number + 1, offset, rest
 
-    def _index(self, expected_sha: str | None) -> None:
-        digest = hashlib.sha256()
+    def _index_range(self, digest: Any, start: int = 0, end: int | None = None, before: int = 0) -> _Part:
+        """The index entries of the lines from byte ``start`` to ``end`` (see :meth:`_lines`), the first being line
+        ``before + 1`` of the file; a bad line raises DataError naming it."""
         hashes, offsets, lengths, numbers = array("q"), array("q"), array("l"), array("l")
-        for number, offset, raw in self._lines(digest):
+        seen = 0
+        for seen, offset, raw in self._lines(digest, start, end):
+            number = before + seen
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 BOM
                 offset, raw = offset + 3, raw[3:]
             row = try_loads(raw)  # valid UTF-8 when orjson reads it: decoded with 'replace' it would be the same
@@ -121,18 +219,45 @@ class PredictionsModel(Model):
             offsets.append(offset)
             lengths.append(len(raw))
             numbers.append(number)
+        return _Part(hashes, offsets, lengths, numbers, seen)
+
+    def _index(self, expected_sha: str | None) -> None:
+        digest = hashlib.sha256()
+        helper = _Helper.start_for(self)  # a forked process indexing the second half of a large file meanwhile
+        try:
+            parts = [self._index_range(digest, 0, helper.start if helper is not None else None)]
+            if helper is not None:
+                second = helper.result()  # None when it could not: this process indexes that half too
+                if second is None:
+                    parts.append(self._index_range(digest, helper.start, None, parts[0].lines))
+                else:
+                    self._hash_rest(digest, helper.start)
+                    parts.append(second._replace(numbers=np.asarray(second.numbers, np.int64) + parts[0].lines))
+        finally:
+            if helper is not None:
+                helper.close()
         self.sha256 = digest.hexdigest()
         if expected_sha is not None and expected_sha != self.sha256:
             raise DataError(
                 f"predictions file {self.path} changed: sha256 {self.sha256[:12]}…, expected {expected_sha[:12]}…"
             )
-        keys = np.frombuffer(hashes, dtype=np.int64) if hashes else np.zeros(0, np.int64)
+        keys = np.concatenate([np.asarray(part.hashes, np.int64) for part in parts])
         order = np.argsort(keys, kind="stable")  # stable: equal hashes keep file order
         self._hashes = keys[order]
-        self._offsets = np.asarray(offsets, dtype=np.int64)[order]
-        self._lengths = np.asarray(lengths, dtype=np.int64)[order]
-        self._numbers = np.asarray(numbers, dtype=np.int64)[order]
+        self._offsets = np.concatenate([np.asarray(part.offsets, np.int64) for part in parts])[order]
+        self._lengths = np.concatenate([np.asarray(part.lengths, np.int64) for part in parts])[order]
+        self._numbers = np.concatenate([np.asarray(part.numbers, np.int64) for part in parts])[order]
         self._check_duplicates()
+
+    def _hash_rest(self, digest: Any, start: int) -> None:
+        """Feed ``digest`` the file from byte ``start`` on (the half another process indexed)."""
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(start)
+                while block := fh.read(_BLOCK):
+                    digest.update(block)
+        except OSError as err:
+            raise DataError(f"cannot read predictions file {self.path}: {err.strerror or err}") from None
 
     def _check_duplicates(self) -> None:
         same = np.flatnonzero(self._hashes[1:] == self._hashes[:-1])
