@@ -216,21 +216,21 @@ def _indexed(path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> tup
     import assay.models.predictions as module
 
     monkeypatch.setattr(module, "PARALLEL_MIN_BYTES", 0 if parallel else 1 << 40)
-    monkeypatch.setattr(module, "default_processes", lambda: 2)
+    monkeypatch.setattr(module, "may_fork", lambda: True)
     started: list[object] = []
-    real = module._Helper.start_for
+    real = module.Forked.start
 
-    def spy(model: PredictionsModel) -> object:
-        helper = real(model)
+    def spy(*args: Any) -> object:
+        helper = real(*args)
         started.append(helper)
         return helper
 
-    monkeypatch.setattr(module._Helper, "start_for", spy)
+    monkeypatch.setattr(module.Forked, "start", spy)
     try:
         found: tuple[Any, ...] | str = _index_of(PredictionsModel(path))
     except DataError as err:
         found = str(err)
-    assert (started[0] is not None) == parallel
+    assert bool(started and started[0] is not None) == parallel
     return found
 
 

@@ -10,10 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import multiprocessing
 import os
-import sys
-import threading
 from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -23,7 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from assay.errors import DataError
-from assay.forking import default_processes, fork_available, worker_start
+from assay.forked import Forked, may_fork
 from assay.jsonfast import NOT_SURE, try_loads
 from assay.models.base import Model, ModelError, Request, Response, ToolCall
 
@@ -55,69 +52,13 @@ class _Part(NamedTuple):
     lines: int
 
 
-class _Helper:
-    """A forked process indexing the second half of a large predictions file while this one indexes the first
-    (where forking is safe: Linux, no other thread here). Any trouble in it (a bad line, its death) gives None, and
-    this process indexes that half itself, so the errors are the serial pass's, naming the file's real lines."""
-
-    def __init__(self, start: int, process: Any, reader: Any) -> None:
-        self.start = start
-        self.process = process
-        self.reader = reader
-
-    @classmethod
-    def start_for(cls, model: PredictionsModel) -> _Helper | None:
-        try:
-            size = model.path.stat().st_size
-        except OSError:
-            return None  # the serial pass says why
-        if size < PARALLEL_MIN_BYTES or not fork_available() or threading.active_count() > 1:
-            return None
-        if default_processes() < 2:
-            return None
-        try:
-            start = _line_start(model.path, size // 2)
-        except OSError:
-            return None
-        if start is None:
-            return None
-        context = multiprocessing.get_context("fork")
-        reader, writer = context.Pipe(duplex=False)
-        sys.stdout.flush()  # the helper must not inherit (and write again) buffered output
-        sys.stderr.flush()
-        process = context.Process(target=_index_half, args=(model, start, writer, os.getpid()), daemon=True)
-        try:
-            process.start()
-        except (AssertionError, OSError):  # a daemonic process may have no children; no memory to fork
-            reader.close()
-            writer.close()
-            return None
-        writer.close()
-        return cls(start, process, reader)
-
-    def result(self) -> _Part | None:
-        try:
-            part = self.reader.recv()
-        except Exception:  # it died (EOFError), perhaps half-way through sending
-            return None
-        return part if isinstance(part, _Part) else None
-
-    def close(self) -> None:
-        self.reader.close()
-        if self.process.is_alive():
-            self.process.kill()
-        self.process.join()
-
-
-def _index_half(model: PredictionsModel, start: int, writer: Any, parent: int) -> None:
-    """In the forked helper: index the file from byte ``start`` on and send the entries (None on a bad line)."""
-    worker_start(parent)
+def _index_half(model: PredictionsModel, start: int) -> _Part | None:
+    """In a forked child: the index entries of the file from byte ``start`` on (None on a bad line, which the
+    parent then finds and names itself)."""
     try:
-        part: _Part | None = model._index_range(None, start)
-    except Exception:  # the parent indexes this half again and raises the error itself
-        part = None
-    writer.send(part)
-    writer.close()
+        return model._index_range(None, start)
+    except DataError:
+        return None
 
 
 def _line_start(path: Path, near: int) -> int | None:
@@ -223,15 +164,18 @@ class PredictionsModel(Model):
 
     def _index(self, expected_sha: str | None) -> None:
         digest = hashlib.sha256()
-        helper = _Helper.start_for(self)  # a forked process indexing the second half of a large file meanwhile
+        half = self._half()
+        helper = Forked.start(_index_half, self, half) if half is not None else None  # the second half, meanwhile
+        if helper is None:
+            half = None
         try:
-            parts = [self._index_range(digest, 0, helper.start if helper is not None else None)]
-            if helper is not None:
+            parts = [self._index_range(digest, 0, half)]
+            if half is not None and helper is not None:
                 second = helper.result()  # None when it could not: this process indexes that half too
-                if second is None:
-                    parts.append(self._index_range(digest, helper.start, None, parts[0].lines))
+                if not isinstance(second, _Part):
+                    parts.append(self._index_range(digest, half, None, parts[0].lines))
                 else:
-                    self._hash_rest(digest, helper.start)
+                    self._hash_rest(digest, half)
                     parts.append(second._replace(numbers=np.asarray(second.numbers, np.int64) + parts[0].lines))
         finally:
             if helper is not None:
@@ -248,6 +192,17 @@ class PredictionsModel(Model):
         self._lengths = np.concatenate([np.asarray(part.lengths, np.int64) for part in parts])[order]
         self._numbers = np.concatenate([np.asarray(part.numbers, np.int64) for part in parts])[order]
         self._check_duplicates()
+
+    def _half(self) -> int | None:
+        """Where a forked helper starts indexing (a line's start near the middle of the file), or None: a file
+        under :data:`PARALLEL_MIN_BYTES`, or forking not safe here (:func:`may_fork`)."""
+        try:
+            size = self.path.stat().st_size
+            if size < PARALLEL_MIN_BYTES or not may_fork():
+                return None
+            return _line_start(self.path, size // 2)
+        except OSError:
+            return None  # the serial pass says why
 
     def _hash_rest(self, digest: Any, start: int) -> None:
         """Feed ``digest`` the file from byte ``start`` on (the half another process indexed)."""
