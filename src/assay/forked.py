@@ -7,6 +7,7 @@ raises or dies gives None, and the caller then does that work itself (so its err
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import sys
@@ -62,7 +63,10 @@ class Forked:
 
 
 def _run(fn: Callable[..., Any], args: tuple[Any, ...], writer: Any, parent: int) -> None:
-    """In the child: ``fn(*args)`` sent back (None when it raises or cannot be sent)."""
+    """In the child: ``fn(*args)`` sent back (None when it raises or cannot be sent). No collections run in it:
+    its work makes no cycles to collect, and a collection would touch (and copy) every page it shares with its
+    parent."""
+    gc.disable()
     worker_start(parent)
     try:
         value = fn(*args)
