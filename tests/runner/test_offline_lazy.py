@@ -88,3 +88,52 @@ def test_pending_work_skips_done_samples_and_indexes_like_a_list(tmp_path: Path,
     ]
     with pytest.raises(IndexError):
         work[len(work)]
+
+
+@pytest.mark.parametrize("limit", [None, 23])
+def test_pending_work_by_positions_gives_the_samples_iteration_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, limit: int | None
+):
+    """What a forked worker reads from the positions it is sent is what the driver would have sent."""
+    from assay.runner.pending import PendingWork, runs
+
+    monkeypatch.setattr(readers_module, "LAZY_MIN_BYTES", 0)
+    rows, _ = write_inputs(tmp_path)
+    first = load_task({**file_task(tmp_path, rows), "name": "a"})
+    second = load_task({**task_config(rows[:20]), "name": "b"})  # inline rows: a list
+    scattered = {("a", f"s{i}") for i in range(60) if i % 5} | {("b", "s4")}  # positions read one by one
+    clustered = {("a", "s1"), ("a", "s2"), ("a", "s30"), ("b", "s0")}  # positions read as a block, then picked
+    for done in (set(), scattered, clustered):
+        work = PendingWork([first, second], limit, done)
+        for size in (7, 100):
+            chunks = [(task.name, samples) for task, samples in runs(work, size)]
+            by_positions = [
+                (task.name, work.samples_at(part, positions)) for part, task, positions in work.position_runs(size)
+            ]
+            assert by_positions == chunks
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+async def test_a_prompt_that_cannot_render_fails_a_lazy_run_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, processes: int
+) -> None:
+    """The rows are screened as the file is read; the one whose template fails is still rendered before the run
+    folder exists, and named (file and line) as with the rows in memory."""
+    from assay.errors import DataError
+
+    monkeypatch.setattr(OfflineScheduler, "chunk_size", 9)
+    rows, preds = write_inputs(tmp_path)
+    config = {**file_task(tmp_path, rows), "template": "Frage: {{ question }} ({{ alt }})"}  # rows 5, 16, ... lack alt
+    config["evaluators"] = [{"name": "exact_match"}]
+    messages = []
+    for threshold in (1 << 40, 0):
+        monkeypatch.setattr(readers_module, "LAZY_MIN_BYTES", threshold)
+        task = load_task(config)
+        assert (type(task.dataset.rows).__name__ == "JsonlRows") == (threshold == 0)
+        out = tmp_path / f"runs-{threshold}"
+        with pytest.raises(DataError) as caught:
+            await execute([task], PredictionsModel(preds), settings(tmp_path, out.name, processes=processes))
+        assert not out.exists() or not any(out.iterdir())
+        messages.append(str(caught.value))
+    assert messages[0] == messages[1]
+    assert "rows.jsonl:6" in messages[0] and "alt" in messages[0]

@@ -7,7 +7,7 @@ import gzip
 import io
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -87,8 +87,11 @@ def read_dataset(
     *,
     inline_source: str = "<inline rows>",
     inline_lines: list[int] | None = None,
+    visit: Callable[[int, Row], None] | None = None,
 ) -> Dataset:
-    """Read a dataset. Malformed content raises DataError naming the file and line."""
+    """Read a dataset. Malformed content raises DataError naming the file and line.
+
+    Rows read on demand (a large JSONL file) are shown to ``visit`` (index, row) as the file is checked."""
     spec = spec.resolve(base_dir)
     fmt = spec.resolved_format()
     if fmt == "inline":
@@ -104,7 +107,7 @@ def read_dataset(
     if not path.is_file():
         raise DataError(f"{name}: dataset file not found" if not path.exists() else f"{name}: not a file")
     if fmt == "jsonl" and path.suffix.lower() != ".gz" and path.stat().st_size >= LAZY_MIN_BYTES:
-        lazy = JsonlRows(path, name)
+        lazy = JsonlRows(path, name, visit)
         return Dataset(lazy, name, lazy.lines)
     if fmt == "jsonl":
         rows: list[Row] = []

@@ -25,10 +25,11 @@ from assay.errors import DataError
 from assay.evaluators.base import Evaluator
 from assay.gcpause import gc_paused
 from assay.models.base import Message, Model, ModelError, Request, Response
-from assay.runner.pending import runs
+from assay.runner.pending import PendingWork, runs
 from assay.runner.scheduler import Scheduler, _cap, stored_response
 from assay.runner.scoring import nothing_to_judge
 from assay.tasks.filters import NoMatch, explain_no_match, unmark
+from assay.tasks.lazy_samples import unsure_positions
 from assay.verdict import Verdict
 
 if TYPE_CHECKING:
@@ -283,12 +284,25 @@ def render(task: Task, sample: Sample) -> list[Message]:
 def check_renders(work: Iterable[tuple[Task, Sample]]) -> None:
     """Render every pending sample's prompt before anything is written (the offline form of check_requests); a
     plain template shown no few-shot examples is only checked to render (:meth:`Prompt.cannot_fail`), since
-    scoring renders it again."""
+    scoring renders it again. Samples made on demand from a large file were screened so as the file was read:
+    only those the screen was unsure of are made and rendered here."""
+    if isinstance(work, PendingWork):
+        for task, samples, finished in work.parts():
+            unsure = unsure_positions(samples)
+            picked: Iterable[Sample] = samples if unsure is None else (samples[i] for i in unsure)
+            if finished:
+                picked = (s for s in picked if s.id not in finished)
+            _check_renders(task, picked)
+        return
     for task, group in groupby(work, key=lambda pair: pair[0]):
-        prompt = task.prompt if task.config.fewshot is None else None
-        for _, sample in group:
-            if prompt is None or not prompt.cannot_fail(sample):
-                render(task, sample)
+        _check_renders(task, (sample for _, sample in group))
+
+
+def _check_renders(task: Task, samples: Iterable[Sample]) -> None:
+    prompt = task.prompt if task.config.fewshot is None else None
+    for sample in samples:
+        if prompt is None or not prompt.cannot_fail(sample):
+            render(task, sample)
 
 
 def response_json(response: Response | None) -> dict[str, Any] | None:
@@ -416,11 +430,12 @@ class OfflineScheduler(Scheduler):
         verdict (the per-sample path's order)."""
         self.writer.write_lines(done.lines)
         stats, failed = self.stats, 0
-        for sample_id, model_error, evaluator_error, truncated in zip(
-            sample_ids, model_errors, done.evaluator_errors, done.truncated, strict=True
+        stats.truncated += sum(done.truncated)
+        for sample_id, model_error, evaluator_error in zip(
+            sample_ids, model_errors, done.evaluator_errors, strict=True
         ):
-            stats.truncated += truncated
-            failed += stats.count_errors(f"{task_name}/{sample_id}", model_error, evaluator_error)
+            if model_error is not None or evaluator_error is not None:  # the usual sample has neither
+                failed += stats.count_errors(f"{task_name}/{sample_id}", model_error, evaluator_error)
         stats.written += len(sample_ids)
         self.progress.advance_many(len(sample_ids), errors=failed)
         self._check_error_rate()

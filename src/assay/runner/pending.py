@@ -68,6 +68,37 @@ class PendingWork(Sequence[tuple["Task", "Sample"]]):
         kept = (s for s in samples if s.id not in finished)
         return task, next(s for i, s in enumerate(kept) if i == offset)
 
+    def position_runs(self, size: int) -> Iterator[tuple[int, Task, Sequence[int]]]:
+        """The pending samples as (part, task, positions in that task's samples), at most ``size`` at a time, in
+        the order of iteration: a task with nothing done is cut into ranges without reading a sample, so that
+        whoever scores a run (a forked worker holding these samples too) reads them itself."""
+        for part, (task, samples, finished) in enumerate(self._parts):
+            if not finished:
+                for start in range(0, len(samples), size):
+                    yield part, task, range(start, min(start + size, len(samples)))
+                continue
+            kept = (i for i, s in enumerate(samples) if s.id not in finished)
+            while chunk := list(islice(kept, size)):
+                yield part, task, chunk
+
+    def samples_at(self, part: int, positions: Sequence[int]) -> list[Sample]:
+        """The samples at ``positions`` (ascending) of part ``part``: read as one block of a large dataset when
+        they are most of their stretch (a range; a resume's positions around the samples already done)."""
+        samples = self._parts[part][1]
+        if isinstance(positions, range) and positions.step == 1:
+            return list(samples[positions.start : positions.stop])
+        if not positions:
+            return []
+        first, stop = positions[0], positions[-1] + 1
+        if stop - first <= 2 * len(positions):
+            block = samples[first:stop]
+            return [block[i - first] for i in positions]
+        return [samples[i] for i in positions]
+
+    def parts(self) -> list[tuple[Task, Sequence[Sample], frozenset[str]]]:
+        """Each task with its samples (within the limit) and the ids of those already done (skipped)."""
+        return list(self._parts)
+
     def tasks(self) -> list[Task]:
         """The tasks with pending samples, in order, without reading any sample."""
         starts = [0, *self._ends[:-1]]

@@ -10,6 +10,8 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
+import orjson
+
 
 def _default(value: Any) -> Any:
     """JSON form of values json cannot write; chosen to be stable (never a repr with a memory address)."""
@@ -46,6 +48,45 @@ def canonical_json(value: Any) -> str:
     return _ENCODE(value)
 
 
+def canonical_bytes(value: Any) -> bytes:
+    """:func:`canonical_json` as UTF-8, written by orjson where its text is the same: values made only of dicts,
+    lists, strings, integers, booleans and None (orjson writes floats otherwise, and refuses what does not fit it:
+    an integer past 64 bits, a key that is not a string, a lone surrogate, deep nesting); else by json, as before."""
+    if _plain(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # orjson.JSONEncodeError: json decides (and raises, if it must, its own error)
+            pass
+    return canonical_json(value).encode("utf-8")
+
+
+_LEAVES = frozenset({str, int, bool, type(None)})
+
+
+def _plain(value: Any, most: int = 10_000) -> bool:
+    """True for a value of dicts, lists and :data:`_LEAVES` alone (exact types: no subclasses, floats, tuples),
+    with at most ``most`` dicts and lists (a value that holds itself is never plain)."""
+    stack = [value]
+    leaves = _LEAVES
+    while stack:
+        most -= 1
+        if most < 0:
+            return False
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            for v in item.values():
+                if type(v) not in leaves:
+                    stack.append(v)
+        elif kind is list:
+            for v in item:
+                if type(v) not in leaves:
+                    stack.append(v)
+        elif kind not in leaves:
+            return False
+    return True
+
+
 def sha256_hex(value: Any) -> str:
     """sha256 (hex) of the canonical JSON of ``value``; a str is hashed as its UTF-8 bytes directly."""
     text = value if isinstance(value, str) else canonical_json(value)
@@ -56,6 +97,6 @@ def rows_hash(rows: Iterable[Any]) -> str:
     """sha256 over a sequence of rows, one canonical JSON line each (streamed: no giant string)."""
     h = hashlib.sha256()
     for row in rows:
-        h.update(canonical_json(row).encode("utf-8"))
+        h.update(canonical_bytes(row))
         h.update(b"\n")
     return h.hexdigest()

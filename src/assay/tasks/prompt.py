@@ -14,6 +14,8 @@ from assay.tasks.fewshot import example_context, shot_target
 from assay.tasks.sample import Sample
 from assay.tasks.template import MAX_OUTPUT, Template
 
+_SAMPLE_NAMES = frozenset({"doc", "input", "target", "metadata", "fewshot"})  # what sample_context adds to a row
+
 
 class RenderError(Exception):
     """A template failed for one sample (or one of its few-shot examples)."""
@@ -80,30 +82,39 @@ class Prompt:
         templates = [self.template, self.system, *(t for _, t in self.messages or ())]
         return any(t is not None and "fewshot" in t.variables for t in templates)
 
+    @property
+    def screens(self) -> bool:
+        """True when :meth:`cannot_fail` can ever be True: one plain template, no system or chat messages."""
+        template = self.template
+        return template is not None and template.plain is not None and self.system is None and self.messages is None
+
     def cannot_fail(self, sample: Sample) -> bool:
         """True when rendering ``sample`` without few-shot examples is sure to succeed, found without rendering it:
         one plain template (no system or chat messages) whose every name resolves, as in :func:`sample_context`,
         to a value with a text, the whole within MAX_OUTPUT. False says nothing: the render must be tried."""
-        template = self.template
-        plain = template.plain if template is not None else None
-        if plain is None or template is None or self.system is not None or self.messages is not None:
+        return self.row_cannot_fail(sample.doc, sample.input, sample.target, sample.metadata)
+
+    def row_cannot_fail(self, doc: dict[str, Any], input_: Any, target: Any, metadata: dict[str, Any]) -> bool:
+        """:meth:`cannot_fail` for the sample a row makes (its fields picked out, before the Sample is built)."""
+        plan = self._screen_plan
+        if plan is None:
             return False
-        special = {"input": sample.input, "target": sample.target, "metadata": sample.metadata, "fewshot": []}
-        doc, size = sample.doc, 0
-        for piece in plain.pieces:
-            if isinstance(piece, str):
-                size += len(piece)
-                continue
-            name = piece[0]
-            if name == "doc":
-                value: Any = doc
-            elif name in special:
-                value = special[name]
+        size, names, globals_, missing = plan
+        for name in names:
+            if name in _SAMPLE_NAMES:  # as sample_context puts them (doc first), few-shot examples left out
+                if name == "doc":
+                    value: Any = doc
+                elif name == "input":
+                    value = input_
+                elif name == "target":
+                    value = target
+                else:
+                    value = metadata if name == "metadata" else []
             elif name in doc:
                 value = doc[name]
             else:
-                value = template.globals.get(name, plain.missing)
-            if value is plain.missing:
+                value = globals_.get(name, missing)
+            if value is missing:
                 return False
             if type(value) is not str:
                 try:
@@ -112,6 +123,19 @@ class Prompt:
                     return False
             size += len(value)
         return size <= MAX_OUTPUT
+
+    @cached_property
+    def _screen_plan(self) -> tuple[int, tuple[str, ...], dict[str, Any], Any] | None:
+        """The plain template's literal text length, the names it puts in, its globals and Jinja's missing
+        sentinel (None when :meth:`cannot_fail` is never True)."""
+        if not self.screens:
+            return None
+        template = self.template
+        assert template is not None and template.plain is not None
+        pieces = template.plain.pieces
+        literal = sum(len(piece) for piece in pieces if isinstance(piece, str))
+        names = tuple(piece[0] for piece in pieces if not isinstance(piece, str))
+        return literal, names, template.globals, template.plain.missing
 
     def render(self, sample: Sample, shots: list[Sample]) -> list[Message]:
         """The messages for ``sample``; raises RenderError naming the template that failed."""

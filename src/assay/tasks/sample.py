@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from assay.data.lazy import is_lazy
 from assay.data.readers import Dataset
 from assay.errors import DataError
+
+if TYPE_CHECKING:
+    from assay.tasks.lazy_samples import RowCheck
 
 _MISSING: Any = object()  # get_path's default: raise KeyError
 _ABSENT: Any = object()
@@ -36,7 +40,11 @@ class Sample:
 
 def get_path(row: Any, path: str, default: Any = _MISSING) -> Any:
     """The value at a dotted ``path`` in a nested row (``a.b.0`` indexes lists); a literal key ``a.b`` wins."""
-    if isinstance(row, Mapping) and path in row:
+    if type(row) is dict:  # the usual row: a key looked up once (an ABC check costs more than the lookup)
+        found = row.get(path, _ABSENT)
+        if found is not _ABSENT:
+            return found
+    elif isinstance(row, Mapping) and path in row:
         return row[path]
     value = row
     for part in path.split("."):
@@ -70,14 +78,15 @@ class FieldMap:
     target: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)  # metadata name -> field path
 
-    def samples(self, dataset: Dataset) -> Sequence[Sample]:
+    def samples(self, dataset: Dataset, checked: RowCheck | None = None) -> Sequence[Sample]:
         """A Sample per row; a row lacking a mapped field, or a repeated id, raises DataError naming the row.
 
-        Rows read on demand (a large JSONL file) give samples made on demand too (:class:`LazySamples`)."""
+        Rows read on demand (a large JSONL file) give samples made on demand too (:class:`LazySamples`), checked
+        with what ``checked`` gathered as the file was read (when it saw every row), else by reading them again."""
         if is_lazy(dataset.rows):
             from assay.tasks.lazy_samples import LazySamples
 
-            return LazySamples(self, dataset)
+            return LazySamples(self, dataset, checked)
         out: list[Sample] = []
         seen: dict[str, int] = {}
         for i, row in enumerate(dataset.rows):
@@ -90,15 +99,30 @@ class FieldMap:
 
     def pick(self, dataset: Dataset, i: int, row: dict[str, Any]) -> tuple[str, Any, Any, dict[str, Any]]:
         """Row ``i``'s id, input, target and metadata; a missing mapped field raises DataError naming the row."""
-        id_f, input_f, target_f = self.id, self.input, self.target
         try:
-            sid = str(get_path(row, id_f)) if id_f is not None else str(row.get("id", i))
-            inp = get_path(row, input_f) if input_f is not None else row.get("input")
-            tgt = get_path(row, target_f) if target_f is not None else row.get("target")
-            md = {name: get_path(row, path) for name, path in self.metadata.items()}
+            return self.values(i, row)
         except KeyError as err:
             raise DataError(self._missing(dataset, i, row, str(err.args[0]))) from None
+
+    def values(self, i: int, row: dict[str, Any]) -> tuple[str, Any, Any, dict[str, Any]]:
+        """Row ``i``'s id, input, target and metadata; KeyError (the field's path) for a missing mapped field."""
+        id_f, input_f, target_f = self.id, self.input, self.target
+        if self._plain_keys and type(row) is dict:  # get_path of a key without dots in a dict is the key's value
+            sid = str(row[id_f]) if id_f is not None else str(row.get("id", i))
+            inp = row[input_f] if input_f is not None else row.get("input")
+            tgt = row[target_f] if target_f is not None else row.get("target")
+            return sid, inp, tgt, {name: row[path] for name, path in self.metadata.items()}
+        sid = str(get_path(row, id_f)) if id_f is not None else str(row.get("id", i))
+        inp = get_path(row, input_f) if input_f is not None else row.get("input")
+        tgt = get_path(row, target_f) if target_f is not None else row.get("target")
+        md = {name: get_path(row, path) for name, path in self.metadata.items()}
         return sid, inp, tgt, md
+
+    @cached_property
+    def _plain_keys(self) -> bool:
+        """True when every mapped field is a top-level key (no dotted path)."""
+        paths = [self.id, self.input, self.target, *self.metadata.values()]
+        return all("." not in path for path in paths if path is not None)
 
     def duplicate(self, dataset: Dataset, i: int, first: int, sid: str) -> DataError:
         """The error for row ``i`` repeating the id of row ``first``."""

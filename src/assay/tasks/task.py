@@ -17,7 +17,7 @@ from assay.tasks.config import TaskConfig, check_tools, expand_shorthands, valid
 from assay.tasks.fewshot import FewshotSampler
 from assay.tasks.filters import NO_FILTER, FilterPipeline, build_step
 from assay.tasks.hashing import sha256_hex
-from assay.tasks.lazy_samples import LazySamples, SampleView
+from assay.tasks.lazy_samples import LazySamples, RowCheck, SampleView
 from assay.tasks.loader import ConfigContext, KeyPath, read_task_file
 from assay.tasks.metrics import MetricSpec, build_metrics, expected_value
 from assay.tasks.prompt import Prompt, RenderError
@@ -211,15 +211,18 @@ class Task:
 
     # ---- data -------------------------------------------------------------------------------------
 
-    def _read(self, spec: DatasetSpec, path: KeyPath) -> Dataset:
+    def _read(self, spec: DatasetSpec, path: KeyPath, visit: RowCheck | None = None) -> Dataset:
         if spec.resolved_format() == "inline":
             return read_dataset(spec, inline_source=self._ctx.source, inline_lines=self._ctx.row_lines((*path, "rows")))
-        return read_dataset(spec)
+        return read_dataset(spec, visit=visit)
 
     def _all_samples(self) -> Sequence[Sample]:
         if self._samples is None:
-            self._dataset = self._read(self.dataset_spec, ("dataset",))
-            self._samples = self.fields.samples(self._dataset)
+            # rows read on demand are checked (ids, fields, whether their prompt may fail) as the file is read
+            screen = self.prompt.row_cannot_fail if self.config.fewshot is None and self.prompt.screens else None
+            checked = RowCheck(self.fields, screen)
+            self._dataset = self._read(self.dataset_spec, ("dataset",), checked)
+            self._samples = self.fields.samples(self._dataset, checked)
         return self._samples
 
     @property

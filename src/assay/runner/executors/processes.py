@@ -33,7 +33,7 @@ from assay.forking import (  # re-exported: they used to live here
 from assay.gcpause import gc_paused
 from assay.runner.executors.shards import OfflineShard, Scored, scored
 from assay.runner.offline import OfflineScheduler, answer_all, first_errors, score_records
-from assay.runner.pending import runs, tasks_of
+from assay.runner.pending import PendingWork, runs, tasks_of
 from assay.runner.scheduler import WorkerLost
 
 __all__ = [
@@ -72,27 +72,36 @@ class _Inherited:
     tasks: dict[str, Task]
     model: PredictionsModel | None
     max_response_chars: int | None
+    work: PendingWork | None = None  # a predictions run's samples, which a worker reads itself from positions
 
 
 _INHERITED: _Inherited | None = None
 
 
 class Done(NamedTuple):
-    """A chunk scored by a worker: its encoded records, each sample's first model error, and its requests."""
+    """A chunk scored by a worker: its encoded records, each sample's first model error, its requests, and the
+    ids of its samples (read by the worker, from positions in the inherited pending work)."""
 
     scored: Scored
     model_errors: list[str | None]
     requests: int
+    sample_ids: list[str] | None = None
 
 
-def _score_in_worker(task_name: str, items: list[Any], started_at: float, source: str | None) -> Done:
+def _score_in_worker(task_name: str, items: Any, started_at: float, source: str | None) -> Done:
     """Score one chunk in a worker: a predictions run's samples (answered here, from the inherited predictions
-    index), or a re-score's logged lines of the samples file ``source``."""
+    index), given as themselves or as (part, positions) in the inherited pending work; or a re-score's logged
+    lines of the samples file ``source``."""
     from assay.runner.rescore import answered_from_line
 
     state = cast(_Inherited, _INHERITED)
     task = state.tasks[task_name]
     with gc_paused():
+        sample_ids = None
+        if isinstance(items, Positions):
+            assert state.work is not None
+            items = state.work.samples_at(items.part, items.positions)  # rows read and samples made here
+            sample_ids = [sample.id for sample in items]
         t0, requests = time.perf_counter(), 0
         if source is None:
             answered, requests = answer_all(cast("PredictionsModel", state.model), task, items)
@@ -108,7 +117,14 @@ def _score_in_worker(task_name: str, items: list[Any], started_at: float, source
                 max_response_chars=state.max_response_chars,
             )
         )
-        return Done(scored(records), first_errors(answered), requests)
+        return Done(scored(records), first_errors(answered), requests, sample_ids)
+
+
+class Positions(NamedTuple):
+    """A chunk of a predictions run as it is sent to a worker: positions in part ``part`` of the pending work."""
+
+    part: int
+    positions: Sequence[int]
 
 
 class ProcessPool:
@@ -122,9 +138,10 @@ class ProcessPool:
         *,
         model: PredictionsModel | None = None,
         max_response_chars: int | None = None,
+        work: PendingWork | None = None,
     ) -> None:
         self.processes = processes
-        self.inherited = _Inherited({task.name: task for task in tasks}, model, max_response_chars)
+        self.inherited = _Inherited({task.name: task for task in tasks}, model, max_response_chars, work)
         self._pool: ProcessPoolExecutor | None = None
         self._froze = False
 
@@ -207,11 +224,23 @@ class ProcessOfflineExecutor(OfflineScheduler):
             return await super().run(work)
         started = time.perf_counter()
         model = cast("PredictionsModel", self.model)
+        pending = work if isinstance(work, PendingWork) else None
         try:
             with ProcessPool(
-                self.processes, tasks_of(work), model=model, max_response_chars=self.config.max_response_chars
+                self.processes,
+                tasks_of(work),
+                model=model,
+                max_response_chars=self.config.max_response_chars,
+                work=pending,
             ) as pool:
-                chunks = (OfflineShard(task, samples, time.time()) for task, samples in runs(work, self.chunk_size))
+                chunks: Iterator[OfflineShard]
+                if pending is not None:  # the workers read the samples: this process never makes them
+                    chunks = (
+                        OfflineShard(task, cast(list[Any], Positions(part, positions)), time.time())
+                        for part, task, positions in pending.position_runs(self.chunk_size)
+                    )
+                else:
+                    chunks = (OfflineShard(task, samples, time.time()) for task, samples in runs(work, self.chunk_size))
                 await pool.score(chunks, self._write)
             self._check_error_rate(final=True)
         finally:
@@ -220,4 +249,5 @@ class ProcessOfflineExecutor(OfflineScheduler):
 
     def _write(self, chunk: OfflineShard, done: Done) -> None:
         self.stats.requests += done.requests
-        self.write_scored(chunk.task.name, [sample.id for sample in chunk.items], done.model_errors, done.scored)
+        ids = done.sample_ids if done.sample_ids is not None else [sample.id for sample in chunk.items]
+        self.write_scored(chunk.task.name, ids, done.model_errors, done.scored)
