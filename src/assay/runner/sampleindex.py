@@ -293,6 +293,8 @@ class SampleStream:
     def keys_read(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """(byte offset, hash of task and sample id) of each line read: what finds a sample written twice when a
         file is read in ranges (the hashes are this interpreter's, equal in processes forked from it)."""
+        import numpy as np
+
         return np.frombuffer(self._offsets, dtype=np.int64).copy(), np.frombuffer(self._hashes, dtype=np.int64).copy()
 
     def _dropped(self) -> npt.NDArray[np.int64]:
