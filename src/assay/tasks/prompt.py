@@ -135,7 +135,8 @@ class Prompt:
         pieces = template.plain.pieces
         literal = sum(len(piece) for piece in pieces if isinstance(piece, str))
         names = tuple(piece[0] for piece in pieces if not isinstance(piece, str))
-        return literal, names, template.globals, template.plain.missing
+        # a name neither the row nor (once compiled) Jinja's globals give says "not sure": the render decides
+        return literal, names, template.compiled_globals, template.plain.missing
 
     def render(self, sample: Sample, shots: list[Sample]) -> list[Message]:
         """The messages for ``sample``; raises RenderError naming the template that failed."""

@@ -177,6 +177,12 @@ class Template:
     def globals(self) -> dict[str, Any]:
         return self._compiled()[1]
 
+    @property
+    def compiled_globals(self) -> dict[str, Any]:
+        """The globals once Jinja has compiled the template, else none: a plain template is read without Jinja
+        until something needs it, and a name found nowhere then goes to Jinja (which looks in its globals)."""
+        return self._jinja[0][1] if self._jinja else {}
+
     def _compiled(self) -> tuple[jinja2.Template, dict[str, Any]]:
         if not self._jinja:
             compiled = _jinja_compile(self.source, self.label)[0]
@@ -192,7 +198,7 @@ class Template:
         """
         if self.plain is not None:
             # before Jinja is needed there are no globals to look in: a name not in the context goes to Jinja
-            text = self.plain.render(context, self._jinja[0][1] if self._jinja else {})
+            text = self.plain.render(context, self.compiled_globals)
             if text is not None:
                 return text
         return self._render_jinja(context)
