@@ -21,6 +21,7 @@ from assay.results.writer import ErroredVerdictsError
 from tests.results import varied_runs
 
 pytestmark = pytest.mark.skipif(not shardscan.fork_available(), reason="forked scans need Linux")
+_OTHER_THREADS = shardscan.other_threads
 
 
 @pytest.fixture
@@ -28,6 +29,8 @@ def sharded(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Shard even tiny files; the list records, per write, whether the sharded scan was merged (True) or fell
     back to the serial scan (False)."""
     monkeypatch.setattr(shardscan, "MIN_BYTES_PER_PROCESS", 1)
+    # threads other tests leave behind (servers, pools) would keep every scan serial; the guard has its own test
+    monkeypatch.setattr(shardscan, "other_threads", lambda: False)
     outcomes: list[bool] = []
     scan = shardscan.scan_sharded
 
@@ -204,7 +207,8 @@ def test_a_worker_that_dies_leaves_the_serial_scan_to_finish(tmp_path, sharded, 
     assert parallel == serial
 
 
-def test_a_process_running_other_threads_scans_serially(tmp_path, sharded):
+def test_a_process_running_other_threads_scans_serially(tmp_path, sharded, monkeypatch):
+    monkeypatch.setattr(shardscan, "other_threads", _OTHER_THREADS)  # the real guard
     run = _mergeable_varied(tmp_path / "run")
     stop = threading.Event()
     other = threading.Thread(target=stop.wait)

@@ -50,6 +50,12 @@ class _RangeScan:
     torn: int
 
 
+def other_threads() -> bool:
+    """Whether another thread runs in this process: a fork copies no other thread, and any lock one held stays
+    held, so a worker could hang on it (an HTTP client's resolver, Ray's gRPC, torch's pools): scan here then."""
+    return threading.active_count() > 1
+
+
 def line_ranges(path: Path, parts: int, min_bytes: int | None = None) -> list[tuple[int, int | None]]:
     """At most ``parts`` byte ranges of about equal size that start and end on line boundaries (the last runs to
     the end of the file), none smaller than ``min_bytes`` (default: :data:`MIN_BYTES_PER_PROCESS`)."""
@@ -83,8 +89,8 @@ def scan_sharded(
     path = root / SAMPLES
     if processes < 2 or not fork_available() or not path.is_file():
         return None
-    if threading.active_count() > 1:  # a fork copies no other thread, and any lock one held stays held: a worker
-        return None  # could hang on it (an HTTP client's resolver, Ray's gRPC, torch's pools): scan here
+    if other_threads():
+        return None
     ranges = line_ranges(path, processes)
     if len(ranges) < 2:
         return None
