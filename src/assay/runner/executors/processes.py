@@ -209,9 +209,14 @@ class ProcessPool:
         pending: deque[tuple[OfflineShard, asyncio.Future[Done]]] = deque()
         try:
             for chunk in chunks:
-                job: Future[Done] = pool.submit(
-                    _score_in_worker, chunk.task.name, chunk.items, chunk.started_at, chunk.source
-                )
+                try:
+                    job: Future[Done] = pool.submit(
+                        _score_in_worker, chunk.task.name, chunk.items, chunk.started_at, chunk.source
+                    )
+                except BrokenProcessPool:  # a worker died since the last chunk was taken: the chunks sent are
+                    while pending:  # taken in order, up to the one it was scoring, which says so
+                        await _take(pending, on_done)
+                    raise ScoringProcessDied(_died(chunk)) from None
                 pending.append((chunk, asyncio.wrap_future(job, loop=loop)))
                 if len(pending) >= self.processes * CHUNKS_PER_PROCESS:
                     await _take(pending, on_done)
@@ -229,12 +234,16 @@ async def _take(
     try:
         done = await job
     except BrokenProcessPool:
-        raise ScoringProcessDied(
-            f"a scoring process died while scoring task {chunk.task.name!r} (killed, or out of memory?); the "
-            "samples written so far are kept: resume the run (--processes 1 scores in the assay process alone)"
-        ) from None
+        raise ScoringProcessDied(_died(chunk)) from None
     pending.popleft()
     on_done(chunk, done)
+
+
+def _died(chunk: OfflineShard) -> str:
+    return (
+        f"a scoring process died while scoring task {chunk.task.name!r} (killed, or out of memory?); the "
+        "samples written so far are kept: resume the run (--processes 1 scores in the assay process alone)"
+    )
 
 
 class ProcessOfflineExecutor(OfflineScheduler):
