@@ -212,3 +212,43 @@ def test_a_containers_cpu_quota_bounds_the_default_processes(tmp_path: Path) -> 
     path.write_text("garbage\n")
     assert cgroup_cpu_quota(str(path)) is None
     assert cgroup_cpu_quota(str(tmp_path / "absent")) is None
+
+
+async def test_chunks_go_through_the_pipe_when_no_file_can_hold_them(
+    tmp_path: Path, pids: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Workers leave their encoded chunks in files for the writer to copy; where none can be written, the pipe
+    carries them, and the records are the same."""
+    import assay.runner.executors.processes as processes
+
+    rows, preds = write_inputs(tmp_path)
+    one = await execute([load_task(forkable_config(rows))], PredictionsModel(preds), settings(tmp_path, "one", 1))
+    assert scored_in(pids) == {os.getpid()}
+    monkeypatch.setattr(processes, "_spool_folder", lambda: str(tmp_path / "no-such-folder"))
+    piped = await execute([load_task(forkable_config(rows))], PredictionsModel(preds), settings(tmp_path, "two", 2))
+    assert os.getpid() not in scored_in(pids)  # the workers scored
+    assert lines(piped.run_dir) == lines(one.run_dir) and figures(piped.run_dir) == figures(one.run_dir)
+
+
+async def test_a_pool_found_broken_when_sending_a_chunk_stops_the_run_as_a_dead_worker_does(
+    tmp_path: Path, pids: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker that dies between two chunks breaks the pool before the next is sent: the chunks already sent are
+    written in order and the run stops as when the dead worker's own chunk is taken."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    real = ProcessPoolExecutor.submit
+    sent: list[int] = []
+
+    def submit(self: ProcessPoolExecutor, *args: Any, **kwargs: Any) -> Any:
+        sent.append(1)
+        if len(sent) == 5:
+            raise BrokenProcessPool("a child process terminated abruptly")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(ProcessPoolExecutor, "submit", submit)
+    rows, preds = write_inputs(tmp_path)
+    died = await execute([load_task(forkable_config(rows))], PredictionsModel(preds), settings(tmp_path, "r", 2))
+    assert died.status == "failed" and died.stopped_by == "worker_lost"
+    assert [r["sample_id"] for r in lines(died.run_dir)] == [f"s{i}" for i in range(4 * 7)]  # four chunks of 7

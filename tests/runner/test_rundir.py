@@ -1,4 +1,6 @@
+import errno
 import json
+import os
 
 import pytest
 
@@ -109,3 +111,44 @@ def test_drop_samples_rewrites_the_file_without_them_keeping_the_rest_byte_for_b
     assert path.stat().st_mode & 0o777 == 0o640
     assert [p.name for p in tmp_path.iterdir()] == [SAMPLES]  # no temporary file left
     assert drop_samples(tmp_path, set()) == 0
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+def test_a_workers_file_of_records_is_appended_whole_by_copy_or_by_buffer(tmp_path, monkeypatch, kernel):
+    """What a scoring process wrote to a file is appended after the records already there, in the kernel
+    (copy_file_range) or, where it cannot, through a buffer; the counts and checkpoints are those of the lines."""
+    if not kernel:
+
+        def refuse(*_args):
+            raise OSError(errno.EXDEV, "cross-device")
+
+        monkeypatch.setattr(os, "copy_file_range", refuse, raising=False)
+    spool = tmp_path / "chunk.jsonl"
+    lines = [record(i).model_dump_json().encode() for i in range(1, 4)]
+    spool.write_bytes(b"\n".join(lines) + b"\n")
+    with SampleWriter(tmp_path / SAMPLES, fsync_every=2) as w:
+        w.write(record(0))
+        w.append_file(str(spool), 3)
+        w.write(record(4))
+        assert w.written == 5
+    assert [r.doc_id for r in read_records(tmp_path)] == [0, 1, 2, 3, 4]
+
+
+def test_a_failed_copy_of_a_workers_file_leaves_the_records_before_it(tmp_path, monkeypatch):
+    import assay.runner.rundir as rundir
+
+    def half_then_full(src, dst, size, at):  # half the chunk copied, then the disk is full
+        with open(dst, "r+b") as out:
+            out.seek(at)
+            out.write(os.pread(src, size // 2, 0))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(rundir, "_copy_range", half_then_full)
+    spool = tmp_path / "chunk.jsonl"
+    spool.write_bytes(b"\n".join(record(i).model_dump_json().encode() for i in range(1, 4)) + b"\n")
+    with SampleWriter(tmp_path / SAMPLES) as w:
+        w.write(record(0))
+        with pytest.raises(OSError, match="No space"):
+            w.append_file(str(spool), 3)
+        assert w.written == 1
+    assert [r.doc_id for r in read_records(tmp_path)] == [0]

@@ -10,7 +10,9 @@ writer of the run folder.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -424,11 +426,24 @@ class OfflineScheduler(Scheduler):
         self.write_scored(task.name, [item.sample.id for item in answered], first_errors(answered), scored(records))
 
     def write_scored(
-        self, task_name: str, sample_ids: Sequence[str], model_errors: Sequence[str | None], done: Scored
+        self,
+        task_name: str,
+        sample_ids: Sequence[str],
+        model_errors: Sequence[str | None],
+        done: Scored,
+        spool: str | None = None,
     ) -> None:
         """Append a scored chunk's records and count them: a sample's model error first, else its first error
-        verdict (the per-sample path's order)."""
-        self.writer.write_lines(done.lines)
+        verdict (the per-sample path's order). The records are ``done``'s lines, or the file ``spool`` a worker
+        wrote them to (copied, then removed)."""
+        if spool is None:
+            self.writer.write_lines(done.lines)
+        else:
+            try:
+                self.writer.append_file(spool, len(sample_ids))
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(spool)
         stats, failed = self.stats, 0
         stats.truncated += sum(done.truncated)
         for sample_id, model_error, evaluator_error in zip(

@@ -11,10 +11,13 @@ The records are those of the in-process path, in the same order (a test proves i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import multiprocessing
 import os
+import shutil
 import sys
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -73,6 +76,7 @@ class _Inherited:
     model: PredictionsModel | None
     max_response_chars: int | None
     work: PendingWork | None = None  # a predictions run's samples, which a worker reads itself from positions
+    spool: str | None = None  # a folder where workers leave a chunk's encoded lines, for the writer to copy
 
 
 _INHERITED: _Inherited | None = None
@@ -86,6 +90,7 @@ class Done(NamedTuple):
     model_errors: list[str | None]
     requests: int
     sample_ids: list[str] | None = None
+    spool: str | None = None  # the file holding the encoded lines (then not in ``scored``), for the writer to copy
 
 
 def _score_in_worker(task_name: str, items: Any, started_at: float, source: str | None) -> Done:
@@ -117,7 +122,29 @@ def _score_in_worker(task_name: str, items: Any, started_at: float, source: str 
                 max_response_chars=state.max_response_chars,
             )
         )
-        return Done(scored(records), first_errors(answered), requests, sample_ids)
+        done = scored(records)
+        spool = _spooled(state.spool, done.lines) if state.spool is not None and done.lines else None
+        if spool is not None:
+            done = done._replace(lines=[])
+        return Done(done, first_errors(answered), requests, sample_ids, spool)
+
+
+def _spooled(folder: str, lines: list[bytes]) -> str | None:
+    """The encoded lines written to a new file in ``folder`` (which the writer copies in the kernel, instead of
+    their bytes crossing a pipe and being unpickled); None when it cannot be written (they go through the pipe)."""
+    try:
+        fd, path = tempfile.mkstemp(dir=folder, suffix=".jsonl")
+    except OSError:
+        return None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(b"\n".join(lines))
+            fh.write(b"\n")
+    except OSError:  # a full temporary file system, say: the pipe it is
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        return None
+    return path
 
 
 class Positions(NamedTuple):
@@ -139,9 +166,10 @@ class ProcessPool:
         model: PredictionsModel | None = None,
         max_response_chars: int | None = None,
         work: PendingWork | None = None,
+        spool: str | None = None,
     ) -> None:
         self.processes = processes
-        self.inherited = _Inherited({task.name: task for task in tasks}, model, max_response_chars, work)
+        self.inherited = _Inherited({task.name: task for task in tasks}, model, max_response_chars, work, spool)
         self._pool: ProcessPoolExecutor | None = None
         self._froze = False
 
@@ -181,9 +209,14 @@ class ProcessPool:
         pending: deque[tuple[OfflineShard, asyncio.Future[Done]]] = deque()
         try:
             for chunk in chunks:
-                job: Future[Done] = pool.submit(
-                    _score_in_worker, chunk.task.name, chunk.items, chunk.started_at, chunk.source
-                )
+                try:
+                    job: Future[Done] = pool.submit(
+                        _score_in_worker, chunk.task.name, chunk.items, chunk.started_at, chunk.source
+                    )
+                except BrokenProcessPool:  # a worker died since the last chunk was taken: the chunks sent are
+                    while pending:  # taken in order, up to the one it was scoring, which says so
+                        await _take(pending, on_done)
+                    raise ScoringProcessDied(_died(chunk)) from None
                 pending.append((chunk, asyncio.wrap_future(job, loop=loop)))
                 if len(pending) >= self.processes * CHUNKS_PER_PROCESS:
                     await _take(pending, on_done)
@@ -201,12 +234,16 @@ async def _take(
     try:
         done = await job
     except BrokenProcessPool:
-        raise ScoringProcessDied(
-            f"a scoring process died while scoring task {chunk.task.name!r} (killed, or out of memory?); the "
-            "samples written so far are kept: resume the run (--processes 1 scores in the assay process alone)"
-        ) from None
+        raise ScoringProcessDied(_died(chunk)) from None
     pending.popleft()
     on_done(chunk, done)
+
+
+def _died(chunk: OfflineShard) -> str:
+    return (
+        f"a scoring process died while scoring task {chunk.task.name!r} (killed, or out of memory?); the "
+        "samples written so far are kept: resume the run (--processes 1 scores in the assay process alone)"
+    )
 
 
 class ProcessOfflineExecutor(OfflineScheduler):
@@ -225,6 +262,7 @@ class ProcessOfflineExecutor(OfflineScheduler):
         started = time.perf_counter()
         model = cast("PredictionsModel", self.model)
         pending = work if isinstance(work, PendingWork) else None
+        spool = _spool_folder()
         try:
             with ProcessPool(
                 self.processes,
@@ -232,6 +270,7 @@ class ProcessOfflineExecutor(OfflineScheduler):
                 model=model,
                 max_response_chars=self.config.max_response_chars,
                 work=pending,
+                spool=spool,
             ) as pool:
                 chunks: Iterator[OfflineShard]
                 if pending is not None:  # the workers read the samples: this process never makes them
@@ -244,10 +283,20 @@ class ProcessOfflineExecutor(OfflineScheduler):
                 await pool.score(chunks, self._write)
             self._check_error_rate(final=True)
         finally:
+            if spool is not None:
+                shutil.rmtree(spool, ignore_errors=True)
             self.stats.seconds = time.perf_counter() - started
         return self.stats
 
     def _write(self, chunk: OfflineShard, done: Done) -> None:
         self.stats.requests += done.requests
         ids = done.sample_ids if done.sample_ids is not None else [sample.id for sample in chunk.items]
-        self.write_scored(chunk.task.name, ids, done.model_errors, done.scored)
+        self.write_scored(chunk.task.name, ids, done.model_errors, done.scored, spool=done.spool)
+
+
+def _spool_folder() -> str | None:
+    """A new temporary folder for the workers' encoded chunks (None when none can be made: the pipe carries them)."""
+    try:
+        return tempfile.mkdtemp(prefix="assay-spool-")
+    except OSError:
+        return None
