@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol, cast, overload, runtime_checkable
 
 from assay.errors import DataError
-from assay.forked import Forked, may_fork
+from assay.forking import Forked, may_fork
 from assay.jsonfast import loads
 
 Row = dict[str, Any]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from assay.errors import DataError
-from assay.forked import Forked, may_fork
+from assay.forking import Forked, may_fork
 from assay.jsonfast import NOT_SURE, try_loads
 from assay.models.base import Model, ModelError, Request, Response, ToolCall
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import threading
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from assay.forking import fork_available, worker_start
+from assay.forking import fork_available, other_threads, worker_start
 from assay.record import RunManifest
 from assay.results.columns import ScanPartial, ScanResult, StreamSource, merge_partials, scan_partial
 from assay.results.runfigures import RunFigures
@@ -48,12 +47,6 @@ class _RangeScan:
     offsets: Any  # byte offset and (task, sample id) hash of each line: what finds a sample written twice
     hashes: Any
     torn: int
-
-
-def other_threads() -> bool:
-    """Whether another thread runs in this process: a fork copies no other thread, and any lock one held stays
-    held, so a worker could hang on it (an HTTP client's resolver, Ray's gRPC, torch's pools): scan here then."""
-    return threading.active_count() > 1
 
 
 def line_ranges(path: Path, parts: int, min_bytes: int | None = None) -> list[tuple[int, int | None]]:
