@@ -1,8 +1,10 @@
-"""Files replaced whole: a reader sees the old file or the new one, never half of either, and the new file gets
-the mode an ordinary write would give it (mkstemp's private 0600 would hide results from others)."""
+"""Files written whole: replaced so a reader sees the old file or the new one, never half of either, with the mode
+an ordinary write would give them (mkstemp's private 0600 would hide results from others); and one file's bytes
+appended to another in the kernel (:func:`kernel_copy`), never passing through Python."""
 
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Iterator
@@ -53,3 +55,28 @@ def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
     """Write ``text`` to ``path`` whole (see :func:`atomic_file`)."""
     with atomic_file(path, durable=durable) as fh:
         fh.write(text)
+
+
+NO_COPY_RANGE = frozenset({errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EBADF})
+
+
+def kernel_copy(src: int, dst: Path, size: int, at: int) -> int:
+    """Copy ``size`` bytes of the file ``src`` to ``dst`` at offset ``at`` in the kernel; the bytes copied (fewer
+    where copy_file_range cannot: another file system, an old kernel; the caller copies the rest)."""
+    copy = getattr(os, "copy_file_range", None)
+    if copy is None:
+        return 0
+    out = os.open(dst, os.O_WRONLY)  # without O_APPEND, which copy_file_range refuses
+    done = 0
+    try:
+        while done < size:
+            n = copy(src, out, size - done, done, at + done)
+            if n == 0:
+                break
+            done += n
+    except OSError as err:
+        if err.errno not in NO_COPY_RANGE:
+            raise  # a full disk: the caller cuts the file back
+    finally:
+        os.close(out)
+    return done

@@ -16,6 +16,7 @@ from assay.data.lazy import JsonlRows, is_lazy
 from assay.errors import DataError
 from assay.tasks import Task
 from assay.tasks.lazy_samples import LazySamples, SampleView
+from tests.forked_support import split_with_helper
 
 ROWS: list[dict[str, Any]] = [
     {"id": f"r{i}", "q": f"Frage {i}: «{'東京' if i % 2 else 'Zürich'}»?", "a": str(i), "m": {"k": [i, None]}}
@@ -198,17 +199,7 @@ def _scanned(path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool, **extr
     import assay.data.lazy as lazy_module
 
     monkeypatch.setattr(readers_module, "LAZY_MIN_BYTES", 0)
-    monkeypatch.setattr(lazy_module, "PARALLEL_MIN_BYTES", 0 if parallel else 1 << 40)
-    monkeypatch.setattr(lazy_module, "may_fork", lambda: True)
-    started: list[object] = []
-    real = lazy_module.Forked.start
-
-    def spy(*args: Any) -> object:
-        helper = real(*args)
-        started.append(helper)
-        return helper
-
-    monkeypatch.setattr(lazy_module.Forked, "start", spy)
+    started = split_with_helper(monkeypatch, lazy_module, parallel)
     try:
         task = task_for(path, **extra)
         rows = task.dataset.rows

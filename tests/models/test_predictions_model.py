@@ -11,6 +11,7 @@ import pytest
 from assay.errors import DataError
 from assay.models.base import ModelError, Request, ToolCall
 from assay.models.predictions import PredictionsModel
+from tests.forked_support import split_with_helper
 
 
 def write(tmp_path: Path, rows: list[Any], name: str = "preds.jsonl") -> Path:
@@ -215,17 +216,7 @@ def _indexed(path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> tup
     """The index of ``path`` (or its error) built by one process, or by two (the second half in a forked helper)."""
     import assay.models.predictions as module
 
-    monkeypatch.setattr(module, "PARALLEL_MIN_BYTES", 0 if parallel else 1 << 40)
-    monkeypatch.setattr(module, "may_fork", lambda: True)
-    started: list[object] = []
-    real = module.Forked.start
-
-    def spy(*args: Any) -> object:
-        helper = real(*args)
-        started.append(helper)
-        return helper
-
-    monkeypatch.setattr(module.Forked, "start", spy)
+    started = split_with_helper(monkeypatch, module, parallel)
     try:
         found: tuple[Any, ...] | str = _index_of(PredictionsModel(path))
     except DataError as err:

@@ -143,7 +143,7 @@ def test_a_failed_copy_of_a_workers_file_leaves_the_records_before_it(tmp_path, 
             out.write(os.pread(src, size // 2, 0))
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(rundir, "_copy_range", half_then_full)
+    monkeypatch.setattr(rundir, "kernel_copy", half_then_full)
     spool = tmp_path / "chunk.jsonl"
     spool.write_bytes(b"\n".join(record(i).model_dump_json().encode() for i in range(1, 4)) + b"\n")
     with SampleWriter(tmp_path / SAMPLES) as w:

@@ -25,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from assay.atomicfile import file_mode
+from assay.atomicfile import file_mode, kernel_copy
 from assay.results import schema
 
 
@@ -293,24 +293,16 @@ class SpoolFiles:
 
 
 def _append_file(dst: Path, src: Path) -> None:
-    """Append the bytes of ``src`` to ``dst``: in the kernel (copy_file_range) where it can, else through a buffer."""
-    with open(src, "rb") as fin, open(dst, "r+b") as fout:
+    """Append the bytes of ``src`` to ``dst``: in the kernel where it can, the rest through a buffer."""
+    with open(src, "rb") as fin:
         size = os.fstat(fin.fileno()).st_size
-        start = fout.seek(0, os.SEEK_END)
-        done = 0
-        copy = getattr(os, "copy_file_range", None)
-        try:
-            while copy is not None and done < size:
-                n = copy(fin.fileno(), fout.fileno(), size - done, done, start + done)
-                if n == 0:
-                    break
-                done += n
-        except OSError:  # not supported here (another file system, an old kernel): copy what is left
-            pass
+        at = dst.stat().st_size
+        done = kernel_copy(fin.fileno(), dst, size, at)
         if done < size:
             fin.seek(done)
-            fout.seek(start + done)
-            shutil.copyfileobj(fin, fout, 1 << 22)
+            with open(dst, "r+b") as fout:
+                fout.seek(at + done)
+                shutil.copyfileobj(fin, fout, 1 << 22)
 
 
 def _line_ends(src: IO[bytes]) -> Any:

@@ -6,16 +6,16 @@ re-exported from here so that this stays the one module callers name for a run f
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from assay.atomicfile import NEW_FILE_MODE, atomic_file, atomic_write_text
+from assay.atomicfile import NEW_FILE_MODE, atomic_file, atomic_write_text, kernel_copy
 from assay.errors import DataError
 from assay.record import RunManifest, SampleRecord
 from assay.runner.sampleindex import (  # re-exported: reading samples.jsonl lives there
@@ -210,34 +210,20 @@ class SampleWriter:
             size = os.fstat(fin.fileno()).st_size
             if not size:
                 return
-            start = os.lseek(fd, 0, os.SEEK_END)
-            try:
-                done = _copy_range(fin.fileno(), self.path, size, start)
+            with _whole_or_cut_back(fd) as start:
+                done = kernel_copy(fin.fileno(), self.path, size, start)
                 if done < size:  # copy_file_range could not (all of it): the rest through a buffer
                     fin.seek(done)
                     while block := fin.read(1 << 22):
-                        view = memoryview(block)
-                        while view:
-                            view = view[os.write(fd, view) :]
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(fd, start)
-                raise
+                        _write_all(fd, block)
         self._count(count)
 
     def _append(self, data: bytes, count: int) -> None:
         fd = self._fd
         if fd is None:
             raise ValueError(f"{self.path} is closed")
-        start = os.lseek(fd, 0, os.SEEK_END)
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(fd, view) :]
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, start)
-            raise
+        with _whole_or_cut_back(fd):
+            _write_all(fd, data)
         self._count(count)
 
     def _count(self, count: int) -> None:
@@ -270,26 +256,20 @@ class SampleWriter:
         self.close()
 
 
-_NO_COPY_RANGE = frozenset({errno.EXDEV, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL, errno.EBADF})
-
-
-def _copy_range(src: int, dst: Path, size: int, at: int) -> int:
-    """Copy ``size`` bytes of the file ``src`` to ``dst`` at offset ``at`` in the kernel; the bytes copied (fewer
-    where copy_file_range cannot: another file system, an old kernel; the caller copies the rest)."""
-    copy = getattr(os, "copy_file_range", None)
-    if copy is None:
-        return 0
-    out = os.open(dst, os.O_WRONLY)  # without O_APPEND, which copy_file_range refuses
-    done = 0
+@contextlib.contextmanager
+def _whole_or_cut_back(fd: int) -> Iterator[int]:
+    """Append at the end of ``fd`` (the offset is given), cutting the file back there if the block fails: a full
+    disk leaves no partial record."""
+    start = os.lseek(fd, 0, os.SEEK_END)
     try:
-        while done < size:
-            n = copy(src, out, size - done, done, at + done)
-            if n == 0:
-                break
-            done += n
-    except OSError as err:
-        if err.errno not in _NO_COPY_RANGE:
-            raise  # a full disk: the caller cuts the file back
-    finally:
-        os.close(out)
-    return done
+        yield start
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, start)
+        raise
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
