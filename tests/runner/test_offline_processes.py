@@ -111,6 +111,7 @@ async def test_processes_write_the_records_and_results_of_one_process_in_its_ord
     assert lines(two.run_dir) == lines(one.run_dir)  # the same records, in the same order
     assert len(lines(two.run_dir)) == N
     assert figures(two.run_dir) == figures(one.run_dir)
+    assert not list(two.run_dir.glob(".chunks-*"))  # the workers' chunk files went with the run
 
 
 async def test_a_rescore_in_processes_equals_one_in_this_process(
@@ -146,7 +147,11 @@ async def test_a_killed_worker_stops_the_run_and_resume_completes_it_exactly_onc
     assert json.loads((run_dir / MANIFEST).read_text())["status"] == "failed"
     from assay.api import arun_outcome
 
+    stale = run_dir / ".chunks-left-by-a-killed-writer"  # what a SIGKILLed writer leaves: its next writer removes it
+    stale.mkdir()
+    (stale / "chunk.jsonl").write_bytes(b"{}\n" * 1000)
     resumed = await arun_outcome(resume=run_dir, progress=False)
+    assert not stale.exists()
     assert resumed.status == "finished" and resumed.skipped == len(kept) and resumed.written == N - len(kept)
     ids = [r["sample_id"] for r in lines(run_dir)]
     assert sorted(ids) == sorted(f"s{i}" for i in range(N))  # every sample exactly once
@@ -224,7 +229,7 @@ async def test_chunks_go_through_the_pipe_when_no_file_can_hold_them(
     rows, preds = write_inputs(tmp_path)
     one = await execute([load_task(forkable_config(rows))], PredictionsModel(preds), settings(tmp_path, "one", 1))
     assert scored_in(pids) == {os.getpid()}
-    monkeypatch.setattr(processes, "_spool_folder", lambda: str(tmp_path / "no-such-folder"))
+    monkeypatch.setattr(processes, "_spool_folder", lambda run_dir: str(tmp_path / "no-such-folder"))
     piped = await execute([load_task(forkable_config(rows))], PredictionsModel(preds), settings(tmp_path, "two", 2))
     assert os.getpid() not in scored_in(pids)  # the workers scored
     assert lines(piped.run_dir) == lines(one.run_dir) and figures(piped.run_dir) == figures(one.run_dir)

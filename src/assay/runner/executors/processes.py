@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from assay.forking import (  # re-exported: they used to live here
@@ -262,7 +263,7 @@ class ProcessOfflineExecutor(OfflineScheduler):
         started = time.perf_counter()
         model = cast("PredictionsModel", self.model)
         pending = work if isinstance(work, PendingWork) else None
-        spool = _spool_folder()
+        spool = _spool_folder(Path(self.writer.path).parent)
         try:
             with ProcessPool(
                 self.processes,
@@ -294,9 +295,16 @@ class ProcessOfflineExecutor(OfflineScheduler):
         self.write_scored(chunk.task.name, ids, done.model_errors, done.scored, spool=done.spool)
 
 
-def _spool_folder() -> str | None:
-    """A new temporary folder for the workers' encoded chunks (None when none can be made: the pipe carries them)."""
+SPOOL_PREFIX = ".chunks-"
+
+
+def _spool_folder(run_dir: Path) -> str | None:
+    """A new folder in the run folder for the workers' encoded chunks: on the file system of ``samples.jsonl``, so
+    the kernel copies them, and where a killed run's leftovers are found (and removed here, by the next writer of
+    the folder, which holds its lock). None when none can be made: the pipe carries the chunks."""
+    for stale in run_dir.glob(f"{SPOOL_PREFIX}*"):
+        shutil.rmtree(stale, ignore_errors=True)
     try:
-        return tempfile.mkdtemp(prefix="assay-spool-")
+        return tempfile.mkdtemp(prefix=SPOOL_PREFIX, dir=run_dir)
     except OSError:
         return None
