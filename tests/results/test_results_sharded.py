@@ -207,6 +207,35 @@ def test_a_worker_that_dies_leaves_the_serial_scan_to_finish(tmp_path, sharded, 
     assert parallel == serial
 
 
+def test_ctrl_c_while_ranges_are_scanned_leaves_no_spool_of_any_process(tmp_path, sharded, monkeypatch):
+    from concurrent.futures import ProcessPoolExecutor
+
+    class InterruptedPool(ProcessPoolExecutor):
+        """Ctrl-C arrives while this process waits for the second range (once it is scanned)."""
+
+        def submit(self, *args: Any, **kwargs: Any) -> Any:
+            job = super().submit(*args, **kwargs)
+            self.jobs = [*getattr(self, "jobs", []), job]
+            if len(self.jobs) == 2:
+                wait, asked = job.result, []
+
+                def result(timeout: float | None = None) -> Any:
+                    value = wait(timeout)
+                    if not asked:
+                        asked.append(True)
+                        raise KeyboardInterrupt
+                    return value
+
+                job.result = result  # type: ignore[method-assign]
+            return job
+
+    monkeypatch.setattr(shardscan, "ProcessPoolExecutor", InterruptedPool)
+    run = _mergeable_varied(tmp_path / "run")
+    with pytest.raises(KeyboardInterrupt):
+        write_results(run, processes=3, bootstrap_iters=0)
+    assert sorted(p.name for p in run.iterdir()) == ["run.json", "samples.jsonl"]  # no sample log, no spool left
+
+
 def test_a_process_running_other_threads_scans_serially(tmp_path, sharded, monkeypatch):
     monkeypatch.setattr(shardscan, "other_threads", _OTHER_THREADS)  # the real guard
     run = _mergeable_varied(tmp_path / "run")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,15 +89,24 @@ def scan_sharded(
         return None
     done: list[_RangeScan] = []
     failed = False
-    with ProcessPoolExecutor(
-        len(ranges), mp_context=multiprocessing.get_context("fork"), initializer=worker_start, initargs=(os.getpid(),)
-    ) as pool:
-        jobs = [pool.submit(_scan_range, root, manifest, start, end, prices, scan_options) for start, end in ranges]
+    jobs: list[Future[_RangeScan]] = []
+    try:
+        fork = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(
+            len(ranges), mp_context=fork, initializer=worker_start, initargs=(os.getpid(),)
+        ) as pool:  # leaving it waits for the workers (they leave Ctrl-C to this process)
+            jobs = [pool.submit(_scan_range, root, manifest, start, end, prices, scan_options) for start, end in ranges]
+            for job in jobs:
+                try:
+                    done.append(job.result())
+                except Exception:
+                    failed = True
+    except BaseException:  # Ctrl-C while waiting: the spools of every range scanned go
         for job in jobs:
-            try:
-                done.append(job.result())
-            except Exception:
-                failed = True
+            if job.done() and not job.cancelled() and job.exception() is None:
+                for files in job.result().spools.values():
+                    files.delete()
+        raise
     try:
         merged = None if failed else _merge(path, done, sample_logs)
     finally:
