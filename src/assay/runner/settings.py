@@ -68,7 +68,8 @@ class RunSettings(BaseModel):
     progress: bool | None = None  # None: show it when writing to a terminal
     executor: ExecutorName = "local"  # who runs the work: this process, or a Ray cluster (assay[ray])
     ray: RayOptions = Field(default_factory=RayOptions)
-    # processes scoring offline work (a predictions run) with the local executor; None: one per CPU (at most 8)
+    # processes scoring offline work (a predictions run) with the local executor, and scanning a large
+    # samples.jsonl for the results; None: one per CPU (at most 8)
     processes: int | None = Field(default=None, ge=1)
 
     def results_options(self) -> dict[str, Any]:
