@@ -150,8 +150,11 @@ async def test_a_killed_worker_stops_the_run_and_resume_completes_it_exactly_onc
     stale = run_dir / ".chunks-left-by-a-killed-writer"  # what a SIGKILLed writer leaves: its next writer removes it
     stale.mkdir()
     (stale / "chunk.jsonl").write_bytes(b"{}\n" * 1000)
+    spools = [run_dir / ".samples_mix.jsonl.k1ll3d.tmp", run_dir / ".results.json.abc123.tmp"]
+    for spool in spools:  # a writer killed while writing results: the sample logs' spools, a half-written file
+        spool.write_bytes(b"{}\n" * 1000)
     resumed = await arun_outcome(resume=run_dir, progress=False)
-    assert not stale.exists()
+    assert not stale.exists() and not any(spool.exists() for spool in spools)
     assert resumed.status == "finished" and resumed.skipped == len(kept) and resumed.written == N - len(kept)
     ids = [r["sample_id"] for r in lines(run_dir)]
     assert sorted(ids) == sorted(f"s{i}" for i in range(N))  # every sample exactly once

@@ -1,6 +1,7 @@
 import errno
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -152,3 +153,20 @@ def test_a_failed_copy_of_a_workers_file_leaves_the_records_before_it(tmp_path, 
             w.append_file(str(spool), 3)
         assert w.written == 1
     assert [r.doc_id for r in read_records(tmp_path)] == [0]
+
+
+def test_remove_leftovers_takes_a_killed_writers_temporaries_and_nothing_else(tmp_path: Path) -> None:
+    from assay.runner.rundir import remove_leftovers
+
+    left = [".chunks-x1y2", ".samples_qa.jsonl.a8Zk.tmp", ".samples_a.b.jsonl.k.tmp", ".results.json.0x.tmp"]
+    left.append(".run.json.77.tmp")
+    kept = ["samples.jsonl", "samples_qa.jsonl", ".samples_qa.jsonl", "notes.tmp", ".other.json.1.tmp", "report.html"]
+    kept.append(".results.json.tmp")  # not a name atomic_file makes (no random part)
+    (tmp_path / left[0]).mkdir()
+    (tmp_path / left[0] / "chunk.jsonl").write_text("{}\n")
+    for name in left[1:] + kept:
+        (tmp_path / name).write_text("x")
+    (tmp_path / ".chunks-is-a-file").write_text("x")  # only folders of that name are the workers'
+    assert remove_leftovers(tmp_path) == sorted(left)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*kept, ".chunks-is-a-file"])
+    assert remove_leftovers(tmp_path) == []

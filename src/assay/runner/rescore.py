@@ -29,7 +29,14 @@ from assay.runner.executors.processes import can_fork, default_processes
 from assay.runner.lock import run_lock
 from assay.runner.offline import CHUNK, Answered, encode, score_records
 from assay.runner.pending import runs
-from assay.runner.rundir import SAMPLES, SampleWriter, iter_sample_lines, read_manifest, write_manifest
+from assay.runner.rundir import (
+    SAMPLES,
+    SampleWriter,
+    iter_sample_lines,
+    read_manifest,
+    remove_leftovers,
+    write_manifest,
+)
 from assay.runner.session import RESULTS_OPTIONS, close_evaluators, new_run_dir, task_judges
 
 if TYPE_CHECKING:
@@ -311,6 +318,7 @@ async def _in_place(
 
     partial = run_dir / _PARTIAL
     with run_lock(run_dir, action="re-score"):
+        remove_leftovers(run_dir)
         try:
             partial.unlink(missing_ok=True)
             with SampleWriter(partial) as writer:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -125,6 +127,30 @@ def repair_torn_tail(path: Path) -> int:
         fh.flush()
         os.fsync(fh.fileno())
         return size - cut
+
+
+CHUNKS_PREFIX = ".chunks-"  # a folder where offline workers leave encoded chunks for the writer to append
+# files replaced whole (atomicfile, the sample logs' spools) are written as ".<name>.<random>.tmp" beside them
+_TEMPORARY = re.compile(r"\.(?:run\.json|results\.json|samples_.+\.jsonl)\..+\.tmp")
+
+
+def remove_leftovers(run_dir: Path) -> list[str]:
+    """Remove what a writer killed mid-way (SIGKILL, out of memory) left in its run folder: the offline workers'
+    chunk folders and the temporaries of files replaced whole (results.json, run.json, the sample logs' spools).
+    Only the folder's writer, holding its lock, may call this: those files are never another process's then.
+    Returns the names removed."""
+    removed: list[str] = []
+    with os.scandir(run_dir) as entries:
+        for entry in entries:
+            if entry.name.startswith(CHUNKS_PREFIX) and entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            elif _TEMPORARY.fullmatch(entry.name) and entry.is_file(follow_symlinks=False):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+            else:
+                continue
+            removed.append(entry.name)
+    return sorted(removed)
 
 
 def drop_samples(run_dir: Path, keys: set[tuple[str, str]]) -> int:

@@ -34,6 +34,7 @@ from assay.runner.rundir import (
     errored_keys,
     finished_keys,
     read_manifest,
+    remove_leftovers,
     repair_torn_tail,
     write_manifest,
 )
@@ -220,6 +221,7 @@ async def _execute(
     if run_dir is not None:
         manifest = read_manifest(run_dir)
         repair_torn_tail(run_dir / SAMPLES)
+        remove_leftovers(run_dir)  # a killed writer's chunk folders and half-written files: this writer's now
         done = finished_keys(run_dir)
         retry = errored_keys(run_dir) if retry_errors else set()
         prior = error_counts(run_dir, exclude=retry)

@@ -38,6 +38,7 @@ from assay.gcpause import gc_paused
 from assay.runner.executors.shards import OfflineShard, Scored, scored
 from assay.runner.offline import OfflineScheduler, answer_all, first_errors, score_records
 from assay.runner.pending import PendingWork, runs, tasks_of
+from assay.runner.rundir import CHUNKS_PREFIX
 from assay.runner.scheduler import WorkerLost
 
 __all__ = [
@@ -295,16 +296,11 @@ class ProcessOfflineExecutor(OfflineScheduler):
         self.write_scored(chunk.task.name, ids, done.model_errors, done.scored, spool=done.spool)
 
 
-SPOOL_PREFIX = ".chunks-"
-
-
 def _spool_folder(run_dir: Path) -> str | None:
     """A new folder in the run folder for the workers' encoded chunks: on the file system of ``samples.jsonl``, so
-    the kernel copies them, and where a killed run's leftovers are found (and removed here, by the next writer of
-    the folder, which holds its lock). None when none can be made: the pipe carries the chunks."""
-    for stale in run_dir.glob(f"{SPOOL_PREFIX}*"):
-        shutil.rmtree(stale, ignore_errors=True)
+    the kernel copies them, and where a killed run's leftovers are found (and removed by the next writer of the
+    folder, :func:`remove_leftovers`). None when none can be made: the pipe carries the chunks."""
     try:
-        return tempfile.mkdtemp(prefix=SPOOL_PREFIX, dir=run_dir)
+        return tempfile.mkdtemp(prefix=CHUNKS_PREFIX, dir=run_dir)
     except OSError:
         return None
