@@ -396,3 +396,26 @@ async def test_invalid_url_is_not_retryable(make_model: MakeModel) -> None:
     with pytest.raises(ModelError) as err:
         await make_model("http://exa mple:99999/v1").generate(ask("x"))
     assert not err.value.retryable and "InvalidUrlClientError" in str(err.value)
+
+
+async def test_host_names_are_resolved_in_a_thread_that_ends_with_the_client(server: OpenAITestServer) -> None:
+    """A host name is looked up in the client's own thread (aiohttp's default resolver leaves one in the loop's
+    executor for good), which ends when the client closes: an online run's results may then fork."""
+    import threading
+
+    def dns_threads() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("assay-dns")]
+
+    by_name = server.base_url.replace("127.0.0.1", "localhost")
+    model = OpenAIModel("test-model", base_url=by_name, api_key="k")
+    try:
+        first = await model.generate(ask("hello"))
+        second = await model.generate(ask("again"))  # aiohttp caches the lookup: still one thread
+        assert first.text and second.text
+        assert len(dns_threads()) == 1
+    finally:
+        await model.aclose()
+    assert dns_threads() == []
+    assert (await model.generate(ask("after"))).text  # a closed client opens again, with a new thread
+    await model.aclose()
+    assert dns_threads() == []

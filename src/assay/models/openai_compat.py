@@ -26,6 +26,8 @@ from assay.secrets import has_redactions, redact_params, redact_url
 if TYPE_CHECKING:
     import aiohttp
 
+    from assay.models.dns import OwnThreadResolver
+
 RETRYABLE_STATUS = frozenset({408, 409, 429})  # and every 5xx
 _encode = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps builds a new encoder per call when given kwargs
 _decode = json.loads
@@ -173,6 +175,7 @@ class OpenAIModel(Model):
         self._shown_url = redact_url(self._url)  # what messages show: no credentials in the URL
         self._session: aiohttp.ClientSession | None = None
         self._session_loop: asyncio.AbstractEventLoop | None = None
+        self._resolver: OwnThreadResolver | None = None  # its thread ends with the client (aclose)
 
     def __repr__(self) -> str:
         return f"OpenAIModel(model={self.model!r}, base_url={redact_url(self.base_url)!r})"
@@ -225,10 +228,17 @@ class OpenAIModel(Model):
         """The session of the running loop, created on first use (again if the loop changed, e.g. asyncio.run)."""
         import aiohttp
 
+        from assay.models.dns import OwnThreadResolver
+
         old = self._session
         if old is not None and not old.closed:
             old.detach()  # bound to a finished loop: its sockets went with it
-        connector = aiohttp.TCPConnector(limit=self.max_connections, limit_per_host=self.max_connections)
+        if self._resolver is not None:
+            self._resolver.shutdown(wait=False)
+        self._resolver = OwnThreadResolver()  # its thread ends with the client: results may then fork
+        connector = aiohttp.TCPConnector(
+            limit=self.max_connections, limit_per_host=self.max_connections, resolver=self._resolver
+        )
         timeout = aiohttp.ClientTimeout(total=self.timeout_s)
         self._session = aiohttp.ClientSession(connector=connector, timeout=timeout, raise_for_status=False)
         self._session_loop = loop
@@ -237,11 +247,14 @@ class OpenAIModel(Model):
     async def aclose(self) -> None:
         """Close the pooled connections (a new session opens if the model is used again)."""
         session, self._session = self._session, None
+        resolver, self._resolver = self._resolver, None
         if session is not None and not session.closed:
             if self._session_loop is asyncio.get_running_loop():
                 await session.close()
             else:
                 session.detach()
+        if resolver is not None:
+            await resolver.close()
         self._session_loop = None
 
     # -- requests ---------------------------------------------------------------------------------------------------
