@@ -60,8 +60,9 @@ class Delegate(Model):
         return self.inner.identity()
 
 
-def write_inputs(tmp_path: Path, n: int = N) -> tuple[list[dict[str, Any]], Path]:
-    """Dataset rows and a predictions file: right, wrong, unextractable, missing, short of repeats, non-ASCII."""
+def write_inputs(tmp_path: Path, n: int = N, vague_first: bool = False) -> tuple[list[dict[str, Any]], Path]:
+    """Dataset rows and a predictions file: right, wrong, unextractable, missing, short of repeats, non-ASCII;
+    ``vague_first``: some first answers hold no number, or make an evaluator raise (for runs of one repeat)."""
     rows = []
     with open(tmp_path / "preds.jsonl", "w", encoding="utf-8") as fh:
         for i in range(n):
@@ -72,7 +73,11 @@ def write_inputs(tmp_path: Path, n: int = N) -> tuple[list[dict[str, Any]], Path
             if i % 13 == 4:
                 continue  # no prediction: a model error for every repeat
             answers = [
-                f"Die Antwort ist {2 * i}.",
+                (
+                    ("weiß nicht", "boom")[i % 7 == 5]
+                    if vague_first and i % 7 in (3, 5)
+                    else f"Die Antwort ist {2 * i}."
+                ),
                 f"Antwort: {2 * i + (i % 3)} ünd mehr",
                 "keine Ahnung" if i % 4 else "boom",
             ]
@@ -84,13 +89,15 @@ def write_inputs(tmp_path: Path, n: int = N) -> tuple[list[dict[str, Any]], Path
     return rows, tmp_path / "preds.jsonl"
 
 
-def task_config(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def task_config(rows: list[dict[str, Any]], repeats: int = 3) -> dict[str, Any]:
+    """The mix: with one repeat, most chunks take the path for one answer a sample (a missing prediction, a row
+    without ``alt`` and a value the regex could not extract keep some on the general one)."""
     return {
         "name": "mix",
         "dataset": {"rows": rows},
         "fields": {"id": "id", "input": "question", "target": "answer"},
         "template": "Frage: {{ question }}",
-        "repeats": 3,
+        "repeats": repeats,
         "filters": [
             {"name": "num", "steps": [{"type": "regex", "pattern": r"(\d+)\s*\.?$"}, {"type": "strip"}]},
             {"name": "vote", "steps": [{"type": "regex", "pattern": r"(\d+)"}, {"type": "majority_vote"}]},

@@ -42,15 +42,15 @@ def settings(tmp_path: Path, name: str, **extra: Any) -> RunSettings:
     return RunSettings(output_dir=tmp_path / name, **{**common, **extra})
 
 
-async def run_both(tmp_path: Path) -> tuple[Path, Path]:
-    rows, preds = write_inputs(tmp_path)
+async def run_both(tmp_path: Path, repeats: int = 3) -> tuple[Path, Path]:
+    rows, preds = write_inputs(tmp_path, vague_first=repeats == 1)
     model = PredictionsModel(preds)
     assert is_offline(model) and not is_offline(Delegate(model))
     assert not is_offline(model, feedback_model="openai:writer")  # model-written feedback needs the per-sample path
     cut = {"max_response_chars": 18}  # some answers are stored cut (and scored whole)
-    batch = await execute([load_task(task_config(rows))], model, settings(tmp_path, "batch", **cut))
+    batch = await execute([load_task(task_config(rows, repeats))], model, settings(tmp_path, "batch", **cut))
     per = Delegate(PredictionsModel(preds))
-    single = await execute([load_task(task_config(rows))], per, settings(tmp_path, "one", **cut))
+    single = await execute([load_task(task_config(rows, repeats))], per, settings(tmp_path, "one", **cut))
     assert batch.status == single.status == "finished"
     counts = ("written", "errors", "evaluator_errors", "requests", "truncated")  # "first" errors: finishing order
     assert [getattr(batch, c) for c in counts] == [getattr(single, c) for c in counts]
@@ -80,6 +80,32 @@ async def test_batch_and_per_sample_paths_write_the_same_records_and_results(
     assert any(v["passed"] for v in verdicts) and any(v["passed"] is False and not v["error"] for v in verdicts)
     assert any((v["details"] or {}).get("extraction") == "no match" for v in verdicts)
     assert ours["s4"]["response_errors"][0].startswith("no prediction for sample 's4'")
+
+
+async def test_with_one_answer_a_sample_the_batch_path_writes_the_per_sample_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One repeat: chunks where every sample has its one answer are judged without the general bookkeeping; those
+    with a missing prediction, a row lacking the expected field or an unextracted value take the general path."""
+    from assay.runner import offline
+
+    single_chunks: list[str] = []
+    judge_singles = offline._judge_singles
+
+    async def spy(metric: Any, *args: Any) -> None:
+        single_chunks.append(metric.name)
+        await judge_singles(metric, *args)
+
+    monkeypatch.setattr(offline, "_judge_singles", spy)
+    monkeypatch.setattr(OfflineScheduler, "chunk_size", 3)  # small chunks: some hold every kind of sample
+    batch, single = await run_both(tmp_path, repeats=1)
+    ours = records(batch)
+    assert ours == records(single) and len(ours) == N
+    assert figures(batch) == figures(single)
+    assert {"exact_match", "token_f1", "contains", "picky_test", "ctx"} <= set(single_chunks)
+    verdicts = [v for r in ours.values() for f in r["filters"].values() for vs in f["verdicts"].values() for v in vs]
+    assert any((v["details"] or {}).get("extraction") == "no match" for v in verdicts)
+    assert any("picky cannot judge 'boom'" in (v["error"] or "") for v in verdicts)
 
 
 async def test_a_crashed_offline_run_resumes_to_the_same_records(tmp_path: Path) -> None:

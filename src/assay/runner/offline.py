@@ -214,14 +214,20 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
         records: list[dict[str, Any]] = [
             {"filtered": [_jsonable(v) for v in vals], "verdicts": {}, "scores": {}, "passed": {}} for vals in values
         ]
+        # the usual shape: one answer a sample, every one present and filtered without error
+        single = all(len(vals) == 1 and vals[0] is not None for vals in values) and not any(broken)
         for metric in task.metrics:
             if metric.filters and pipeline.name not in metric.filters:
+                continue
+            expected_pairs = _expecteds(task, metric, chunk)
+            if single and not any(missing for _, missing in expected_pairs):
+                await _judge_singles(metric, values, marks, [e for e, _ in expected_pairs], records, contexts)
                 continue
             slots: list[list[dict[str, Any] | None]] = []
             todo: list[tuple[int, int]] = []
             judged_values: list[Any] = []
             expecteds: list[Any] = []
-            for i, (expected, missing) in enumerate(_expecteds(task, metric, chunk)):
+            for i, (expected, missing) in enumerate(expected_pairs):
                 row: list[dict[str, Any] | None] = []
                 for j, value in enumerate(values[i]):
                     if broken[i] is not None:
@@ -258,6 +264,28 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
         for scored_sample, record in zip(out, records, strict=True):
             scored_sample[name] = record
     return out
+
+
+async def _judge_singles(
+    metric: MetricSpec,
+    values: list[list[Any]],
+    marks: list[list[NoMatch | None]],
+    expecteds: list[Any],
+    records: list[dict[str, Any]],
+    contexts: Callable[[], list[dict[str, Any]]],
+) -> None:
+    """:func:`score_chunk`'s judging of one metric when every sample has one value to judge and an expected one:
+    the same verdicts, scores and passes, without the per-answer bookkeeping of the general case."""
+    judged = await _verdicts(metric.evaluator, [vals[0] for vals in values], expecteds, contexts)
+    name = metric.name
+    for verdict, mark, record in zip(judged, marks, records, strict=True):
+        flag = mark[0]
+        if flag is not None:
+            verdict = _no_match(verdict, flag)
+        ok = verdict["error"] is None
+        record["verdicts"][name] = [verdict]
+        record["scores"][name] = verdict["score"] if ok else None
+        record["passed"][name] = verdict["passed"] if ok else None
 
 
 def prompt_of(messages: list[Message]) -> str:
