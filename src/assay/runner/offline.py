@@ -161,6 +161,11 @@ def _context(item: Answered, prompt: str) -> dict[str, Any]:
     return {"input": s.input, "prompt": prompt, "doc": s.doc, "metadata": s.metadata, "target": s.target}
 
 
+def _every(contexts: Callable[[], list[dict[str, Any]]]) -> list[Mapping[str, Any]]:
+    """The context of every pair (made when first needed)."""
+    return list(contexts())
+
+
 def _picked(contexts: Callable[[], list[dict[str, Any]]], todo: list[tuple[int, int]]) -> list[Mapping[str, Any]]:
     """The context of each pair to judge (made when first needed)."""
     made = contexts()
@@ -276,7 +281,7 @@ async def _judge_singles(
 ) -> None:
     """:func:`score_chunk`'s judging of one metric when every sample has one value to judge and an expected one:
     the same verdicts, scores and passes, without the per-answer bookkeeping of the general case."""
-    judged = await _verdicts(metric.evaluator, [vals[0] for vals in values], expecteds, contexts)
+    judged = await _verdicts(metric.evaluator, [vals[0] for vals in values], expecteds, partial(_every, contexts))
     name = metric.name
     for verdict, mark, record in zip(judged, marks, records, strict=True):
         flag = mark[0]
