@@ -273,3 +273,33 @@ def test_theme_link_filters_to_its_samples(watched: Watched, reports: Reports) -
     page.click("#f-theme .chip button")
     assert page.get_attribute("#sample-count", "data-count") == "80"
     assert_inert(watched)
+
+
+def test_a_page_holding_part_of_a_run_says_so_and_its_theme_links_still_filter(
+    watched: Watched, reports: Reports, tmp_path: Path
+) -> None:
+    """Past its budget a page holds errored, then failing samples first: the list, its count, the note and the
+    theme links all speak of the samples the page holds."""
+    from assay.feedback.themes import group_failures
+    from assay.report.html import write_html
+    from assay.results import load_run
+
+    page_path = write_html([reports.run_a], tmp_path / "part.html", max_samples=30)
+    watched.load(page_path.as_uri())
+    page = watched.page
+    assert page.get_attribute("#sample-count", "data-count") == "30"
+    note = page.locator("#samples-note")
+    assert note.is_visible() and "This page holds 30 of its 80 samples" in (note.text_content() or "")
+    page.select_option("#f-status", "pass")
+    passing = int(page.get_attribute("#sample-count", "data-count") or "0")
+    want = expected_outcomes(reports.run_a)
+    assert passing == max(0, 30 - (80 - want["pass"]))  # errored and failing samples fill it first
+    page.select_option("#f-status", "")
+    themes = group_failures(load_run(reports.run_a))
+    held = page.eval_on_selector_all(
+        "#sample-rows tr", "rows => rows.map(r => r.cells[1].textContent)"
+    )  # the first page of the list (50 rows): all 30
+    page.click("ol.themes li[data-theme='0'] a")
+    shown = page.eval_on_selector_all("#sample-rows tr", "rows => rows.map(r => r.cells[1].textContent)")
+    assert shown and set(shown) == {sid for _, sid in themes[0].samples} & set(held)
+    assert_inert(watched)

@@ -219,7 +219,7 @@ def test_histogram_counts_and_tail() -> None:
 def test_latency_histograms_follow_the_operational_figures(runs: tuple[Path, Path], page: str) -> None:
     run = load_run(runs[0])
     ops = run.operational["roles"]
-    lat = latencies(run.records, run.manifest)
+    lat = latencies(run.iter_record_dicts(), run.manifest)
     assert {k for k, v in lat.items() if v} == {(role, name) for role, by in ops.items() for name in by}
     for (role, name), values in lat.items():
         f = ops[role][name]

@@ -106,16 +106,21 @@ def test_html_without_the_html_module_is_a_clear_usage_error(run_dir, tmp_path, 
 def test_html_calls_the_html_writer_with_runs_and_comparison(run_dir, tmp_path, monkeypatch):
     calls = []
     fake = types.ModuleType("assay.report.html")
-    fake.write_html = lambda runs, path, compare=None: calls.append((runs, path, compare))
+    fake.write_html = lambda runs, path, compare=None, max_samples=None: calls.append(
+        (runs, path, compare, max_samples)
+    )
     monkeypatch.setitem(sys.modules, "assay.report.html", fake)
     monkeypatch.setattr(assay.report, "html", fake, raising=False)
     other = rich_run(tmp_path / "other")
     res = invoke(run_dir, other, "--html", tmp_path / "r.html", "--format", "markdown")
     assert res.exit_code == 0, res.output
-    ((runs, path, compare),) = calls
+    assert "## B vs A" in res.stdout and "|Task|Filter|Metric|A|B|" in res.stdout
+    every_sample = invoke(run_dir, "--html", tmp_path / "all.html", "--html-samples", "0", "--format", "markdown")
+    assert every_sample.exit_code == 0, every_sample.output
+    (runs, path, compare, max_samples), (_, _, _, every) = calls
+    assert max_samples == 20_000 and every == 0  # the page's budget of samples a run, and "all of them"
     assert [r.path.name for r in runs] == ["run", "other"] and path == tmp_path / "r.html"
     assert compare is not None and compare.run_a == "run" and compare.run_b == "other"
-    assert "## B vs A" in res.stdout and "|Task|Filter|Metric|A|B|" in res.stdout
 
 
 def test_two_runs_and_too_many(run_dir, tmp_path):

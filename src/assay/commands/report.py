@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from assay.errors import AssayError
+from assay.report.pageselect import MAX_PAGE_SAMPLES
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -163,6 +164,13 @@ def _report_json(runs: list[Run], comparison: Comparison | None) -> str:
 @click.option("--junit", "junit_path", type=click.Path(dir_okay=False, path_type=Path), help="Write JUnit XML here.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), help="Write an HTML report.")
 @click.option(
+    "--html-samples",
+    type=click.IntRange(min=0),
+    default=MAX_PAGE_SAMPLES,
+    show_default=True,
+    help="Samples of each run the HTML page holds (0: all); past it, errored then failing ones first.",
+)
+@click.option(
     "--fail-under",
     "fail_under",
     multiple=True,
@@ -175,6 +183,7 @@ def report_command(
     fmt: str,
     junit_path: Path | None,
     html_path: Path | None,
+    html_samples: int,
     fail_under: tuple[str, ...],
     alpha: float,
 ) -> None:
@@ -216,7 +225,7 @@ def report_command(
             err=True,
         )
     if write_html is not None:
-        write_html(runs, html_path, compare=comparison)
+        write_html(runs, html_path, compare=comparison, max_samples=html_samples)
         click.echo(f"HTML report -> {html_path}", err=True)
     if failures:
         for line in failures:

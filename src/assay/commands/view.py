@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from assay.errors import AssayError
+from assay.report.pageselect import MAX_PAGE_SAMPLES
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
@@ -25,8 +26,9 @@ WATCHED = ("run.json", "samples.jsonl", "results.json")
 class ReportPage:
     """The rendered page, cached until a watched file of a run folder changes."""
 
-    def __init__(self, run_dirs: list[Path]) -> None:
+    def __init__(self, run_dirs: list[Path], max_samples: int | None = MAX_PAGE_SAMPLES) -> None:
         self.run_dirs = run_dirs
+        self.max_samples = max_samples
         self._lock = threading.Lock()
         self._signature: tuple[Any, ...] | None = None
         self._html = b""
@@ -50,7 +52,7 @@ class ReportPage:
         with self._lock:
             sig = self.signature()
             if sig != self._signature:
-                self._html = render_html(self.run_dirs).encode("utf-8")
+                self._html = render_html(self.run_dirs, max_samples=self.max_samples).encode("utf-8")
                 self._signature = sig
             return self._html
 
@@ -110,9 +112,12 @@ def make_handler(page: ReportPage, port_ref: list[int]) -> type[BaseHTTPRequestH
     return Handler
 
 
-def serve(run_dirs: list[Path], port: int = DEFAULT_PORT) -> ThreadingHTTPServer:
-    """A server for the report of ``run_dirs`` bound to 127.0.0.1 (``port`` 0 picks a free one); not started."""
-    page = ReportPage(run_dirs)
+def serve(
+    run_dirs: list[Path], port: int = DEFAULT_PORT, max_samples: int | None = MAX_PAGE_SAMPLES
+) -> ThreadingHTTPServer:
+    """A server for the report of ``run_dirs`` bound to 127.0.0.1 (``port`` 0 picks a free one); not started.
+    The page holds at most ``max_samples`` samples of each run (0 or None: all)."""
+    page = ReportPage(run_dirs, max_samples)
     page.html()  # render once now, so a broken run folder fails before serving
     port_ref = [port]
     server = ThreadingHTTPServer((HOST, port), make_handler(page, port_ref))
@@ -131,13 +136,21 @@ def serve(run_dirs: list[Path], port: int = DEFAULT_PORT) -> ThreadingHTTPServer
     help="Port on 127.0.0.1; 0 picks a free one.",
 )
 @click.option("--open", "open_browser", is_flag=True, help="Open the page in the default browser.")
-def view_command(run_dirs: tuple[Path, ...], port: int, open_browser: bool) -> None:
+@click.option(
+    "--samples",
+    "max_samples",
+    type=click.IntRange(min=0),
+    default=MAX_PAGE_SAMPLES,
+    show_default=True,
+    help="Samples of each run the page holds (0: all); past it, errored then failing ones first.",
+)
+def view_command(run_dirs: tuple[Path, ...], port: int, open_browser: bool, max_samples: int) -> None:
     """Serve the HTML report of RUN_DIR [RUN_DIR …] on 127.0.0.1 until Ctrl-C.
 
     With two or more runs the page compares each with the first. Only this machine can connect.
     """
     try:
-        server = serve(list(run_dirs), port)
+        server = serve(list(run_dirs), port, max_samples)
     except AssayError as err:
         raise click.ClickException(str(err)) from None
     except OSError as err:

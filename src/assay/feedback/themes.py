@@ -357,7 +357,9 @@ def _source(source: Any) -> tuple[Iterable[SampleRecord | Mapping[str, Any]], Ru
 
         run_dir = Path(source)
         return iter_record_dicts(run_dir), read_manifest(run_dir)
-    if hasattr(source, "iter_records"):  # a loaded Run: its records streamed from disk, never all in memory
+    if hasattr(source, "iter_record_dicts"):  # a loaded Run: its records streamed from disk as JSON objects
+        return source.iter_record_dicts(), getattr(source, "manifest", None)
+    if hasattr(source, "iter_records"):
         return source.iter_records(), getattr(source, "manifest", None)
     if hasattr(source, "records"):
         return source.records, getattr(source, "manifest", None)

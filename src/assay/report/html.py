@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
+from assay.report.pageselect import MAX_PAGE_SAMPLES
+
 if TYPE_CHECKING:
     import jinja2
 
@@ -132,7 +134,10 @@ _DATA_MARK = "\x00assay-sample-data\x00"  # where the data goes in the rendered 
 
 
 def _page_parts(
-    runs: Sequence[Run | str | os.PathLike[str]], compare: Comparison | None, title: str | None
+    runs: Sequence[Run | str | os.PathLike[str]],
+    compare: Comparison | None,
+    title: str | None,
+    max_samples: int | None = MAX_PAGE_SAMPLES,
 ) -> Iterator[str]:
     """The page in pieces: the HTML up to the data block, the data JSON one sample at a time, the rest.
 
@@ -145,7 +150,7 @@ def _page_parts(
         raise ValueError("render_html needs at least one run")
     # the collector stays on: records are read and dropped one at a time, and pausing it would keep every
     # record's cyclic garbage until the page is written
-    page = build_page(loaded, _comparisons(loaded, compare), _themes(loaded), title=title)
+    page = build_page(loaded, _comparisons(loaded, compare), _themes(loaded), title=title, max_samples=max_samples)
     script, style = _asset("report.js"), _asset("report.css")
     html = (
         _environment()
@@ -175,25 +180,30 @@ def render_html(
     compare: Comparison | None = None,
     *,
     title: str | None = None,
+    max_samples: int | None = MAX_PAGE_SAMPLES,
 ) -> str:
     """The report page for one or more runs (loaded ``Run`` objects or run folders) as one HTML string.
 
-    With two or more runs and no ``compare``, every run is compared with the first. A page of a large run is
-    better written to a file with :func:`write_html`, which streams it.
+    With two or more runs and no ``compare``, every run is compared with the first. The page holds at most
+    ``max_samples`` samples of each run (None or 0: all of them), chosen as :mod:`assay.report.pageselect` says.
+    A page of many samples is better written to a file with :func:`write_html`, which streams it.
     """
-    return "".join(_page_parts(runs, compare, title))
+    return "".join(_page_parts(runs, compare, title, max_samples))
 
 
 def write_html(
     runs: Sequence[Run | str | os.PathLike[str]],
     path: str | os.PathLike[str],
     compare: Comparison | None = None,
+    *,
+    max_samples: int | None = MAX_PAGE_SAMPLES,
 ) -> Path:
-    """Write the report page to ``path`` (atomically, streamed; parent folders created) and return the path."""
+    """Write the report page to ``path`` (atomically, streamed; parent folders created) and return the path.
+    ``max_samples`` as in :func:`render_html`."""
     from assay.atomicfile import atomic_file
 
     out = Path(path)
     with atomic_file(out) as fh:
-        for part in _page_parts(runs, compare, None):
+        for part in _page_parts(runs, compare, None, max_samples):
             fh.write(part)
     return out

@@ -12,6 +12,7 @@ import numpy as np
 
 if TYPE_CHECKING:
     from assay.record import SampleRecord
+    from assay.report.pageselect import PageSelection
     from assay.results import Run
 
 TEXT_CAP = 20_000  # characters of one text kept for the detail view; the rest is cut with a note
@@ -186,10 +187,12 @@ def pack_sample(
 
 class SamplePositions:
     """The position of each (run, task, sample id) in the page's sample list, from the runs' columns (no record
-    is read): runs in order, then tasks in manifest order, then doc_id order, as :func:`iter_samples` packs them."""
+    is read): runs in order, then tasks in manifest order, then doc_id order, as :func:`iter_samples` packs them;
+    only the samples ``selection`` keeps (all without one)."""
 
-    def __init__(self, runs: Sequence[Run]) -> None:
+    def __init__(self, runs: Sequence[Run], selection: PageSelection | None = None) -> None:
         self._tasks: dict[tuple[int, str], tuple[int, Any, Any, Any]] = {}
+        self._picks: dict[tuple[int, str], Any] = {}
         start = 0
         for r, run in enumerate(runs):
             for name in run.task_names:
@@ -198,7 +201,10 @@ class SamplePositions:
                     continue
                 order = np.argsort(cols.id_hashes, kind="stable")
                 self._tasks[(r, name)] = (start, cols, order, cols.id_hashes[order])  # sorted once, looked up often
-                start += len(cols)
+                picked = selection.picks.get((r, name)) if selection is not None else None
+                if picked is not None:
+                    self._picks[(r, name)] = picked
+                start += len(cols) if picked is None else int(picked.size)
         self.total = start
 
     def get(self, key: tuple[int, str, str]) -> int | None:
@@ -213,8 +219,16 @@ class SamplePositions:
         lo, hi = np.searchsorted(ranked, h, "left"), np.searchsorted(ranked, h, "right")
         for i in order[lo:hi]:
             if cols.sample_ids[int(i)] == key[2]:
-                return int(start + i)
+                return self._placed(key, start, int(i))
         return None
+
+    def _placed(self, key: tuple[int, str, str], start: int, i: int) -> int | None:
+        """Where sample ``i`` of its task's columns sits in the page, None when the page leaves it out."""
+        picked = self._picks.get((key[0], key[1]))
+        if picked is None:
+            return start + i
+        at = int(np.searchsorted(picked, i))
+        return start + at if at < picked.size and int(picked[at]) == i else None
 
 
 def sample_meta(runs: Sequence[Run], labels: Sequence[str]) -> tuple[dict[str, Any], MetricIndex]:
@@ -242,14 +256,18 @@ def sample_meta(runs: Sequence[Run], labels: Sequence[str]) -> tuple[dict[str, A
     return data, metrics
 
 
-def iter_samples(runs: Sequence[Run], tasks: Sequence[str], metrics: MetricIndex) -> Iterator[dict[str, Any]]:
-    """Every sample of every run packed for the page (:func:`pack_sample`), read from disk one at a time: runs in
-    order, tasks in manifest order, doc_id order (records of a task run.json does not list are left out)."""
+def iter_samples(
+    runs: Sequence[Run], tasks: Sequence[str], metrics: MetricIndex, selection: PageSelection | None = None
+) -> Iterator[dict[str, Any]]:
+    """Every sample of every run (those ``selection`` keeps) packed for the page (:func:`pack_sample`), read from
+    disk one at a time: runs in order, tasks in manifest order, doc_id order (records of a task run.json does not
+    list are left out)."""
     task_pos = {name: i for i, name in enumerate(tasks)}
     for r, run in enumerate(runs):
         inputs = {info.name: input_field(info.config) for info in run.manifest.tasks}
         for name in run.task_names:
-            for rec in run.task_records(name):
+            picked = selection.picks.get((r, name)) if selection is not None else None
+            for rec in run.task_records(name, picked):
                 yield pack_sample(rec, r, task_pos[name], metrics, inputs.get(name))
 
 

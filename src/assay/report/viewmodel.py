@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import time
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +28,7 @@ from assay.report.fmt import (  # noqa: F401 - re-exported
     raw,
     sample_href,
 )
+from assay.report.pageselect import MAX_PAGE_SAMPLES, PageSelection, select_samples
 from assay.report.samples import (  # noqa: F401 - re-exported: the sample browser's data lived here
     RUN_CSS,
     TEXT_CAP,
@@ -45,7 +46,7 @@ from assay.report.samples import (  # noqa: F401 - re-exported: the sample brows
 from assay.report.themeview import ThemeView, theme_section
 
 if TYPE_CHECKING:
-    from assay.record import RunManifest, SampleRecord
+    from assay.record import RunManifest
     from assay.results import Run
 
 
@@ -137,6 +138,7 @@ class PageView:
     comparisons: list[CompareView]
     data: dict[str, Any]  # everything the page script reads except "samples"
     samples: Callable[[], Iterator[dict[str, Any]]]  # the packed samples, read from disk when the page is written
+    samples_note: str | None = None  # what the page leaves out of a large run's samples, and how they were chosen
 
 
 # --- runs -----------------------------------------------------------------------------------------------
@@ -196,8 +198,9 @@ def task_views(run: Run, css: str) -> tuple[list[TaskView], set[str]]:
     return list(tasks.values()), methods
 
 
-def latencies(records: Iterable[SampleRecord], manifest: RunManifest) -> dict[tuple[str, str], array[float]]:
-    """Per (role, name), the latencies of requests that reached a model (not cached), for the histograms.
+def latencies(records: Iterable[Mapping[str, Any]], manifest: RunManifest) -> dict[tuple[str, str], array[float]]:
+    """Per (role, name), the latencies of requests that reached a model (not cached), for the histograms, from
+    the records' JSON objects (:meth:`Run.iter_record_dicts`; a SampleRecord's defaults where a key is absent).
 
     Attributes requests exactly as :func:`assay.results.operational.operational_figures` does (which reports
     only percentiles; a histogram needs the values): the model under its configured name, each judge call
@@ -210,11 +213,14 @@ def latencies(records: Iterable[SampleRecord], manifest: RunManifest) -> dict[tu
     out: dict[tuple[str, str], array[float]] = {}  # 8 bytes a request, read one record at a time
     model_lat = out.setdefault(("model", model), array("d"))
     for rec in records:
-        for resp in rec.responses:
-            if resp is not None and not resp.cached and math.isfinite(resp.latency_s):
-                model_lat.append(resp.latency_s)
-        for fr in rec.filters.values():
-            for verdicts in fr.verdicts.values():
+        for resp in rec.get("responses") or ():
+            if resp is None or resp.get("cached", False):
+                continue
+            latency = float(resp.get("latency_s", 0.0))
+            if math.isfinite(latency):
+                model_lat.append(latency)
+        for fr in (rec.get("filters") or {}).values():
+            for verdicts in (fr.get("verdicts") or {}).values():
                 for v in verdicts:
                     for call in judge_calls(v):
                         lat = call.get("latency_s")
@@ -233,7 +239,7 @@ def _cost(value: Any, priced: bool) -> str:
 def ops_views(run: Run) -> tuple[list[OpsView], list[tuple[str, str]]]:
     """Operational figures per model and judge, each with a latency histogram; and the run's totals."""
     figures = run.operational
-    lat = latencies(run.iter_records(), run.manifest)
+    lat = latencies(run.iter_record_dicts(), run.manifest)
     priced = bool(figures.get("prices_configured"))
     views: list[OpsView] = []
     for role, by_name in (figures.get("roles") or {}).items():
@@ -313,14 +319,17 @@ def build_page(
     themes: Sequence[Sequence[Any] | None] | None = None,
     *,
     title: str | None = None,
+    max_samples: int | None = MAX_PAGE_SAMPLES,
 ) -> PageView:
-    """The page for ``runs``; ``comparisons`` are ``(a, b, Comparison)`` by run position; ``themes`` per run."""
+    """The page for ``runs``; ``comparisons`` are ``(a, b, Comparison)`` by run position; ``themes`` per run.
+    The page holds at most ``max_samples`` samples of each run (None or 0: all; see :mod:`pageselect`)."""
     from assay import __version__
     from assay.models.base import display_name
 
     labels = run_labels(runs)
     data, metrics = sample_meta(runs, labels)
-    where = SamplePositions(runs)
+    selection = select_samples(runs, max_samples)
+    where = SamplePositions(runs, selection)
     views: list[RunView] = []
     methods: set[str] = set()
     confidences: set[float] = set()
@@ -375,5 +384,22 @@ def build_page(
         runs=views,
         comparisons=[compare_view(c, runs, a, b, labels) for a, b, c in comparisons],
         data=data,
-        samples=lambda: iter_samples(runs, data["tasks"], metrics),
+        samples=lambda: iter_samples(runs, data["tasks"], metrics, selection),
+        samples_note=samples_note(selection, labels),
+    )
+
+
+def samples_note(selection: PageSelection, labels: Sequence[str]) -> str | None:
+    """What the page says when it holds only some of a run's samples (None when it holds them all)."""
+    if not selection.capped:
+        return None
+    held = "; ".join(
+        f"{shown:,} of the {total:,} samples of {label}" if len(labels) > 1 else f"{shown:,} of its {total:,} samples"
+        for label, shown, total in zip(labels, selection.shown, selection.totals, strict=True)
+        if shown < total
+    )
+    return (
+        f"This page holds {held}: every errored sample first, then failing ones, then passing ones, each kind spread "
+        "evenly over the run where it does not fit whole. Every sample is in the run folder (samples.jsonl, "
+        "samples_<task>.jsonl); `assay report --html-samples N` holds more."
     )
