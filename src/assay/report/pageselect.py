@@ -34,11 +34,6 @@ class PageSelection:
         """True when some run has samples the page leaves out."""
         return any(s < t for s, t in zip(self.shown, self.totals, strict=True))
 
-    def count(self, run_index: int, task: str, size: int) -> int:
-        """How many samples of that task (of ``size``) the page holds."""
-        picked = self.picks.get((run_index, task))
-        return size if picked is None else int(picked.size)
-
 
 def outcome_classes(run: Run, task: str) -> tuple[BoolArray, BoolArray]:
     """Per sample of the task (doc_id order): errored (a metric without a value: its verdicts errored, or the
