@@ -12,6 +12,7 @@ N, in the same run; the ratio compares rows/s.
     python -m benchmarks.bench_offline --table 100000,300000,1000000   # issue 12's table: wall, peak RSS, folder
     python -m benchmarks.bench_offline --rows 1000000 --no-baseline --processes 1   # the driver scoring alone
     python -m benchmarks.bench_offline --results-scan 1000000   # results.json: one process vs forked range scans
+    python -m benchmarks.bench_offline --rows 1000000 --no-baseline --plain   # issue 12's data: short ASCII answers
 """
 
 from __future__ import annotations
@@ -36,9 +37,50 @@ _WORD_TEXT = (
 WORDS = _WORD_TEXT.split()
 
 
+_PLAIN_TEXT = (
+    "the a an of river mountain capital city north south east west old new great little saint port lake island "
+    "valley bridge tower castle market paris london berlin madrid rome vienna prague"
+)
+_PLAIN_WORDS = _PLAIN_TEXT.split()
+
+
+def write_plain_data(folder: Path, n: int, seed: int = 0) -> None:
+    """The shape of issue 12's own measurement: ASCII answers of 1-3 words, predictions 45 % exact, 20 % close
+    (upper case and a full stop), 35 % wrong (1-5 words); no long outputs."""
+    rnd = random.Random(seed)
+    with (
+        open(folder / "data.jsonl", "w", encoding="utf-8") as data,
+        open(folder / "preds.jsonl", "w", encoding="utf-8") as preds,
+    ):
+        for i in range(n):
+            answer = " ".join(rnd.choice(_PLAIN_WORDS) for _ in range(rnd.randint(1, 3)))
+            question = f"Question {i}: which city lies by the {rnd.choice(_PLAIN_WORDS)} {rnd.choice(_PLAIN_WORDS)}?"
+            r = rnd.random()
+            if r < 0.45:
+                prediction = answer
+            elif r < 0.65:
+                prediction = f"{answer.upper()}."
+            else:
+                prediction = " ".join(rnd.choice(_PLAIN_WORDS) for _ in range(rnd.randint(1, 5)))
+            data.write(json.dumps({"id": f"q{i}", "question": question, "answer": answer}) + "\n")
+            preds.write(json.dumps({"id": f"q{i}", "prediction": prediction}) + "\n")
+    _write_task(folder)
+
+
+def _write_task(folder: Path) -> None:
+    (folder / "task.yaml").write_text(
+        "name: offline_bench\ndataset: data.jsonl\nfields: {id: id, input: question, target: answer}\n"
+        'template: "{{ question }}"\nevaluators: [exact_match, token_f1]\n',
+        encoding="utf-8",
+    )
+
+
 def write_data(folder: Path, n: int, seed: int = 0) -> None:
     """data.jsonl, preds.jsonl and task.yaml in ``folder``: answers of 1-4 words (some with a number), predictions
     45 % exact, 20 % close (case, punctuation, an extra word), 30 % wrong, 5 % long (200-600 words)."""
+    if os.environ.get("BENCH_OFFLINE_DATA") == "plain":
+        write_plain_data(folder, n, seed)
+        return
     rnd = random.Random(seed)
     with (
         open(folder / "data.jsonl", "w", encoding="utf-8") as data,
@@ -60,11 +102,7 @@ def write_data(folder: Path, n: int, seed: int = 0) -> None:
                 prediction = " ".join(rnd.choice(WORDS) for _ in range(rnd.randint(200, 600)))
             data.write(json.dumps({"id": f"q{i}", "question": question, "answer": answer}, ensure_ascii=False) + "\n")
             preds.write(json.dumps({"id": f"q{i}", "prediction": prediction}, ensure_ascii=False) + "\n")
-    (folder / "task.yaml").write_text(
-        "name: offline_bench\ndataset: data.jsonl\nfields: {id: id, input: question, target: answer}\n"
-        'template: "{{ question }}"\nevaluators: [exact_match, token_f1]\n',
-        encoding="utf-8",
-    )
+    _write_task(folder)
 
 
 def _per_sample_model(path: Path) -> Any:
@@ -257,8 +295,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--table", help="comma-separated row counts: wall, peak RSS and run folder size of each")
     parser.add_argument("--processes", type=int, help="scoring processes (default: one per CPU; 1: the driver alone)")
     parser.add_argument("--results-scan", type=int, metavar="N", help="time writing the results of N samples only")
+    parser.add_argument("--plain", action="store_true", help="issue 12's data: short ASCII answers, no long outputs")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv if argv is not None else [])
+    if args.plain:
+        os.environ["BENCH_OFFLINE_DATA"] = "plain"
     if args.processes:
         os.environ["BENCH_OFFLINE_PROCESSES"] = str(args.processes)
     if args.child:
@@ -279,7 +320,8 @@ def main(argv: list[str] | None = None) -> None:
     quick = args.quick or os.environ.get("ASSAY_BENCH_QUICK") == "1"
     n = args.rows or (20_000 if quick else 1_000_000)
     n_base = args.baseline_rows or (5_000 if quick else 20_000)
-    print(f"exact_match + token_f1 over existing predictions (non-ASCII, 5 % long outputs); {os.cpu_count()} cores")
+    data = "short ASCII answers" if args.plain else "non-ASCII, 5 % long outputs"
+    print(f"exact_match + token_f1 over existing predictions ({data}); {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="bench_offline_") as tmp:
         big, small = Path(tmp) / "big", Path(tmp) / "small"
         big.mkdir()
