@@ -1,6 +1,6 @@
 """Which samples an HTML page holds: all of a run up to a budget, else the ones worth reading first.
 
-A page embeds its samples, and one of a million samples would be a gigabyte no browser opens. Past the budget a
+A page embeds its samples, and one of a million samples is near a gigabyte that Chromium cannot read. Past the budget a
 run's page holds every errored sample first, then failing ones, then passing ones, each kind spread evenly over
 the run (tasks in order, doc_id order) when it does not fit whole; the page says how many it holds, and every
 sample stays in the run folder. The choice is read off the runs' columns: no record is read to make it.
