@@ -93,6 +93,7 @@ def test_the_page_holds_the_chosen_samples_says_so_and_links_themes_to_them(tmp_
     from assay.feedback.themes import group_failures
 
     themes = group_failures(load_run(path))
+    assert themes == group_failures(path)  # a loaded run's records read as JSON objects: the folder's own themes
     for entry in data["themes"]:
         on_page = {data["samples"][p]["i"] for p in entry["idx"]}
         theme_ids = {sid for _, sid in themes[entry["n"]].samples}
