@@ -373,6 +373,26 @@ def test_loader_skips_a_torn_last_line_and_names_bad_lines(tmp_path):
         load_run(tmp_path / "nowhere")
 
 
+def test_a_run_with_results_json_reads_its_samples_only_when_they_are_asked_for(tmp_path):
+    """The table printed after every run comes from results.json: loading the run must not read (index) the
+    whole samples.jsonl, and a bad line still names itself once the samples are read."""
+    from assay.report.table import render_table
+
+    recs = [rf.record("qa", i, {"exact_match": [rf.verdict(float(i % 2))]}) for i in range(4)]
+    rf.write_run(tmp_path, rf.manifest([rf.task("qa", n=4)]), recs)
+    write_results(tmp_path, bootstrap_iters=10)
+    samples = tmp_path / "samples.jsonl"
+    lines = samples.read_text(encoding="utf-8").splitlines()
+    samples.write_text("\n".join([lines[0], "not json", *lines[1:]]) + "\n", encoding="utf-8")
+    run = load_run(tmp_path)
+    assert run.loaded_index is None
+    table = render_table(run, fmt="json")
+    assert json.loads(table)["rows"][0]["value"] == 0.5
+    assert run.loaded_index is None
+    with pytest.raises(DataError, match=r"samples\.jsonl:2: invalid sample record"):
+        _ = run.n_records
+
+
 def test_loader_reads_written_results_and_keeps_the_last_duplicate(tmp_path):
     man = rf.manifest([rf.task("qa", n=1)])
     old = rf.record("qa", 0, {"exact_match": [rf.verdict(0.0)]})

@@ -63,12 +63,20 @@ class MetricRow:
 class Run:
     """A run folder: its manifest, an index of its sample records and its results (computed on the fly if
     results.json is missing). Records are read from disk when needed, one at a time: nothing here holds them
-    all, so a run of millions of samples loads in a few tens of MB."""
+    all, so a run of millions of samples loads in a few tens of MB. The index is made when first needed: the
+    results table alone (printed after every run) reads only results.json."""
 
     path: Path
     manifest: RunManifest
-    index: SampleIndex
+    loaded_index: SampleIndex | None = None  # None: samples.jsonl is indexed when first needed
     stored_results: dict[str, Any] | None = None
+
+    @property
+    def index(self) -> SampleIndex:
+        """Where each finished sample's record is in samples.jsonl (read the first time it is asked for)."""
+        if self.loaded_index is None:
+            self.loaded_index = index_samples(self.path)
+        return self.loaded_index
 
     @property
     def torn_lines(self) -> int:
@@ -304,10 +312,10 @@ def _rows_from_lm_eval(res: dict[str, Any], name: str, lm: Any, alias: str, is_g
 
 
 def load_run(path: str | os.PathLike[str]) -> Run:
-    """Load a run folder (or any of its files): manifest, an index of its samples and results.json if present."""
+    """Load a run folder (or any of its files): manifest, results.json if present and an index of its samples
+    (made when first needed if results.json is there: the results table reads nothing else)."""
     root = run_root(path)
     manifest = read_manifest(root)
-    index = index_samples(root)
     stored = None
     results_path = root / RESULTS
     if results_path.is_file():
@@ -317,4 +325,4 @@ def load_run(path: str | os.PathLike[str]) -> Run:
             raise DataError(f"{results_path}:{err.lineno}: invalid JSON: {err.msg}") from None
         if not isinstance(stored, dict):
             raise DataError(f"{results_path}: expected a JSON object")
-    return Run(root, manifest, index, stored)
+    return Run(root, manifest, None if stored is not None else index_samples(root), stored)
