@@ -265,8 +265,12 @@ async def test_a_pool_found_broken_when_sending_a_chunk_stops_the_run_as_a_dead_
 async def test_the_runs_processes_setting_also_decides_how_its_results_are_scanned(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``--processes 1`` keeps the results scan in this process; more reads the records in forked ranges."""
+    """``--processes 1`` keeps the results scan in this process; more reads the records in forked ranges (of a
+    run whose results read samples.jsonl back: here, one not scanned as it scored)."""
     from assay.results import shardscan
+    from assay.runner import session
+
+    monkeypatch.setattr(session, "_scan_ahead", lambda *args: None)
 
     monkeypatch.setattr(shardscan, "MIN_BYTES_PER_PROCESS", 1)  # shard even this small samples.jsonl
     monkeypatch.setattr(shardscan, "other_threads", lambda: False)

@@ -10,7 +10,7 @@ from typing import Any
 from assay.record import RunManifest
 from assay.results import corpus
 from assay.results.document import RecordFacts
-from assay.results.independence import SharedContext
+from assay.results.independence import OBSERVED_RECORDS, SharedContext
 from assay.results.judging import JudgingFigures
 from assay.results.operational import OperationalTally
 
@@ -18,9 +18,22 @@ from assay.results.operational import OperationalTally
 class RunFigures:
     """Everything but the columns that results.json takes from the records, summed one record at a time."""
 
-    def __init__(self, manifest: RunManifest, prices: Mapping[str, Any], *, mergeable: bool = False) -> None:
+    def __init__(
+        self,
+        manifest: RunManifest,
+        prices: Mapping[str, Any],
+        *,
+        mergeable: bool = False,
+        before: Mapping[str, int] | None = None,
+    ) -> None:
+        """``before``: records of each task that come before those this instance will observe (those observed by
+        the instances it will be merged into), so that the shared fields are looked for in the same first ones."""
         self.ops, self.facts, self.judging = OperationalTally(manifest, prices), RecordFacts(), JudgingFigures()
-        self.shared = {task.name: SharedContext(keep=mergeable) for task in manifest.tasks}
+        seen = before or {}
+        self.shared = {
+            task.name: SharedContext(max(0, OBSERVED_RECORDS - seen.get(task.name, 0)), keep=mergeable)
+            for task in manifest.tasks
+        }
         self.corpus_metrics = {t.name: [m.name for m in t.metrics if m.aggregation == "corpus"] for t in manifest.tasks}
         self.corpus_stats: dict[tuple[str, str, str], corpus.CorpusStats] = {}
 

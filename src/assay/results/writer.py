@@ -36,6 +36,7 @@ from assay.results.runfigures import RunFigures
 from assay.results.samplelog import SampleLogSpool
 
 if TYPE_CHECKING:
+    from assay.results.scanahead import ScanAhead
     from assay.results.shardscan import Sharded
 
 ASSAY_SCHEMA_VERSION = 1
@@ -286,13 +287,29 @@ def _metric_warnings(task: str, filter_name: str, metric: str, sv: Any, entry: M
     return []
 
 
-def _scan_sharded(
-    root: Path, manifest: RunManifest, logs: SampleLogSpool, processes: int | None, options: dict[str, Any]
-) -> Sharded | None:
-    """The scan of a large samples file by several processes (None: scan in this one; see ``shardscan``)."""
-    from assay.forking import default_processes
-    from assay.results.shardscan import scan_sharded
+RESULTS_DEFAULTS: dict[str, Any] = {
+    "error_policy": "exclude",
+    "bootstrap_iters": 10_000,
+    "seed": 1234,
+    "cluster_key": None,
+    "prices": None,
+    "repeat_reduction": "mean",
+    "group_weighting": "size",
+    "confidence": 0.95,
+}  # write_results' options and their defaults
 
+
+def results_options(**given: Any) -> dict[str, Any]:
+    """Every option of :func:`write_results`: those ``given``, the defaults for the rest."""
+    unknown = set(given) - set(RESULTS_DEFAULTS)
+    if unknown:
+        raise TypeError(f"unknown results option(s): {', '.join(sorted(unknown))}")
+    return {**RESULTS_DEFAULTS, **given}
+
+
+def scan_settings(manifest: RunManifest, options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the options of a results scan, the price table) for :func:`write_results`' ``options``: what a scan made
+    by other processes (ranges of the file, chunks as they are scored) is given, to build what its own would."""
     _check_options(
         options["error_policy"],
         options["repeat_reduction"],
@@ -307,13 +324,19 @@ def _scan_sharded(
         "reductions": _reductions(manifest, options["repeat_reduction"]),
         "cluster_key": options["cluster_key"],
     }
+    return scan_options, validate_prices(prices if prices is not None else manifest.config.get("prices"))
+
+
+def _scan_sharded(
+    root: Path, manifest: RunManifest, logs: SampleLogSpool, processes: int | None, options: dict[str, Any]
+) -> Sharded | None:
+    """The scan of a large samples file by several processes (None: scan in this one; see ``shardscan``)."""
+    from assay.forking import default_processes
+    from assay.results.shardscan import scan_sharded
+
+    scan_options, prices = scan_settings(manifest, options)
     return scan_sharded(
-        root,
-        manifest,
-        logs,
-        processes=processes or default_processes(),
-        prices=validate_prices(prices if prices is not None else manifest.config.get("prices")),
-        scan_options=scan_options,
+        root, manifest, logs, processes=processes or default_processes(), prices=prices, scan_options=scan_options
     )
 
 
@@ -329,34 +352,45 @@ def write_results(
     group_weighting: str = "size",
     confidence: float = 0.95,
     processes: int | None = None,
+    ahead: ScanAhead | None = None,
 ) -> dict[str, Any]:
     """Read ``run.json`` + ``samples.jsonl``, write ``results.json`` and ``samples_<task>.jsonl`` atomically.
 
     Streams over the samples: one pass indexes and parses each line, computes the figures and encodes the sample
     logs (a second when records hold metrics run.json does not declare, or a sample was written twice). A large
     file is read in ranges by ``processes`` forked processes (None: one per CPU; see
-    :mod:`assay.results.shardscan`)."""
+    :mod:`assay.results.shardscan`). ``ahead``: the scan an offline run made as it scored (see
+    :mod:`assay.results.scanahead`), used instead of reading the file when it covers all of it with these
+    options."""
     from assay.results.columns import FileSource, SamplesRewritten, StreamSource
     from assay.runner.rundir import SampleStream, read_manifest
 
     root = Path(run_dir)
     started = time.perf_counter()
     manifest = read_manifest(root)
+    options = results_options(
+        error_policy=error_policy,
+        bootstrap_iters=bootstrap_iters,
+        seed=seed,
+        cluster_key=cluster_key,
+        prices=prices,
+        repeat_reduction=repeat_reduction,
+        group_weighting=group_weighting,
+        confidence=confidence,
+    )
     stream = SampleStream(root)
-    logs = SampleLogSpool(root, [task.name for task in manifest.tasks])
-    options: dict[str, Any] = {
-        "error_policy": error_policy,
-        "bootstrap_iters": bootstrap_iters,
-        "seed": seed,
-        "cluster_key": cluster_key,
-        "prices": prices,
-        "repeat_reduction": repeat_reduction,
-        "group_weighting": group_weighting,
-        "confidence": confidence,
-    }
+    scanned = ahead.result(manifest) if ahead is not None and ahead.options == options else None
+    # the sample logs: spooled as the records were scanned ahead, else as this process's scan reads them
+    logs = (
+        ahead.logs
+        if ahead is not None and scanned is not None
+        else SampleLogSpool(root, [t.name for t in manifest.tasks])
+    )
     try:
-        sharded = _scan_sharded(root, manifest, logs, processes, options)
-        if sharded is not None:
+        if scanned is not None:
+            computed = compute_results(manifest, ListSource([]), prescanned=scanned, **options)
+            computed.doc["assay"]["torn_lines"] = 0  # a new file, every line of it scanned
+        elif (sharded := _scan_sharded(root, manifest, logs, processes, options)) is not None:
             prescanned = (sharded.scanned, sharded.figures)
             computed = compute_results(manifest, ListSource([]), prescanned=prescanned, **options)
             computed.doc["assay"]["torn_lines"] = sharded.torn
@@ -369,6 +403,8 @@ def write_results(
         logs.commit()
     finally:
         logs.discard()
+        if ahead is not None:
+            ahead.discard()
     doc = computed.doc
     doc["assay"]["results_seconds"] = time.perf_counter() - started
     atomic_write_text(root / "results.json", json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n")

@@ -55,6 +55,7 @@ from assay.secrets import redact_spec
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from assay.results.scanahead import ScanAhead
     from assay.tasks import Sample, Task
 
 
@@ -229,7 +230,7 @@ async def _execute(
         raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
     if settings.executor == "ray":
         require_ray()
-    from assay.runner.offline import check_renders, is_offline
+    from assay.runner.offline import OfflineScheduler, check_renders, is_offline
 
     with gc_paused():  # a resume's pass over the samples makes many small objects: no full collections meanwhile
         work = PendingWork(tasks, settings.limit, done - retry)  # made as it is reached: memory flat in its size
@@ -263,6 +264,9 @@ async def _execute(
         held.enter_context(run_lock(run_dir, action="write"))
         manifest = start_manifest(tasks, model, settings, run_dir, git)
         write_manifest(run_dir, manifest, durable=False)  # the SampleWriter fsyncs it in a thread, before any sample
+    ahead = _scan_ahead(run_dir, manifest, settings) if offline and fresh else None
+    if ahead is not None:
+        held.callback(ahead.discard)  # its spools, however the run ends (nothing once the results are written)
     show = settings.progress if settings.progress is not None else _is_terminal(console)
     progress = RunProgress(len(work) + skipped, enabled=show, console=console)
     warm = Warmup()  # what the results need (numpy), imported while the first requests are in flight
@@ -296,6 +300,8 @@ async def _execute(
                 offline=offline, processes=settings.processes,
             )  # fmt: skip
             progress.start(already_done=skipped)
+            if isinstance(scheduler, OfflineScheduler):
+                scheduler.scan_ahead = ahead
             if not isinstance(scheduler, LocalExecutor):
                 resume_startup()  # only the local request loop reports its first answer
             try:
@@ -364,7 +370,7 @@ async def _execute(
         from assay.results import write_results
 
         try:
-            write_results(run_dir, processes=settings.processes, **settings.results_options())
+            write_results(run_dir, processes=settings.processes, ahead=ahead, **settings.results_options())
         except OSError as err:
             if not _disk_full(err):
                 raise
@@ -390,6 +396,17 @@ async def _execute(
         stopped_by=stopped_by,
         resume_command=resume if stopped_by is not None or status == "interrupted" else None,
     )
+
+
+def _scan_ahead(run_dir: Path, manifest: RunManifest, settings: RunSettings) -> ScanAhead | None:
+    """The results scan an offline run on this machine makes as it scores (a new folder: every line of
+    samples.jsonl is one it scores), so the results need not read the file back."""
+    if settings.executor != "local":
+        return None
+    from assay.results.scanahead import ScanAhead
+    from assay.results.writer import results_options
+
+    return ScanAhead(run_dir, manifest, results_options(**settings.results_options()))
 
 
 def _disk_full_message(err: OSError, run_dir: Path) -> str:
