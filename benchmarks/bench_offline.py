@@ -13,6 +13,7 @@ N, in the same run; the ratio compares rows/s.
     python -m benchmarks.bench_offline --rows 1000000 --no-baseline --processes 1   # the driver scoring alone
     python -m benchmarks.bench_offline --results-scan 1000000   # results.json: one process vs forked range scans
     python -m benchmarks.bench_offline --rows 1000000 --no-baseline --plain   # issue 12's data: short ASCII answers
+    python -m benchmarks.bench_offline --cli 1000000 --plain   # `assay run` itself, as a user runs it, 3 times
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import asyncio
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -285,6 +287,42 @@ def results_scan(n: int, rounds: int = 2) -> None:
         print(f"  speed-up, best wall: {best['one process'] / best['default processes']:.2f}x")
 
 
+def cli(n: int, rounds: int = 3) -> None:
+    """`assay run task.yaml --model predictions:preds.jsonl` as a user types it (the results table printed
+    included), ``rounds`` times on the same n rows, each in a subprocess: wall, CPU of it and its scoring
+    processes, and the peak RSS of the largest of them."""
+    import resource
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent.parent), *sys.path])}
+    with tempfile.TemporaryDirectory(prefix="bench_cli_") as tmp:
+        folder = Path(tmp)
+        write_data(folder, n)
+        print(f"assay run over {n:,} existing predictions ({os.environ.get('BENCH_OFFLINE_DATA') or 'benchmark'} data)")
+        walls = []
+        for i in range(rounds):
+            out = folder / f"runs-{i}"
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            start = time.perf_counter()
+            proc = subprocess.run(
+                [sys.executable, "-m", "assay", "run", "task.yaml", "--model", "predictions:preds.jsonl",
+                 "--output", str(out)],
+                cwd=folder, env=env, capture_output=True, text=True,
+            )  # fmt: skip
+            if proc.returncode != 0:
+                raise RuntimeError(f"assay run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+            wall = time.perf_counter() - start
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+            walls.append(wall)
+            print(
+                f"  round {i + 1}: {wall:.1f}s wall = {n / wall:,.0f} rows/s, {cpu:.1f}s CPU, "
+                f"largest process's peak RSS so far {after.ru_maxrss / 1024:,.0f} MiB",
+                flush=True,
+            )
+            shutil.rmtree(out)
+        print(f"  best {min(walls):.1f}s, median {sorted(walls)[len(walls) // 2]:.1f}s")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="bench_offline")
     parser.add_argument("--quick", action="store_true", help="20,000 rows (baseline 5,000)")
@@ -296,6 +334,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--processes", type=int, help="scoring processes (default: one per CPU; 1: the driver alone)")
     parser.add_argument("--results-scan", type=int, metavar="N", help="time writing the results of N samples only")
     parser.add_argument("--plain", action="store_true", help="issue 12's data: short ASCII answers, no long outputs")
+    parser.add_argument("--cli", type=int, metavar="N", help="time `assay run` itself on N rows (3 rounds)")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv if argv is not None else [])
     if args.plain:
@@ -316,6 +355,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.results_scan:
         results_scan(args.results_scan)
+        return
+    if args.cli:
+        cli(args.cli)
         return
     quick = args.quick or os.environ.get("ASSAY_BENCH_QUICK") == "1"
     n = args.rows or (20_000 if quick else 1_000_000)
