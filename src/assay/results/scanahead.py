@@ -120,14 +120,16 @@ class ChunkScan:
     size: int  # bytes of the chunk's lines in samples.jsonl, newlines included
 
     def delete(self) -> None:
+        """Remove the chunk's spools (it will not be merged)."""
         for files in self.spools.values():
             files.delete()
 
 
 class ScanAhead:
-    """A run's results scan, one chunk at a time as it is scored. :meth:`scan_chunk` is what a worker (or the
+    """A run's results scan, one chunk at a time as it is scored. :meth:`encode_and_scan` is what a worker (or the
     scorer itself) runs on a chunk's records; :meth:`add` merges the chunks in the order their records were
-    written; :meth:`result` is the whole run's scan, when the parts make it exactly."""
+    written; :meth:`result` is the whole run's scan, when the parts make it exactly, and :attr:`logs` its sample
+    logs, for the results writer to put in place."""
 
     def __init__(self, root: Path, manifest: RunManifest, options: dict[str, Any]) -> None:
         from assay.results.writer import scan_settings
@@ -230,10 +232,6 @@ class ScanAhead:
         self.figures.ops.manifest = manifest  # the workers' copy was made as the run started
         accs = self.merged.accs
         return ScanResult({name: finish_task(acc) for name, acc in accs.items()}, {}), self.figures
-
-    def commit(self) -> None:
-        """Put the sample logs in place (after :meth:`result` gave the scan)."""
-        self.logs.commit()
 
     def discard(self) -> None:
         """Remove every spool (the results are computed from the file, or not at all)."""
