@@ -191,3 +191,20 @@ def verdict_details(details: Any) -> dict[str, Any]:
 )
 def test_reads_back_checks_what_a_results_scan_reads(rec: dict[str, Any], expected: bool) -> None:
     assert reads_back(rec) is expected
+
+
+async def test_results_that_fail_leave_no_spool_of_the_scan_made_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """error_policy 'fail' with errored verdicts: the results raise, and the sample logs spooled while scoring go."""
+    from assay.results.writer import ErroredVerdictsError
+
+    monkeypatch.setattr(OfflineScheduler, "chunk_size", 7)
+    rows, preds = write_inputs(tmp_path)
+    settings = RunSettings(
+        output_dir=tmp_path / "runs", progress=False, cache=False, max_error_rate=1.0, error_policy="fail"
+    )
+    with pytest.raises(ErroredVerdictsError):
+        await execute([load_task(config(rows))], PredictionsModel(preds), settings)
+    run_dir = next((tmp_path / "runs").iterdir())
+    assert sorted(p.name for p in run_dir.iterdir()) == [".lock", "run.json", "samples.jsonl"]
