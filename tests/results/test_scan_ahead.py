@@ -205,6 +205,6 @@ async def test_results_that_fail_leave_no_spool_of_the_scan_made_ahead(
         output_dir=tmp_path / "runs", progress=False, cache=False, max_error_rate=1.0, error_policy="fail"
     )
     with pytest.raises(ErroredVerdictsError):
-        await execute([load_task(config(rows))], PredictionsModel(preds), settings)
+        await execute([load_task(config(rows_with_odd_values(rows)))], PredictionsModel(preds), settings)
     run_dir = next((tmp_path / "runs").iterdir())
     assert sorted(p.name for p in run_dir.iterdir()) == [".lock", "run.json", "samples.jsonl"]
