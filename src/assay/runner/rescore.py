@@ -178,13 +178,28 @@ async def _rescore_into(source: Path, writer: SampleWriter, by_name: dict[str, T
         second = next(chunks, None) if first is not None else None
         if first is not None and second is not None:
             return await _rescore_in_processes(source, writer, by_name, chain([first, second], chunks), how.processes)
-    count = 0
-    for task, records in _chunks(source, by_name):
-        with gc_paused():
-            scored = await score_records(task, [_answered(r, samples[task.name]) for r in records])
-            writer.write_lines([encode(record) for record in scored])
-        count += len(records)
-    return count
+    pending, count = _chunks(source, by_name), 0
+    while True:
+        with gc_paused():  # a chunk read, scored and freed before the GC is on again (see _rescore_next)
+            done = await _rescore_next(pending, samples, writer)
+        if done is None:
+            return count
+        count += done
+
+
+async def _rescore_next(
+    chunks: Iterator[tuple[Task, list[dict[str, Any]]]], samples: dict[str, Sequence[Sample]], writer: SampleWriter
+) -> int | None:
+    """Read, score and append the next chunk of logged records: how many (None when there are no more). Its
+    objects are freed as this returns: were they alive when the GC is on again, its first collection would walk
+    every one of them."""
+    chunk = next(chunks, None)
+    if chunk is None:
+        return None
+    task, records = chunk
+    scored = await score_records(task, [_answered(r, samples[task.name]) for r in records])
+    writer.write_lines([encode(record) for record in scored])
+    return len(records)
 
 
 async def _rescore_in_processes(
