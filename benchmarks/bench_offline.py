@@ -14,6 +14,7 @@ N, in the same run; the ratio compares rows/s.
     python -m benchmarks.bench_offline --results-scan 1000000   # results.json: one process vs forked range scans
     python -m benchmarks.bench_offline --rows 1000000 --no-baseline --plain   # issue 12's data: short ASCII answers
     python -m benchmarks.bench_offline --cli 1000000 --plain   # `assay run` itself, as a user runs it, 3 times
+    python -m benchmarks.bench_offline --score 300000 --plain  # `assay score` of such a run: one process, every core
 """
 
 from __future__ import annotations
@@ -287,13 +288,31 @@ def results_scan(n: int, rounds: int = 2) -> None:
         print(f"  speed-up, best wall: {best['one process'] / best['default processes']:.2f}x")
 
 
+def _timed_assay(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, float, float]:
+    """``python -m assay ARGS`` in a subprocess: (wall s, CPU s of it and its scoring processes, the largest
+    one's peak RSS so far in MiB)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "assay", *args], cwd=cwd, env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"assay {args[0]} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return wall, cpu, after.ru_maxrss / 1024
+
+
+def _assay_env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent.parent), *sys.path])}
+
+
 def cli(n: int, rounds: int = 3) -> None:
     """`assay run task.yaml --model predictions:preds.jsonl` as a user types it (the results table printed
     included), ``rounds`` times on the same n rows, each in a subprocess: wall, CPU of it and its scoring
     processes, and the peak RSS of the largest of them."""
-    import resource
-
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent.parent), *sys.path])}
+    env = _assay_env()
     with tempfile.TemporaryDirectory(prefix="bench_cli_") as tmp:
         folder = Path(tmp)
         write_data(folder, n)
@@ -301,26 +320,47 @@ def cli(n: int, rounds: int = 3) -> None:
         walls = []
         for i in range(rounds):
             out = folder / f"runs-{i}"
-            before = resource.getrusage(resource.RUSAGE_CHILDREN)
-            start = time.perf_counter()
-            proc = subprocess.run(
-                [sys.executable, "-m", "assay", "run", "task.yaml", "--model", "predictions:preds.jsonl",
-                 "--output", str(out)],
-                cwd=folder, env=env, capture_output=True, text=True,
-            )  # fmt: skip
-            if proc.returncode != 0:
-                raise RuntimeError(f"assay run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
-            wall = time.perf_counter() - start
-            after = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+            args = ["run", "task.yaml", "--model", "predictions:preds.jsonl", "--output", str(out)]
+            wall, cpu, rss = _timed_assay(args, folder, env)
             walls.append(wall)
             print(
                 f"  round {i + 1}: {wall:.1f}s wall = {n / wall:,.0f} rows/s, {cpu:.1f}s CPU, "
-                f"largest process's peak RSS so far {after.ru_maxrss / 1024:,.0f} MiB",
+                f"largest process's peak RSS so far {rss:,.0f} MiB",
                 flush=True,
             )
             shutil.rmtree(out)
         print(f"  best {min(walls):.1f}s, median {sorted(walls)[len(walls) // 2]:.1f}s")
+
+
+def score(n: int, rounds: int = 3) -> None:
+    """`assay score RUN` (re-scoring a run's logged responses into a new folder) as a user types it, on a run of
+    n rows, ``rounds`` times alternately in one process (``--processes 1``) and on every core; the baseline is the
+    `assay run` that made the run, on the same rows. Wall, CPU and rows/s of each."""
+    env = _assay_env()
+    with tempfile.TemporaryDirectory(prefix="bench_score_") as tmp:
+        folder = Path(tmp)
+        write_data(folder, n)
+        data = os.environ.get("BENCH_OFFLINE_DATA") or "benchmark"
+        run_wall, run_cpu, _ = _timed_assay(
+            ["run", "task.yaml", "--model", "predictions:preds.jsonl", "--output", "runs", "-q"], folder, env
+        )
+        run_dir = next((folder / "runs").iterdir())
+        print(f"assay score of a run of {n:,} rows ({data} data); the run took {run_wall:.1f}s ({run_cpu:.1f}s CPU)")
+        walls: dict[str, list[float]] = {"one process": [], "every core": []}
+        for i in range(rounds):
+            for label, extra in (("one process", ["--processes", "1"]), ("every core", [])):
+                out = folder / f"scored-{i}-{len(extra)}"
+                wall, cpu, rss = _timed_assay(["score", str(run_dir), "-o", str(out), "-q", *extra], folder, env)
+                walls[label].append(wall)
+                print(
+                    f"  round {i + 1}, {label}: {wall:.1f}s wall = {n / wall:,.0f} rows/s, {cpu:.1f}s CPU, "
+                    f"peak RSS so far {rss:,.0f} MiB",
+                    flush=True,
+                )
+                shutil.rmtree(out)
+        for label, ws in walls.items():
+            best, median = min(ws), sorted(ws)[len(ws) // 2]
+            print(f"  {label}: best {best:.1f}s, median {median:.1f}s, {run_wall / best:.2f}x the run's speed")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -335,6 +375,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--results-scan", type=int, metavar="N", help="time writing the results of N samples only")
     parser.add_argument("--plain", action="store_true", help="issue 12's data: short ASCII answers, no long outputs")
     parser.add_argument("--cli", type=int, metavar="N", help="time `assay run` itself on N rows (3 rounds)")
+    parser.add_argument("--score", type=int, metavar="N", help="time `assay score` of a run of N rows (3 rounds)")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "FOLDER"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv if argv is not None else [])
     if args.plain:
@@ -358,6 +399,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.cli:
         cli(args.cli)
+        return
+    if args.score:
+        score(args.score)
         return
     quick = args.quick or os.environ.get("ASSAY_BENCH_QUICK") == "1"
     n = args.rows or (20_000 if quick else 1_000_000)
