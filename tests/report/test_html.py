@@ -238,3 +238,41 @@ def test_run_with_no_sample_yet(tmp_path: Path) -> None:
     html = render_html([run])
     assert embedded(html)["samples"] == []
     assert "qa: 3 selected sample(s) have no record" in html
+
+
+def test_the_page_reads_the_records_once_for_columns_themes_and_latencies(
+    runs: tuple[Path, Path], page: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At a million samples each read parses 1.5 GB: the columns, failure themes and latency histograms come from
+    one pass, and say what separate passes over the records say."""
+    import assay.runner.rundir as rundir
+    import assay.runner.sampleindex as sampleindex
+    from assay.feedback.themes import group_failures
+    from assay.report.html import _read_runs
+
+    reads = []
+    real = sampleindex.iter_dicts
+
+    def counted(index: Any) -> Any:
+        reads.append(index.path)
+        return real(index)
+
+    monkeypatch.setattr(sampleindex, "iter_dicts", counted)
+    monkeypatch.setattr(rundir, "iter_dicts", counted)
+    assert render_html([runs[0]]) == page
+    assert len(reads) == 1
+
+    separate = load_run(runs[0])
+    (themes,), (lat,) = _read_runs([load_run(runs[0])])
+    assert themes == group_failures(separate)
+    assert lat == latencies(separate.iter_record_dicts(), separate.manifest)
+    assert [t.title for t in themes]  # the run has failing samples to group
+
+
+def test_records_read_after_the_columns_are_still_shown_to_observers(runs: tuple[Path, Path]) -> None:
+    run = load_run(runs[0])
+    _ = run.columns
+    seen: list[str] = []
+    run.read_records([lambda rec: seen.append(rec["sample_id"])])
+    assert seen == [rec["sample_id"] for rec in run.iter_record_dicts()]
+    assert len(seen) == len(run.index)

@@ -198,21 +198,26 @@ def task_views(run: Run, css: str) -> tuple[list[TaskView], set[str]]:
     return list(tasks.values()), methods
 
 
-def latencies(records: Iterable[Mapping[str, Any]], manifest: RunManifest) -> dict[tuple[str, str], array[float]]:
-    """Per (role, name), the latencies of requests that reached a model (not cached), for the histograms, from
-    the records' JSON objects (:meth:`Run.iter_record_dicts`; a SampleRecord's defaults where a key is absent).
+class LatencyTally:
+    """Per (role, name), the latencies of requests that reached a model (not cached), for the histograms, gathered
+    one record's JSON object at a time (:meth:`Run.iter_record_dicts`; a SampleRecord's defaults where a key is
+    absent).
 
     Attributes requests exactly as :func:`assay.results.operational.operational_figures` does (which reports
     only percentiles; a histogram needs the values): the model under its configured name, each judge call
     under its own model.
     """
-    from assay.models.base import display_name
-    from assay.results.operational import judge_calls
 
-    model = display_name(manifest.model)
-    out: dict[tuple[str, str], array[float]] = {}  # 8 bytes a request, read one record at a time
-    model_lat = out.setdefault(("model", model), array("d"))
-    for rec in records:
+    def __init__(self, manifest: RunManifest) -> None:
+        from assay.models.base import display_name
+
+        self.values: dict[tuple[str, str], array[float]] = {}  # 8 bytes a request
+        self._model = self.values.setdefault(("model", display_name(manifest.model)), array("d"))
+
+    def add(self, rec: Mapping[str, Any]) -> None:
+        from assay.results.operational import judge_calls
+
+        model_lat = self._model
         for resp in rec.get("responses") or ():
             if resp is None or resp.get("cached", False):
                 continue
@@ -226,8 +231,16 @@ def latencies(records: Iterable[Mapping[str, Any]], manifest: RunManifest) -> di
                         lat = call.get("latency_s")
                         if call.get("cached") or not isinstance(lat, int | float) or not math.isfinite(lat):
                             continue
-                        out.setdefault(("judge", str(call.get("model") or "judge")), array("d")).append(float(lat))
-    return out
+                        key = ("judge", str(call.get("model") or "judge"))
+                        self.values.setdefault(key, array("d")).append(float(lat))
+
+
+def latencies(records: Iterable[Mapping[str, Any]], manifest: RunManifest) -> dict[tuple[str, str], array[float]]:
+    """:class:`LatencyTally`'s values over ``records``."""
+    tally = LatencyTally(manifest)
+    for rec in records:
+        tally.add(rec)
+    return tally.values
 
 
 def _cost(value: Any, priced: bool) -> str:
@@ -236,10 +249,14 @@ def _cost(value: Any, priced: bool) -> str:
     return "no price for this model" if priced else "no prices configured"
 
 
-def ops_views(run: Run) -> tuple[list[OpsView], list[tuple[str, str]]]:
-    """Operational figures per model and judge, each with a latency histogram; and the run's totals."""
+def ops_views(
+    run: Run, lat: dict[tuple[str, str], array[float]] | None = None
+) -> tuple[list[OpsView], list[tuple[str, str]]]:
+    """Operational figures per model and judge, each with a latency histogram; and the run's totals. ``lat``:
+    the run's latencies, when they were gathered already (else its records are read for them)."""
     figures = run.operational
-    lat = latencies(run.iter_record_dicts(), run.manifest)
+    if lat is None:
+        lat = latencies(run.iter_record_dicts(), run.manifest)
     priced = bool(figures.get("prices_configured"))
     views: list[OpsView] = []
     for role, by_name in (figures.get("roles") or {}).items():
@@ -320,8 +337,10 @@ def build_page(
     *,
     title: str | None = None,
     max_samples: int | None = MAX_PAGE_SAMPLES,
+    run_latencies: Sequence[dict[tuple[str, str], array[float]]] | None = None,
 ) -> PageView:
-    """The page for ``runs``; ``comparisons`` are ``(a, b, Comparison)`` by run position; ``themes`` per run.
+    """The page for ``runs``; ``comparisons`` are ``(a, b, Comparison)`` by run position; ``themes`` per run;
+    ``run_latencies``: each run's :class:`LatencyTally` values, when gathered already.
     The page holds at most ``max_samples`` samples of each run (None or 0: all; see :mod:`pageselect`)."""
     from assay import __version__
     from assay.models.base import display_name
@@ -339,7 +358,7 @@ def build_page(
         methods |= used
         if isinstance(run.settings.get("confidence"), int | float):
             confidences.add(float(run.settings["confidence"]))
-        ops, totals = ops_views(run)
+        ops, totals = ops_views(run, run_latencies[i] if run_latencies is not None else None)
         manifest = run.manifest
         run_themes = themes[i] if themes is not None and i < len(themes) else None
         theme_views, theme_data, theme_note = theme_section(run_themes, run, i, where)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -116,6 +116,19 @@ class Run:
     def columns(self) -> dict[str, TaskColumns]:
         """Per task, the per-sample values of every metric (under the settings the results were computed with),
         with sample ids and input hashes, from one streamed pass (see :mod:`assay.results.columns`)."""
+        return self._scan_columns(())
+
+    def read_records(self, observers: Sequence[Callable[[dict[str, Any]], None]]) -> None:
+        """Show every record's JSON object, in the order written, to each of ``observers``: in the pass that
+        reads :attr:`columns`, when they are not read yet (one read of ``samples.jsonl`` serves both)."""
+        if "columns" in self.__dict__:
+            for record in self.iter_record_dicts():
+                for observe in observers:
+                    observe(record)
+            return
+        self.__dict__["columns"] = self._scan_columns(observers)  # what the cached property would have read
+
+    def _scan_columns(self, observers: Sequence[Callable[[dict[str, Any]], None]]) -> dict[str, TaskColumns]:
         from assay.results.columns import FileSource, scan
 
         policy, reduction, per_task = self._settings_for_scan()
@@ -126,6 +139,7 @@ class Run:
             repeat_reduction=reduction,
             reductions=per_task,
             with_ids=True,
+            observers=observers,
         ).tasks
 
     @cached_property
