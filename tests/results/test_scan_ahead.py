@@ -208,3 +208,48 @@ async def test_results_that_fail_leave_no_spool_of_the_scan_made_ahead(
         await execute([load_task(config(rows_with_odd_values(rows)))], PredictionsModel(preds), settings)
     run_dir = next((tmp_path / "runs").iterdir())
     assert sorted(p.name for p in run_dir.iterdir()) == [".lock", "run.json", "samples.jsonl"]
+
+
+async def test_a_sample_in_two_chunks_sends_the_results_to_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The parts are used only when no sample appears twice among them (a resume would write one again)."""
+    monkeypatch.setattr(OfflineScheduler, "chunk_size", 7)
+    encode_and_scan, result = ScanAhead.encode_and_scan, ScanAhead.result
+    first_keys: list[Any] = []
+    used: list[bool] = []
+
+    def third_repeats_a_sample(self: ScanAhead, records: Any, encode: Any, before: int) -> Any:
+        lines, part = encode_and_scan(self, records, encode, before)
+        assert part is not None
+        first_keys.append(part.keys[0])
+        if len(first_keys) == 3:
+            part.keys[-1] = first_keys[0]  # its last sample's key is the first chunk's first one
+        return lines, part
+
+    def spy(self: ScanAhead, manifest: Any) -> Any:
+        found = result(self, manifest)
+        used.append(found is not None)
+        return found
+
+    monkeypatch.setattr(ScanAhead, "encode_and_scan", third_repeats_a_sample)
+    monkeypatch.setattr(ScanAhead, "result", spy)
+    rows, preds = write_inputs(tmp_path)
+    settings = RunSettings(
+        output_dir=tmp_path / "runs", progress=False, cache=False, max_error_rate=1.0, processes=1, **OPTIONS
+    )
+    done = await execute([load_task(config(rows_with_odd_values(rows)))], PredictionsModel(preds), settings)
+    assert used == [False]
+    written, again = read_back(done.run_dir)
+    assert written == again
+    assert not [p.name for p in done.run_dir.iterdir() if p.name.startswith(".") and p.name != ".lock"]
+
+
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [([], True), ([5], True), ([3, -1, 2**62], True), ([3, -1, 3], False), ([-(2**63), 2**63 - 1, -(2**63)], False)],
+)
+def test_all_distinct_finds_a_repeated_key(keys: list[int], expected: bool) -> None:
+    from assay.results.accumulators import all_distinct
+
+    assert all_distinct(np.asarray(keys, dtype=np.int64)) is expected

@@ -25,6 +25,7 @@ import numpy.typing as npt
 
 from assay.errors import AssayError
 from assay.results import stats
+from assay.results.accumulators import all_distinct
 from assay.results.aggregate import task_rng
 from assay.results.columns import TaskColumns
 from assay.results.loader import Run, load_run
@@ -137,7 +138,7 @@ def _match_ids(ca: TaskColumns, cb: TaskColumns) -> tuple[Index, Index]:
     """Positions (in A, in B) of the samples with the same id, from 64-bit id hashes checked against the ids."""
     assert ca.id_hashes is not None and cb.id_hashes is not None and ca.sample_ids and cb.sample_ids is not None
     ha, hb = ca.id_hashes, cb.id_hashes
-    unique = np.unique(ha).size == ha.size and np.unique(hb).size == hb.size
+    unique = all_distinct(ha) and all_distinct(hb)
     if unique:
         _, ia, ib = np.intersect1d(ha, hb, assume_unique=True, return_indices=True)
         if all(ca.sample_ids[int(i)] == cb.sample_ids[int(j)] for i, j in zip(ia, ib, strict=True)):

@@ -21,7 +21,7 @@ import pydantic_core
 
 from assay.jsonfast import loads
 from assay.record import RunManifest
-from assay.results.accumulators import Int64Array, finish_task
+from assay.results.accumulators import Int64Array, all_distinct, finish_task
 from assay.results.columns import ScanPartial, ScanResult, scan_partial
 from assay.results.runfigures import RunFigures
 from assay.results.samplelog import SampleLogSpool, SpoolFiles
@@ -226,7 +226,7 @@ class ScanAhead:
             self.discard()
             return None
         keys = np.concatenate(self.keys)
-        if np.unique(keys).size != keys.size:  # a sample twice (or a hash collision): the file scan decides
+        if not all_distinct(keys):  # a sample twice (or a hash collision): the file scan decides
             self.discard()
             return None
         self.figures.ops.manifest = manifest  # the workers' copy was made as the run started
