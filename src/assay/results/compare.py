@@ -151,14 +151,20 @@ def _match_ids(ca: TaskColumns, cb: TaskColumns) -> tuple[Index, Index]:
     return np.asarray(ia_list, dtype=np.int64), np.asarray(ib_list, dtype=np.int64)
 
 
+def _unmatched(n: int, matched: Index) -> Index:
+    """The positions below ``n`` not in ``matched``, ascending (``np.setdiff1d`` hashes them: 1.3 s at 1M)."""
+    left = np.ones(n, dtype=np.bool_)
+    left[matched] = False
+    return np.flatnonzero(left).astype(np.int64)
+
+
 def pair_samples(task: str, ca: TaskColumns, cb: TaskColumns) -> tuple[Pairing, Index, Index]:
     """How a task's samples pair up, and the paired positions in A's and B's columns, in B's doc_id order."""
     assert ca.doc_hashes is not None and cb.doc_hashes is not None and ca.sample_ids and cb.sample_ids is not None
     ia, ib = _match_ids(ca, cb)
     same = ca.doc_hashes[ia] == cb.doc_hashes[ib]
     changed = np.flatnonzero(~same)
-    only_a = np.setdiff1d(np.arange(len(ca), dtype=np.int64), ia)
-    only_b = np.setdiff1d(np.arange(len(cb), dtype=np.int64), ib)
+    only_a, only_b = _unmatched(len(ca), ia), _unmatched(len(cb), ib)
     changed_b = np.sort(ib[changed])
     ia, ib = ia[same], ib[same]
     order = np.argsort(ib, kind="stable")
