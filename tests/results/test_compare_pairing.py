@@ -141,6 +141,7 @@ def test_the_second_run_is_read_by_a_forked_child_to_the_same_comparison(tmp_pat
         return start(fn, *args)
 
     monkeypatch.setattr(Forked, "start", spy)
+    monkeypatch.setattr(assay.forking, "may_fork", lambda: True)  # whatever threads earlier tests left, or CPUs
     ra, rb = load_run(a), load_run(b)
     read_columns([ra, rb])
     assert started == ["_index_and_columns"]
@@ -157,6 +158,7 @@ def test_the_second_run_is_read_by_a_forked_child_to_the_same_comparison(tmp_pat
     with pytest.raises(DataError) as alone:
         compare_runs(load_run(a), load_run(b))
     monkeypatch.undo()
+    monkeypatch.setattr(assay.forking, "may_fork", lambda: True)
     with pytest.raises(DataError) as forked:
         compare_runs(load_run(a), load_run(b))
     assert str(forked.value) == str(alone.value) and "samples.jsonl:4:" in str(alone.value)
