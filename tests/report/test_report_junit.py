@@ -106,6 +106,67 @@ def test_streamed_junit_is_byte_equal_to_the_tree_serialised(tmp_path):
     write_junit(load_run(tmp_path / "n"), out)
     assert out.read_text(encoding="utf-8") == _in_memory_bytes(load_run(tmp_path / "n"))
     ET.parse(out)
+    # what the hand-written serialiser must get right: an empty output and detail (``<x />``), CR/LF/tab and quotes
+    # in attributes, a metric and task named with markup, a model error, passes beside failures, two repeats
+    odd = "m&<x>\"'\r\n\t ✓ \U0001f600"
+    metric = 'em<"&>'
+    recs = [
+        rf.record(odd, 0, {metric: [rf.verdict(0.0, reason=odd)]}, texts=[""]),
+        rf.record(odd, 1, {metric: [rf.verdict(1.0)]}, texts=[odd]),
+        rf.record(odd, 2, {}, texts=[None], response_errors=["HTTP 500\r\n<boom>"]),
+        rf.record(odd, 3, {metric: [rf.verdict(0.5, passed=False, reason=" "), rf.verdict(None, error="\t")]}),
+    ]
+    rf.write_run(tmp_path / "odd", rf.manifest([rf.task(odd, ((metric, True),), n=4)]), recs)
+    write_junit(load_run(tmp_path / "odd"), out)
+    assert out.read_bytes() == _in_memory_bytes(load_run(tmp_path / "odd")).encode()  # bytes: a CR stays a CR
+    assert [c.get("name") for c in ET.parse(out).getroot().iter("testcase")] == [
+        f"{odd}-{i}::{metric}" for i in range(4)
+    ]
     rf.write_run(tmp_path / "empty", rf.manifest([]), [])
     write_junit(load_run(tmp_path / "empty"), out)
     assert out.read_text(encoding="utf-8") == _in_memory_bytes(load_run(tmp_path / "empty"))
+
+
+def test_junit_written_by_two_processes_is_the_same_document(tmp_path, monkeypatch):
+    """A large task's second half is written by a forked child: the same bytes, counts and suite time as one
+    process writes; a child that fails leaves its half to this process, with the same result."""
+    import assay.forking
+    from assay.forking import Forked
+    from assay.report import junit
+
+    recs = [
+        rf.record(
+            "qa",
+            i,
+            {"em": [rf.verdict(float(i % 3 == 0), reason=f"wrong <{i}>\r")], "f1": [rf.verdict(0.25 * (i % 5))]},
+            texts=[f"out {i} ✓"],
+            latency=0.001 * i,
+        )
+        for i in range(41)
+    ]
+    rf.write_run(tmp_path / "run", rf.manifest([rf.task("qa", (("em", True), ("f1", True)), n=41)]), recs)
+    expected = _in_memory_bytes(load_run(tmp_path / "run")).encode()
+    monkeypatch.setattr(junit, "FORK_MIN_RECORDS", 2)
+    monkeypatch.setattr(assay.forking, "may_fork", lambda: True)  # whatever threads earlier tests left, or CPUs
+    started = []
+    start = Forked.start
+
+    def spy(fn, *args):
+        started.append(fn.__name__)
+        return start(fn, *args)
+
+    monkeypatch.setattr(Forked, "start", spy)
+    out = tmp_path / "j.xml"
+    counts = write_junit(load_run(tmp_path / "run"), out)
+    assert started == ["_write_part"]
+    assert out.read_bytes() == expected
+    root = ET.fromstring(expected)
+    assert counts == {k: int(root.get(k)) for k in ("tests", "failures", "errors")} and counts["tests"] == 82
+
+    def broken(*_args):
+        raise RuntimeError("the child fails")
+
+    monkeypatch.setattr(junit, "_write_part", broken)
+    started.clear()
+    assert write_junit(load_run(tmp_path / "run"), out) == counts
+    assert started == ["broken"] and out.read_bytes() == expected
