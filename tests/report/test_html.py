@@ -279,7 +279,7 @@ def test_records_read_after_the_columns_are_still_shown_to_observers(runs: tuple
 
 
 def test_a_page_of_two_runs_reads_the_second_in_a_forked_child_to_the_same_page(
-    runs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    runs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked_starts: list[str]
 ) -> None:
     """The runs after the first are read by forked children while this process reads the first: the page is the
     one reading them in turn gives, and a bad line in one is the error reading it alone gives, no child left."""
@@ -289,21 +289,13 @@ def test_a_page_of_two_runs_reads_the_second_in_a_forked_child_to_the_same_page(
 
     import assay.forking
     from assay.errors import DataError
-    from assay.forking import Forked
     from assay.report import html
 
-    started: list[str] = []
-    start = Forked.start
-
-    def spy(fn: Any, *args: Any) -> Any:
-        started.append(fn.__name__)
-        return start(fn, *args)
-
-    monkeypatch.setattr(Forked, "start", spy)
+    started = forked_starts
     monkeypatch.setattr(assay.forking, "may_fork", lambda: False)
     in_turn = render_html(list(runs))
     assert started == []
-    monkeypatch.setattr(assay.forking, "may_fork", lambda: True)  # whatever threads earlier tests left, or CPUs
+    monkeypatch.setattr(assay.forking, "may_fork", lambda: True)
     read_here: list[str] = []  # the runs read by this process (a child's calls are counted in its own copy)
     real = html._read_run
 

@@ -127,11 +127,9 @@ def test_streamed_junit_is_byte_equal_to_the_tree_serialised(tmp_path):
     assert out.read_text(encoding="utf-8") == _in_memory_bytes(load_run(tmp_path / "empty"))
 
 
-def test_junit_written_by_two_processes_is_the_same_document(tmp_path, monkeypatch):
+def test_junit_written_by_two_processes_is_the_same_document(tmp_path, monkeypatch, forked_starts):
     """A large task's second half is written by a forked child: the same bytes, counts and suite time as one
     process writes; a child that fails leaves its half to this process, with the same result."""
-    import assay.forking
-    from assay.forking import Forked
     from assay.report import junit
 
     recs = [
@@ -147,15 +145,7 @@ def test_junit_written_by_two_processes_is_the_same_document(tmp_path, monkeypat
     rf.write_run(tmp_path / "run", rf.manifest([rf.task("qa", (("em", True), ("f1", True)), n=41)]), recs)
     expected = _in_memory_bytes(load_run(tmp_path / "run")).encode()
     monkeypatch.setattr(junit, "FORK_MIN_RECORDS", 2)
-    monkeypatch.setattr(assay.forking, "may_fork", lambda: True)  # whatever threads earlier tests left, or CPUs
-    started = []
-    start = Forked.start
-
-    def spy(fn, *args):
-        started.append(fn.__name__)
-        return start(fn, *args)
-
-    monkeypatch.setattr(Forked, "start", spy)
+    started = forked_starts
     out = tmp_path / "j.xml"
     counts = write_junit(load_run(tmp_path / "run"), out)
     assert started == ["_write_part"]

@@ -120,28 +120,19 @@ def test_ids_that_share_a_hash_still_pair_exactly(tmp_path, monkeypatch):
     assert comp.pairing["qa"].only_a_examples == ["row4"]
 
 
-def test_the_second_run_is_read_by_a_forked_child_to_the_same_comparison(tmp_path, monkeypatch):
+def test_the_second_run_is_read_by_a_forked_child_to_the_same_comparison(tmp_path, monkeypatch, forked_starts):
     """Two runs' columns are read at once (B's by a forked child): the comparison is the one reading them in turn
     gives, and a bad line in B is the error reading it alone gives, with no child left behind."""
     import multiprocessing
 
     import assay.forking
     from assay.errors import DataError
-    from assay.forking import Forked
     from assay.results import load_run
     from assay.results.loader import read_columns
 
     a = _run(tmp_path / "a", ROWS)
     b = _run(tmp_path / "b", ROWS[:4] + ROWS[5:], changed=["row7"])
-    started = []
-    start = Forked.start
-
-    def spy(fn, *args):
-        started.append(fn.__name__)
-        return start(fn, *args)
-
-    monkeypatch.setattr(Forked, "start", spy)
-    monkeypatch.setattr(assay.forking, "may_fork", lambda: True)  # whatever threads earlier tests left, or CPUs
+    started = forked_starts
     ra, rb = load_run(a), load_run(b)
     read_columns([ra, rb])
     assert started == ["_index_and_columns"]

@@ -114,36 +114,32 @@ class _Case(NamedTuple):
         )
 
 
+_TEXT_ESCAPES = (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"))  # ElementTree's, in its order
+_ATTR_ESCAPES = (*_TEXT_ESCAPES, ('"', "&quot;"), ("\r", "&#13;"), ("\n", "&#10;"), ("\t", "&#09;"))
+_TEXT_SPECIAL = re.compile("[&<>]").search  # one C call finds that most texts need nothing
+_ATTR_SPECIAL = re.compile('[&<>"\r\n\t]').search
+
+
+def _escaped(text: str, escapes: tuple[tuple[str, str], ...]) -> str:
+    for char, entity in escapes:
+        if char in text:
+            text = text.replace(char, entity)
+    return text
+
+
+def _cdata(text: str) -> str:
+    """Text escaped as ElementTree escapes an element's text."""
+    return _escaped(text, _TEXT_ESCAPES) if _TEXT_SPECIAL(text) else text
+
+
 def _attr(text: str) -> str:
     """An attribute value escaped as ElementTree escapes it."""
-    if "&" in text:
-        text = text.replace("&", "&amp;")
-    if "<" in text:
-        text = text.replace("<", "&lt;")
-    if ">" in text:
-        text = text.replace(">", "&gt;")
-    if '"' in text:
-        text = text.replace('"', "&quot;")
-    if "\r" in text:
-        text = text.replace("\r", "&#13;")
-    if "\n" in text:
-        text = text.replace("\n", "&#10;")
-    if "\t" in text:
-        text = text.replace("\t", "&#09;")
-    return text
+    return _escaped(text, _ATTR_ESCAPES) if _ATTR_SPECIAL(text) else text
 
 
 def _body(tag: str, text: str) -> str:
     """The rest of an element holding only ``text`` after its attributes, as ElementTree writes it."""
-    if not text:
-        return " />"
-    if "&" in text:
-        text = text.replace("&", "&amp;")
-    if "<" in text:
-        text = text.replace("<", "&lt;")
-    if ">" in text:
-        text = text.replace(">", "&gt;")
-    return f">{text}</{tag}>"
+    return f">{_cdata(text)}</{tag}>" if text else " />"
 
 
 @dataclass
