@@ -160,3 +160,17 @@ def test_junit_written_by_two_processes_is_the_same_document(tmp_path, monkeypat
     started.clear()
     assert write_junit(load_run(tmp_path / "run"), out) == counts
     assert started == ["broken"] and out.read_bytes() == expected
+
+
+def test_a_pass_without_verdicts_is_read_as_a_sample_record_reads_it():
+    """Records are read as JSON objects, not validated: a filter record's ``passed`` keeps pydantic's reading."""
+    from assay.report.junit import _outcome
+
+    def rec(passed):
+        return {"filters": {"none": {"filtered": ["x"], "verdicts": {}, "scores": {"em": 0.0}, "passed": passed}}}
+
+    assert _outcome(rec({"em": "false"}), "none", "em")[0] == "failure"
+    assert _outcome(rec({"em": False}), "none", "em")[0] == "failure"
+    assert _outcome(rec({"em": "true"}), "none", "em")[0] == "pass"
+    assert _outcome(rec({"em": "maybe"}), "none", "em") == ("error", "no verdict for metric 'em'", "")
+    assert _outcome(rec({}), "none", "em")[0] == "error"

@@ -126,17 +126,18 @@ def _comparisons(runs: list[Run], compare: Comparison | None) -> list[tuple[int,
 def _read_runs(runs: list[Run]) -> tuple[list[Any], list[dict[tuple[str, str], Any]]]:
     """Each run's failure themes (``assay.feedback.themes.group_failures``'s) and request latencies, gathered in
     the pass that reads its columns: one read of ``samples.jsonl`` instead of three (at 1M samples, each read
-    parses 1.5 GB of records). Runs after the first are read by forked children while this process reads the
-    first, where forking is safe; a child that fails leaves its run to be read here, with the errors of reading it
-    alone."""
-    from assay.forking import Forked, may_fork
+    parses 1.5 GB of records). Runs after the first are read by forked children (one per other CPU) while this
+    process reads the first, where forking is safe; a child that fails leaves its run to be read here, with the
+    errors of reading it alone."""
+    from assay.forking import Forked, default_processes, may_fork
 
     folders = [run.path.resolve() for run in runs]
     helpers: list[Forked | None] = [None] * len(runs)
-    if len(runs) >= 2 and len(set(folders)) == len(folders) and may_fork():
-        helpers[1:] = [Forked.start(_read_run, run) for run in runs[1:]]
     themes, lat = [], []
     try:
+        if len(runs) >= 2 and len(set(folders)) == len(folders) and may_fork():
+            for i in range(1, min(len(runs), default_processes())):  # a child per other CPU; the rest in turn
+                helpers[i] = Forked.start(_read_run, runs[i])
         for run, helper in zip(runs, helpers, strict=True):
             made = helper.result() if helper is not None else None
             if made is None:

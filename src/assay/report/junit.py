@@ -38,7 +38,7 @@ def _outcome(rec: dict[str, Any], filter_name: str, metric: str) -> tuple[str, s
         error = _model_error(rec)
         if error:
             return "error", f"model error: {error}", ""
-        passed = (fr.get("passed") or {}).get(metric) if fr is not None else None
+        passed = _passed(fr, metric) if fr is not None else None
         if fr is not None and passed is not None and (fr.get("scores") or {}).get(metric) is not None:
             return ("pass", "", "") if passed else ("failure", f"{metric} did not pass", "")
         what = f"no record for filter {filter_name!r}" if fr is None else f"no verdict for metric {metric!r}"
@@ -59,6 +59,20 @@ def _outcome(rec: dict[str, Any], filter_name: str, metric: str) -> tuple[str, s
     if failures:
         return "failure", failures[0].split("\n", 1)[0], "\n".join(failures)
     return "pass", "", ""
+
+
+def _passed(fr: dict[str, Any], metric: str) -> bool | None:
+    """A filter record's pass of ``metric`` read as :class:`FilterRecord` reads it (``"false"`` is False), None
+    when it has none or an unreadable one."""
+    value = (fr.get("passed") or {}).get(metric)
+    if value is None or type(value) is bool:
+        return value
+    from pydantic import TypeAdapter, ValidationError
+
+    try:
+        return TypeAdapter(bool).validate_python(value)
+    except ValidationError:
+        return None
 
 
 def _model_error(rec: dict[str, Any]) -> str | None:
@@ -213,11 +227,11 @@ def _write_cases(run: Run, suite: _Suite, body: IO[str]) -> None:
     cols = run.columns.get(suite.name)
     n = 0 if cols is None else len(cols.positions)
     half, helper, spill = n // 2, None, None
-    if n >= FORK_MIN_RECORDS and may_fork():
-        fd, spill = tempfile.mkstemp(prefix="assay-junit-", suffix=".xml")
-        os.close(fd)
-        helper = Forked.start(_write_part, run, suite, np.arange(half, n), spill)
     try:
+        if n >= FORK_MIN_RECORDS and may_fork():
+            fd, spill = tempfile.mkstemp(prefix="assay-junit-", suffix=".xml")
+            os.close(fd)
+            helper = Forked.start(_write_part, run, suite, np.arange(half, n), spill)
         if helper is None:
             body.writelines(case.xml(2) for case in suite.cases(run))
             return
