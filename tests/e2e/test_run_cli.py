@@ -109,6 +109,12 @@ def test_cache_second_run_makes_no_requests(tmp_path: Path, server: OpenAITestSe
     assert third.returncode == 0 and server.requests_total == 24
 
 
+def _interruptible() -> None:
+    """In the child before exec: Ctrl-C as a terminal sends it, even when these tests run where SIGINT is ignored
+    (a background job of a non-interactive shell), which the child would inherit and never be interrupted."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_slow_run(tmp_path: Path, srv: OpenAITestServer, n: int) -> tuple[subprocess.Popen[str], Path]:
     task = write_task(tmp_path, n)
     env = {**os.environ, "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
@@ -119,6 +125,7 @@ def _start_slow_run(tmp_path: Path, srv: OpenAITestServer, n: int) -> tuple[subp
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_interruptible,
     )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

@@ -109,6 +109,7 @@ def test_ctrl_c_stops_the_server(run_dir: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # even where these tests run ignoring it
     )
     try:
         assert proc.stdout is not None
