@@ -191,22 +191,23 @@ class Run:
         the task's columns) when given."""
         from assay.runner.rundir import iter_indexed
 
-        cols = self.columns.get(task)
-        if cols is None:
-            return iter(())
-        positions = cols.positions if picks is None else cols.positions[picks]
-        return (rec for _, rec in iter_indexed(self.index, positions))
+        positions = self._task_positions(task, picks)
+        return iter(()) if positions is None else (rec for _, rec in iter_indexed(self.index, positions))
 
     def task_record_dicts(self, task: str, picks: Int64Array | None = None) -> Iterator[dict[str, Any]]:
         """The JSON objects of one task's records, as :meth:`task_records` gives them, not validated as
         SampleRecords (several times faster, for code that reads a few fields of each)."""
         from assay.runner.sampleindex import iter_dicts_at
 
+        positions = self._task_positions(task, picks)
+        return iter(()) if positions is None else (rec for _, rec in iter_dicts_at(self.index, positions))
+
+    def _task_positions(self, task: str, picks: Int64Array | None) -> Int64Array | None:
+        """Positions in the index of a task's records by doc_id (those at ``picks`` only); None: no such task."""
         cols = self.columns.get(task)
         if cols is None:
-            return iter(())
-        positions = cols.positions if picks is None else cols.positions[picks]
-        return (rec for _, rec in iter_dicts_at(self.index, positions))
+            return None
+        return cols.positions if picks is None else cols.positions[picks]
 
     def sample_values(self, task: str, filter_name: str, metric: str) -> SampleValues:
         """Per-sample values of a metric under the settings the results were computed with."""
