@@ -24,18 +24,24 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _ports() -> list[str]:
-    """Every port a node opens, chosen free now, plus a private range for its workers."""
-    base = random.randrange(30_000, 60_000, 200)  # clear of 23000+, where Ray Client starts its servers
-    return [
-        "--node-manager-port", str(free_port()),
-        "--object-manager-port", str(free_port()),
-        "--metrics-export-port", str(free_port()),
-        "--dashboard-agent-listen-port", str(free_port()),
-        "--dashboard-agent-grpc-port", str(free_port()),
-        "--runtime-env-agent-port", str(free_port()),
-        "--min-worker-port", str(base), "--max-worker-port", str(base + 199),
-    ]  # fmt: skip
+WORKER_PORTS = 200  # ports in a node's private range for its workers
+
+
+def _ports(taken: set[int]) -> list[str]:
+    """Every port a node opens, chosen free now, plus a private range for its workers that holds none of them nor
+    any in ``taken`` (the cluster's other ports: Ray refuses a node whose worker range holds a port of its own, and
+    a free port may fall anywhere in the range the kernel hands out). The node's ports are added to ``taken``."""
+    names = ["--node-manager-port", "--object-manager-port", "--metrics-export-port", "--dashboard-agent-listen-port",
+             "--dashboard-agent-grpc-port", "--runtime-env-agent-port"]  # fmt: skip
+    ports = [free_port() for _ in names]
+    taken.update(ports)
+    while True:  # clear of 23000+, where Ray Client starts its servers
+        base = random.randrange(30_000, 60_000, WORKER_PORTS)
+        if not any(base <= port < base + WORKER_PORTS for port in taken):
+            break
+    taken.update(range(base, base + WORKER_PORTS))
+    args = [arg for name, port in zip(names, ports, strict=True) for arg in (name, str(port))]
+    return [*args, "--min-worker-port", str(base), "--max-worker-port", str(base + WORKER_PORTS - 1)]
 
 
 class Node:
@@ -92,7 +98,9 @@ class LocalCluster:
         self.cpus = cpus
         self.port = free_port()
         self.address = f"127.0.0.1:{self.port}"
-        self.client_address = f"ray://127.0.0.1:{free_port()}"  # Ray Client
+        client_port = free_port()
+        self.client_address = f"ray://127.0.0.1:{client_port}"  # Ray Client
+        self.taken = {self.port, client_port}  # every port of the cluster's nodes, and their workers' ranges
         self.workers: list[Node] = []
         self.head = self._node("head", ["--head", "--port", str(self.port), "--include-dashboard", "false",
                                         "--ray-client-server-port", self.client_address.rsplit(":", 1)[1]])  # fmt: skip
@@ -107,7 +115,8 @@ class LocalCluster:
     def _node(self, name: str, extra: list[str]) -> Node:
         temp = self.root / f"{name}{len(list(self.root.iterdir()))}"
         temp.mkdir()
-        args = ["--node-ip-address", "127.0.0.1", "--num-cpus", str(self.cpus), "--temp-dir", str(temp), *_ports()]
+        args = ["--node-ip-address", "127.0.0.1", "--num-cpus", str(self.cpus), "--temp-dir", str(temp)]
+        args += _ports(self.taken)
         return Node([*args, *extra], temp, self.root / f"{temp.name}.log")
 
     def add_worker(self, attempts: int = 3) -> Node:
