@@ -146,10 +146,22 @@ def test_junit_written_by_two_processes_is_the_same_document(tmp_path, monkeypat
     expected = _in_memory_bytes(load_run(tmp_path / "run")).encode()
     monkeypatch.setattr(junit, "FORK_MIN_RECORDS", 2)
     started = forked_starts
+    from assay.results.loader import Run
+
+    read_here = []  # the records this process read (a child's reads are counted in its own copy)
+    real = Run.task_record_dicts
+
+    def counted(self, task, picks=None):
+        for rec in real(self, task, picks):
+            read_here.append(rec["doc_id"])
+            yield rec
+
+    monkeypatch.setattr(Run, "task_record_dicts", counted)
     out = tmp_path / "j.xml"
     counts = write_junit(load_run(tmp_path / "run"), out)
     assert started == ["_write_part"]
     assert out.read_bytes() == expected
+    assert read_here == list(range(20))  # the first half: the child's half was used, not written again here
     root = ET.fromstring(expected)
     assert counts == {k: int(root.get(k)) for k in ("tests", "failures", "errors")} and counts["tests"] == 82
 
@@ -160,6 +172,7 @@ def test_junit_written_by_two_processes_is_the_same_document(tmp_path, monkeypat
     started.clear()
     assert write_junit(load_run(tmp_path / "run"), out) == counts
     assert started == ["broken"] and out.read_bytes() == expected
+    assert read_here[20:] == list(range(41))  # the failed child's half read and written here
 
 
 def test_a_pass_without_verdicts_is_read_as_a_sample_record_reads_it():
