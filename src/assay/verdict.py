@@ -4,16 +4,45 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.reductions import FloatArray
+
+# How far outside [0, 1] a score may be and still be read as in range (then clipped to it): float rounding, never a
+# real score. sacrebleu's perfect sentence BLEU is 100.00000000000004, so a metric scaled by /100 gives
+# 1.0000000000000004 for exactly the best outputs; a score further out is a bug in the evaluator and stays an error.
+SCORE_TOLERANCE = 1e-9
+
+
+def unit_score(score: float) -> float | None:
+    """``score`` as a score in [0, 1]: itself when inside, clipped when within :data:`SCORE_TOLERANCE` of the range
+    (float rounding), None when clearly outside or NaN. The one rule every evaluator path applies."""
+    if 0.0 <= score <= 1.0:
+        return score
+    if -SCORE_TOLERANCE <= score < 0.0:
+        return 0.0
+    if 1.0 < score <= 1.0 + SCORE_TOLERANCE:
+        return 1.0
+    return None
+
+
+def clip_unit_scores(scores: FloatArray) -> None:
+    """:func:`unit_score` over a batch's scores, in place: those within the tolerance outside [0, 1] are clipped
+    (NaN, an error, and scores clearly outside are left for the caller to see)."""
+    low, high = scores < 0.0, scores > 1.0  # NaN compares False: errors are untouched
+    if low.any() or high.any():
+        scores[low & (scores >= -SCORE_TOLERANCE)] = 0.0
+        scores[high & (scores <= 1.0 + SCORE_TOLERANCE)] = 1.0
 
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
     """One evaluator's judgement of one output.
 
-    ``score`` is in [0, 1]; ``reason`` says what differed (None when passed); ``feedback`` says what
-    would make the output pass. An *error* verdict (``error`` set, ``score`` NaN) means the evaluator
-    could not judge; it is never a failure and never silently a zero.
+    ``score`` is in [0, 1] (one within :data:`SCORE_TOLERANCE` outside it, float rounding, is clipped); ``reason``
+    says what differed (None when passed); ``feedback`` says what would make the output pass. An *error* verdict
+    (``error`` set, ``score`` NaN) means the evaluator could not judge; it is never a failure and never a zero.
     """
 
     score: float
@@ -25,8 +54,12 @@ class Verdict:
 
     def __post_init__(self) -> None:
         if self.error is None:
-            if not isinstance(self.score, int | float) or not (0.0 <= self.score <= 1.0):
-                raise ValueError(f"Verdict.score must be a number in [0, 1], got {self.score!r}")
+            score = self.score
+            if not (isinstance(score, int | float) and 0.0 <= score <= 1.0):  # the usual score passes this alone
+                clipped = unit_score(score) if isinstance(score, int | float) else None
+                if clipped is None:
+                    raise ValueError(f"Verdict.score must be a number in [0, 1], got {score!r}")
+                object.__setattr__(self, "score", clipped)
         elif not math.isnan(self.score):
             raise ValueError("an error verdict has no score (NaN)")
 
@@ -63,6 +96,7 @@ class Verdict:
         details: dict[str, Any] | None = None,
     ) -> Verdict:
         """Partial credit: passes when ``score >= threshold``; reason and feedback kept only on failure."""
+        score = _clipped(score)
         passed = score >= threshold
         return cls(
             float(score),
@@ -100,3 +134,9 @@ class Verdict:
             data.get("feedback"),
             data.get("error"),
         )
+
+
+def _clipped(score: float) -> float:
+    """``score`` by :func:`unit_score` where it applies (a score clearly outside is left for the Verdict to refuse)."""
+    clipped = unit_score(score) if isinstance(score, int | float) else None
+    return score if clipped is None else clipped

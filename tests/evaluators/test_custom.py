@@ -14,7 +14,7 @@ from assay import evaluators
 from assay.errors import ConfigError
 from assay.evaluators.base import Evaluator
 from assay.evaluators.custom import dotted_path, import_object
-from assay.verdict import Verdict
+from assay.verdict import SCORE_TOLERANCE, Verdict
 
 
 def custom(fn, **options):
@@ -173,6 +173,9 @@ def test_any_float_is_a_score_or_an_error(value, threshold):
     v = custom(lambda a, e: value, threshold=threshold).evaluate("x", "y")
     if 0.0 <= value <= 1.0:
         assert v.score == value and v.passed == (value >= threshold)
+    elif -SCORE_TOLERANCE <= value <= 1 + SCORE_TOLERANCE:  # float rounding just outside: clipped
+        clipped = min(1.0, max(0.0, value))
+        assert v.score == clipped and v.passed == (clipped >= threshold)
     else:
         assert v.is_error and "outside [0, 1]" in v.error
 

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from assay.errors import ConfigError, EvaluationInputError
 from assay.reductions import Aggregate, Reduction, reduce_scores
 from assay.secrets import looks_secret
-from assay.verdict import Verdict
+from assay.verdict import Verdict, clip_unit_scores
 
 if TYPE_CHECKING:
     from assay.reductions import BoolArray, FloatArray
@@ -145,6 +145,9 @@ def _expecteds(actuals: Sequence[Any], expecteds: Sequence[Any] | None) -> Seque
 class BatchResult(Sequence[Verdict]):
     """Columnar verdicts: ``scores`` (NaN for errors) and ``passed`` arrays; full Verdicts built on access.
 
+    Scores within :data:`assay.verdict.SCORE_TOLERANCE` outside [0, 1] are clipped (in place) as a Verdict clips
+    them, so a batch and its per-pair verdicts agree.
+
     A million verdicts cost two arrays, not a million objects. Indexing rebuilds the one Verdict
     (reason, feedback, details) from the evaluator, or returns a stored one where the batch kept them.
     """
@@ -163,6 +166,7 @@ class BatchResult(Sequence[Verdict]):
             raise ValueError("scores and passed must have the same shape")
         if build is None and verdicts is None:
             raise ValueError("BatchResult needs either a build function or the verdicts")
+        clip_unit_scores(scores)  # float rounding just outside [0, 1] is clipped, as a Verdict clips it
         self.evaluator = evaluator
         self.scores = scores
         self.passed = passed

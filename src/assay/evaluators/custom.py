@@ -5,9 +5,10 @@ plus ``options=<kwargs option>`` when it has an ``options`` parameter and ``cont
 (input, prompt, doc, metadata, target, as the runner passes it) when it has a ``context`` parameter. It may
 return a bool, a number in [0, 1] (passes at ``threshold``), a dict ``{score, passed?, reason?, feedback?,
 details?}`` or a Verdict.
-A wrong return type, a score outside [0, 1] or an exception becomes an error verdict that says so. A failing
-result without feedback gets feedback naming the function, the first line of its docstring (say what the check
-wants there) and the reason it gave.
+A wrong return type, a score outside [0, 1] or an exception becomes an error verdict that says so; a score within
+1e-9 outside [0, 1] is float rounding (sacrebleu's perfect 100.00000000000004, divided by 100) and is clipped into
+it. A failing result without feedback gets feedback naming the function, the first line of its docstring (say what
+the check wants there) and the reason it gave.
 
 Async callables are awaited by :meth:`Custom.aevaluate`. The sync :meth:`Custom.evaluate` runs them to
 completion with ``asyncio.run``; when called from inside a running event loop (Jupyter, async code) it runs
@@ -21,7 +22,6 @@ import asyncio
 import dataclasses
 import inspect
 import json
-import math
 import numbers
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +34,7 @@ from assay.errors import ConfigError
 from assay.evaluators.base import Evaluator, Options
 from assay.evaluators.registry import register
 from assay.importing import dotted_path, import_object
-from assay.verdict import Verdict
+from assay.verdict import Verdict, unit_score
 
 _KEYWORDS = ("options", "context")
 _DICT_KEYS = ("score", "passed", "reason", "feedback", "details")
@@ -231,19 +231,21 @@ class Custom(Evaluator):
             f"custom function {self.label} returned {type(result).__name__}; expected {_RETURN_TYPES}"
         )
 
-    def _bad_score(self, score: Any) -> str | None:
+    def _score(self, score: Any) -> float | str:
+        """The returned score in [0, 1] (float rounding just outside is clipped: :func:`assay.verdict.unit_score`),
+        or what is wrong with it."""
         if isinstance(score, bool | np.bool_) or not isinstance(score, numbers.Real):
             return f"a score of type {type(score).__name__} (expected a number in [0, 1])"
         value = float(score)
-        if math.isnan(value) or not 0.0 <= value <= 1.0:
+        clipped = unit_score(value)
+        if clipped is None:
             return f"the score {value!r}, outside [0, 1]"
-        return None
+        return clipped
 
     def _from_score(self, score: numbers.Real) -> Verdict:
-        problem = self._bad_score(score)
-        if problem:
-            return Verdict.errored(f"custom function {self.label} returned {problem}")
-        value = float(score)
+        value = self._score(score)
+        if isinstance(value, str):
+            return Verdict.errored(f"custom function {self.label} returned {value}")
         threshold = self.options.threshold
         return Verdict.partial(value, f"{self.label} scored {value:.4g}, below the threshold {threshold:g}", threshold)
 
@@ -256,10 +258,9 @@ class Custom(Evaluator):
             )
         if "score" not in result:
             return Verdict.errored(f"custom function {self.label} returned a dict without a 'score' key")
-        problem = self._bad_score(result["score"])
-        if problem:
-            return Verdict.errored(f"custom function {self.label} returned {problem}")
-        score = float(result["score"])
+        score = self._score(result["score"])
+        if isinstance(score, str):
+            return Verdict.errored(f"custom function {self.label} returned {score}")
         passed = result.get("passed")
         if passed is None:
             passed = score >= self.options.threshold
