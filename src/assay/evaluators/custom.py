@@ -1,11 +1,16 @@
 """The ``custom`` evaluator: any Python callable, given as an object or as a ``package.module:function`` path.
 
-The callable is called as ``fn(actual, expected)`` (or ``fn(actual)`` when it takes one positional parameter),
-plus ``options=<kwargs option>`` when it has an ``options`` parameter and ``context=<the sample's context>``
-(input, prompt, doc, metadata, target, as the runner passes it) when it has a ``context`` parameter. It may
-return a bool, a number in [0, 1] (passes at ``threshold``), a dict ``{score, passed?, reason?, feedback?,
-details?}`` or a Verdict.
-A wrong return type, a score outside [0, 1] or an exception becomes an error verdict that says so; a score within
+The callable is called as ``fn(output, expected)`` (or ``fn(output)`` when it takes one positional parameter); the
+output is text: the model's answer (a Response becomes its ``.text``), or what the task's filter made of it (a
+string, or e.g. the object ``extract_json`` parsed). Parameters with these names get, wherever they stand:
+``response`` the model's Response (tool calls, usage, finish reason; None when a filter made the value judged),
+``expected`` the expected value, ``options`` the ``kwargs`` option, ``context`` the sample's context (input,
+prompt, doc, metadata, target, as the runner passes it). The signature is read once, when the evaluator is
+built, so ``def check(output, expected)``, ``def check(response, expected)`` and ``def check(output, *, context)``
+all work; one that cannot be called so is a ConfigError naming the parameter.
+
+It may return a bool, a number in [0, 1] (passes at ``threshold``), a dict ``{score, passed?, reason?, feedback?,
+details?}`` or a Verdict. A wrong return type, a score outside [0, 1] or an exception becomes an error verdict that says so; a score within
 1e-9 outside [0, 1] is float rounding (sacrebleu's perfect 100.00000000000004, divided by 100) and is clipped into
 it. A failing result without feedback gets feedback naming the function, the first line of its docstring (say what
 the check wants there) and the reason it gave.
@@ -25,6 +30,7 @@ import json
 import numbers
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -36,7 +42,10 @@ from assay.evaluators.registry import register
 from assay.importing import dotted_path, import_object
 from assay.verdict import Verdict, unit_score
 
-_KEYWORDS = ("options", "context")
+# parameters filled by name, wherever they stand; the other parameters get the output, then the expected value
+BY_NAME = ("options", "context", "response", "expected")
+_VALUES = ("output", "expected", "options", "context", "response")
+_RESPONSE_FIELDS = frozenset({"text", "tool_calls", "usage", "finish_reason", "latency_s", "raw"})
 _DICT_KEYS = ("score", "passed", "reason", "feedback", "details")
 _RETURN_TYPES = "a bool, a number in [0, 1], a dict with a 'score' key, or a Verdict"
 
@@ -65,6 +74,92 @@ def run_sync(awaitable: Awaitable[Any]) -> Any:
         return asyncio.run(wait())
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="assay-custom") as pool:
         return pool.submit(asyncio.run, wait()).result()
+
+
+class Uncallable(ValueError):
+    """A custom function that cannot be called as custom calls functions: the option at fault and why."""
+
+    def __init__(self, option: str, problem: str) -> None:
+        super().__init__(f"{option}: {problem}")
+        self.option, self.problem = option, problem
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How a custom function is called: the values passed by position, in order, and by keyword (parameter,
+    value); values are named as in :data:`_VALUES`."""
+
+    positional: tuple[str, ...]
+    keywords: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def wants(self) -> frozenset[str]:
+        return frozenset(self.positional) | {value for _, value in self.keywords}
+
+    @property
+    def needs_response(self) -> bool:
+        return "response" in self.wants
+
+
+def call_plan(params: list[inspect.Parameter], has_kwargs: bool) -> _Plan:
+    """How to call a function with these parameters: ``options``, ``context``, ``response`` and ``expected`` by name
+    (wherever they stand), the other parameters in order the output and then the expected value (unless a
+    parameter named ``expected`` takes it). Values go by position while the parameters take them in order, by
+    keyword after a parameter left to its default. :class:`Uncallable` says why a function cannot be called so."""
+    kinds = inspect.Parameter
+    named = {p.name for p in params if p.kind != kinds.POSITIONAL_ONLY and p.name in BY_NAME}
+    unnamed = ["output"] if "expected" in named else ["output", "expected"]
+    fillable = [p for p in params if p.kind in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)]
+    required = [p.name for p in fillable if p.name not in named and p.default is kinds.empty]
+    if len(required) > len(unnamed):
+        raise Uncallable(
+            "fn",
+            f"requires {len(required)} positional parameters ({', '.join(required)}); it is called as "
+            f"fn(output, expected), with {', '.join(BY_NAME)} also passed by name when asked for",
+        )
+    unfilled = [p.name for p in params if p.kind == kinds.KEYWORD_ONLY and p.default is kinds.empty]
+    unfilled = [name for name in unfilled if name not in named]
+    if unfilled:
+        raise Uncallable(
+            "fn", f"has required keyword-only parameters {unfilled}; only {', '.join(BY_NAME)} are passed by keyword"
+        )
+    var_keyword = any(p.kind == kinds.VAR_KEYWORD for p in params)
+    if has_kwargs and not ("options" in named or var_keyword):
+        raise Uncallable("kwargs", "has no 'options' parameter to receive it")
+    positional: list[str] = []
+    keywords: list[tuple[str, str]] = []
+    by_keyword = False  # after a parameter left to its default, the rest go by keyword
+    for p in params:
+        if p.kind == kinds.VAR_POSITIONAL:
+            if not by_keyword:
+                positional.extend(unnamed)
+                unnamed = []
+            continue
+        if p.kind == kinds.VAR_KEYWORD:
+            continue
+        value = p.name if p.name in named else unnamed.pop(0) if p.kind != kinds.KEYWORD_ONLY and unnamed else None
+        if value is None:
+            by_keyword = by_keyword or p.kind != kinds.KEYWORD_ONLY
+            continue
+        if p.kind == kinds.KEYWORD_ONLY or by_keyword:
+            if p.kind == kinds.POSITIONAL_ONLY:
+                raise Uncallable("fn", f"parameter {p.name!r} is positional-only after one left to its default")
+            keywords.append((p.name, value))
+        else:
+            positional.append(value)
+    if has_kwargs and "options" not in named:
+        keywords.append(("options", "options"))
+    plan = _Plan(tuple(positional), tuple(keywords))
+    if "output" not in plan.wants and not plan.needs_response:
+        raise Uncallable("fn", "takes no positional parameter for the output (nor one named 'response')")
+    return plan
+
+
+def _is_response(value: Any) -> bool:
+    """True for a model's Response (what the runner judges when no filter turned it into something else)."""
+    from assay.models.base import Response
+
+    return isinstance(value, Response)
 
 
 class CustomOptions(Options):
@@ -102,63 +197,39 @@ class Custom(Evaluator):
                 raise ConfigError(f"custom: option 'fn': {self.options.fn!r} is {type(fn).__name__}, not callable")
         self.fn: Callable[..., Any] = fn
         self.label = self.options.fn if isinstance(self.options.fn, str) else describe_callable(fn)
-        self._arity, self._keywords = self._calling_convention(fn)
+        self._plan = self._calling_convention(fn)
         doc = inspect.getdoc(fn) if inspect.isfunction(fn) or inspect.ismethod(fn) else None
         self.purpose = doc.strip().splitlines()[0].strip() if doc and doc.strip() else None
 
-    def _calling_convention(self, fn: Callable[..., Any]) -> tuple[int, frozenset[str]]:
-        """How many positionals to pass (1 or 2) and which keywords (options, context); ConfigError if unusable."""
+    def _calling_convention(self, fn: Callable[..., Any]) -> _Plan:
+        """How the function is called (see :func:`call_plan`); ConfigError naming the parameter if it cannot be."""
         try:
             params = list(inspect.signature(fn).parameters.values())
-        except (TypeError, ValueError):  # some builtins have no signature: assume fn(actual, expected)
-            return 2, frozenset({"options"} if self.options.kwargs else ())
-        kinds = inspect.Parameter
-        by_name = {p.name for p in params if p.kind != kinds.POSITIONAL_ONLY} & set(_KEYWORDS)
-        var_keyword = any(p.kind == kinds.VAR_KEYWORD for p in params)
-        positional = [
-            p
-            for p in params
-            if p.kind == kinds.POSITIONAL_ONLY or (p.kind == kinds.POSITIONAL_OR_KEYWORD and p.name not in _KEYWORDS)
-        ]
-        var_positional = any(p.kind == kinds.VAR_POSITIONAL for p in params)
-        required = [p.name for p in positional if p.default is inspect.Parameter.empty]
-        if len(required) > 2:
-            raise ConfigError(
-                f"custom: option 'fn': {self.label} requires {len(required)} positional parameters "
-                f"({', '.join(required)}); it is called as fn(actual, expected)"
-            )
-        unfilled = [
-            p.name
-            for p in params
-            if p.kind == kinds.KEYWORD_ONLY and p.default is inspect.Parameter.empty and p.name not in _KEYWORDS
-        ]
-        if unfilled:
-            raise ConfigError(
-                f"custom: option 'fn': {self.label} has required keyword-only parameters {unfilled}; "
-                "only 'options' and 'context' are passed by keyword"
-            )
-        if not positional and not var_positional:
-            raise ConfigError(f"custom: option 'fn': {self.label} takes no positional parameter for the output")
-        if self.options.kwargs and not ("options" in by_name or var_keyword):
-            raise ConfigError(
-                f"custom: option 'kwargs' is set but {self.label} has no 'options' parameter to receive it"
-            )
-        if self.options.kwargs:
-            by_name.add("options")
-        arity = 2 if var_positional or len(positional) >= 2 else 1
-        return arity, frozenset(by_name)
+        except (TypeError, ValueError):  # some builtins have no signature: assume fn(output, expected)
+            return _Plan(("output", "expected"), (("options", "options"),) if self.options.kwargs else ())
+        try:
+            return call_plan(params, bool(self.options.kwargs))
+        except Uncallable as err:
+            raise ConfigError(f"custom: option {err.option!r}: {self.label} {err.problem}") from None
 
     def _call(self, actual: Any, expected: Any, context: Mapping[str, Any] | None) -> Any:
-        args = (actual,) if self._arity == 1 else (actual, expected)
-        keywords: dict[str, Any] = {}
-        if "options" in self._keywords:
-            keywords["options"] = dict(self.options.kwargs)
-        if "context" in self._keywords:
-            keywords["context"] = dict(context or {})
-        return self.fn(*args, **keywords)
+        values = {"output": actual, "expected": expected}
+        plan = self._plan
+        if plan.needs_response:
+            values["response"] = actual if _is_response(actual) else None
+        if _is_response(actual):  # the function is given the output's text; the Response only by name
+            values["output"] = actual.text or ""
+        if "options" in plan.wants:
+            values["options"] = dict(self.options.kwargs)
+        if "context" in plan.wants:
+            values["context"] = dict(context or {})
+        return self.fn(*[values[v] for v in plan.positional], **{name: values[v] for name, v in plan.keywords})
 
     def _raised(self, exc: BaseException) -> Verdict:
-        return Verdict.errored(f"custom function {self.label} raised {type(exc).__name__}: {exc}")
+        hint = ""
+        if isinstance(exc, AttributeError) and getattr(exc, "name", None) in _RESPONSE_FIELDS:
+            hint = " (the output is given as text; take a parameter named 'response' for the model's Response)"
+        return Verdict.errored(f"custom function {self.label} raised {type(exc).__name__}: {exc}{hint}")
 
     def check(self, actual: Any, expected: Any) -> Verdict:
         return self.evaluate(actual, expected)

@@ -1,0 +1,96 @@
+"""Evaluator defects of issue 25 as a user meets them: real `assay run` / `assay score` processes, over a
+predictions file or a real OpenAI-compatible server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from assay.testing.server import OpenAITestServer
+from tests.e2e.e2e_support import only_run_dir, run_cli, sample_lines
+
+REFERENCES = [
+    "the cat sat on the mat",
+    "a quick brown fox jumps over the lazy dog",
+    "it is raining in the city today",
+    "she reads a book every night",
+    "we walked along the river after lunch",
+    "the train leaves at nine in the morning",
+    "my brother plays the guitar very well",
+    "they painted the house blue last summer",
+    "the children built a castle of sand",
+    "he forgot his keys at the office again",
+]
+# five perfect translations (sacrebleu scores them 100.00000000000004) and five partly right
+PREDICTIONS = [ref if i % 2 == 0 else " ".join(ref.split()[:4]) + " and more" for i, ref in enumerate(REFERENCES)]
+
+BLEU_MODULE = '''
+import sacrebleu
+
+
+def bleu(output, expected):
+    """Sentence BLEU on a 0-1 scale."""
+    return sacrebleu.sentence_bleu(output, [expected]).score / 100
+'''
+
+
+def write_bleu_task(tmp_path: Path, filtered: bool = False) -> Path:
+    (tmp_path / "bleu_metric.py").write_text(BLEU_MODULE)
+    with open(tmp_path / "mt.jsonl", "w") as fh:
+        for i, ref in enumerate(REFERENCES):
+            fh.write(json.dumps({"id": f"s{i}", "source": f"sentence {i}", "reference": ref}) + "\n")
+    with open(tmp_path / "preds.jsonl", "w") as fh:
+        for i, pred in enumerate(PREDICTIONS):
+            fh.write(json.dumps({"id": f"s{i}", "prediction": pred}) + "\n")
+    task = {
+        "name": "mt",
+        "dataset": {"path": "mt.jsonl"},
+        "fields": {"id": "id", "input": "source", "target": "reference"},
+        "template": "Translate: {{ source }}",
+        "evaluators": [{"name": "custom", "fn": "bleu_metric:bleu", "metric": "bleu"}],
+    }
+    if filtered:  # the function is given the filter's text; unfiltered, the model's text (not its Response)
+        task["filters"] = [{"name": "strip", "steps": [{"type": "strip"}]}]
+    path = tmp_path / "mt.yaml"
+    path.write_text(yaml.safe_dump(task, sort_keys=False))
+    return path
+
+
+def entry(run_dir: Path, task: str, metric: str, filter_name: str = "none") -> dict[str, Any]:
+    results = json.loads((run_dir / "results.json").read_text())
+    return results["assay"]["tasks"][task]["filters"][filter_name][metric]
+
+
+@pytest.mark.parametrize("filtered", [True, False])
+def test_perfect_bleu_samples_are_scored_not_errored_on_every_path(tmp_path: Path, filtered: bool) -> None:
+    import sacrebleu
+
+    task = write_bleu_task(tmp_path, filtered)
+    name = "strip" if filtered else "none"
+    pairs = zip(PREDICTIONS, REFERENCES, strict=True)
+    scores = [min(1.0, sacrebleu.sentence_bleu(p, [r]).score / 100) for p, r in pairs]
+    assert scores[0] == 1.0 and sacrebleu.sentence_bleu(REFERENCES[0], [REFERENCES[0]]).score > 100  # the case
+    want = sum(scores) / len(scores)
+
+    offline = run_cli("run", str(task), "--model", "predictions:preds.jsonl", "-q", "-o", "offline", cwd=tmp_path)
+    assert offline.returncode == 0, offline.stderr
+    by_id = dict(zip([f"Translate: sentence {i}" for i in range(10)], PREDICTIONS, strict=True))
+    with OpenAITestServer(lambda request: by_id[request["messages"][-1]["content"]]) as server:
+        online = run_cli(
+            "run", str(task), "--model", "openai:assay-test", "--base-url", server.base_url, "-q", "-o", "online",
+            cwd=tmp_path,
+        )  # fmt: skip
+    assert online.returncode == 0, online.stderr
+    offline_dir, online_dir = only_run_dir(tmp_path / "offline"), only_run_dir(tmp_path / "online")
+    rescored = run_cli("score", str(offline_dir), "-q", "-o", str(tmp_path / "rescored"), cwd=tmp_path)
+    assert rescored.returncode == 0, rescored.stderr
+    for run_dir in (offline_dir, online_dir, only_run_dir(tmp_path / "rescored")):
+        figures = entry(run_dir, "mt", "bleu", name)
+        assert figures["n_errored"] == 0 and figures["n_scored"] == 10, figures
+        assert figures["mean"] == pytest.approx(want)
+        verdicts = [line["filters"][name]["verdicts"]["bleu"][0] for line in sample_lines(run_dir)]
+        assert [v["score"] for v in verdicts][::2] == [1.0] * 5  # exactly 1, not 1.0000000000000004
