@@ -18,7 +18,7 @@ TEXT = "Paris is the capital of France."
     [
         ("all", ["Paris", "France"], True, 1.0, ["Paris", "France"], []),
         ("all", ["Paris", "Germany", "Berlin"], False, 1 / 3, ["Paris"], ["Germany", "Berlin"]),
-        ("any", ["Berlin", "France", "Rome"], True, 1 / 3, ["France"], ["Berlin", "Rome"]),
+        ("any", ["Berlin", "France", "Rome"], True, 1.0, ["France"], ["Berlin", "Rome"]),  # one found: a full pass
         ("any", ["Berlin", "Rome"], False, 0.0, [], ["Berlin", "Rome"]),
         ("none", ["Berlin", "Rome"], True, 1.0, [], ["Berlin", "Rome"]),
         ("none", ["Berlin", "capital", "Rome", "France"], False, 0.5, ["capital", "France"], ["Berlin", "Rome"]),
@@ -30,6 +30,22 @@ def test_modes(mode, substrings, passed, score, matched, missing):
     assert v.details["matched"] == matched and v.details["missing"] == missing
     assert v.details["total"] == len(substrings) and v.details["mode"] == mode
     assert (v.reason is None) is passed and (v.feedback is None) is passed
+
+
+@pytest.mark.parametrize("options", [{}, {"regex": True}, {"ignore_case": True}])
+def test_any_with_one_of_two_found_is_a_full_pass_on_every_path(options):
+    """Issue 25: 'any' with 1 of 2 substrings scored 0.5; found is found, whichever item it was."""
+    ev = ct(mode="any", substrings=["France", "Berlin"], **options)
+    texts = [TEXT, "Berlin and France", "Rome", "", TEXT.upper()]
+    want = [1.0, 1.0, 0.0, 0.0, 1.0 if options.get("ignore_case") else 0.0]
+    singles = [ev.evaluate(t) for t in texts]
+    assert [v.score for v in singles] == want and [v.passed for v in singles] == [w == 1.0 for w in want]
+    batch = ev.evaluate_batch(texts * 3)  # the vectorised path
+    assert batch.scores.tolist() == want * 3 and batch.passed.tolist() == [w == 1.0 for w in want] * 3
+    assert batch.to_dicts() == [v.to_dict() for v in singles] * 3
+    from_expected = ct(mode="any", **options)  # the items from each sample's expected answers: pair by pair
+    assert from_expected.evaluate(TEXT, ["France", "Berlin"]).score == 1.0
+    assert from_expected.evaluate_batch([TEXT], [["France", "Berlin"]]).scores.tolist() == [1.0]
 
 
 def test_default_mode_is_all_and_case_sensitive():

@@ -40,7 +40,8 @@ class ContainsOptions(Options):
     """Options of contains: which items, how many must be present, and how they are matched.
 
     - ``substrings``: the items; when unset, the expected value(s) are the items.
-    - ``mode``: ``all`` items must be present (default), ``any`` one of them, or ``none`` of them.
+    - ``mode``: ``all`` items must be present (default; partial credit: the share found), ``any`` one of them
+      (a full pass, 1.0, whichever is found), or ``none`` of them (the share absent).
     - ``regex``: the items are regular expressions (searched for); in ``substrings`` they are checked when built.
     - ``ignore_case``: plain items compare by Unicode case folding (``str.casefold``), regexes with re.IGNORECASE.
     """
@@ -72,8 +73,9 @@ class ContainsOptions(Options):
 class Contains(Evaluator):
     """The output contains all / any / none of a list of substrings (or regular expressions).
 
-    Items come from the ``substrings`` option or, when it is unset, from the expected value(s). Score is
-    the share of items found (``all``/``any``) or the share absent (``none``).
+    Items come from the ``substrings`` option or, when it is unset, from the expected value(s). Score: ``all``
+    the share of items found (1 when every one is), ``any`` 1 when one is found (else 0), ``none`` the share
+    absent (1 when none is found).
     """
 
     Options = ContainsOptions
@@ -144,7 +146,10 @@ class Contains(Evaluator):
             return None
         if opts.mode == "none":
             return (total - found) / total, found == 0
-        return found / total, found == total if opts.mode == "all" else found > 0
+        if opts.mode == "any":
+            hit = found > 0
+            return hit.astype(np.float64), hit
+        return found / total, found == total
 
     def check(self, actual: Any, expected: Any) -> Verdict:
         text = as_text(actual, self.name)
@@ -178,7 +183,7 @@ class Contains(Evaluator):
             if not matched:
                 return Verdict.pass_(score, details)
             return self._forbidden(text, found, score, details)
-        score = len(matched) / total
+        score = (1.0 if matched else 0.0) if mode == "any" else len(matched) / total
         if (mode == "all" and not missing) or (mode == "any" and matched):
             return Verdict.pass_(score, details)
         kind = "patterns" if self.options.regex else "substrings"
