@@ -23,7 +23,25 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 # keywords people reach for, with the setting they mean (the CLI's --output is output_dir here)
-_SYNONYMS = {"output": "output_dir", "out": "output_dir", "timeout": "timeout_s", "cache_dir": "cache_path"}
+_SYNONYMS = {"output": "output_dir", "out": "output_dir", "cache_file": "cache_path"}
+
+# `assay run` options that are not RunSettings fields, as keywords of run/arun under the CLI's names (underscored;
+# a test walks the click command so the two cannot drift): the model's options, the Ray ones, and other spellings
+MODEL_OPTIONS = ("base_url", "api_key_env", "params")
+
+
+def _ray_keywords() -> dict[str, str]:
+    """``ray_FIELD`` for every field of the ``ray`` section (``--ray-workers``, …; seconds also without ``_s``)."""
+    from assay.runner.executors import RayOptions
+
+    out = {f"ray_{field}": field for field in RayOptions.model_fields}
+    out.update({f"ray_{field[:-2]}": field for field in RayOptions.model_fields if field.endswith("_s")})
+    return out
+
+
+RAY_OPTIONS = _ray_keywords()
+_SPELLINGS = {"timeout": "timeout_s", "param": "params", "prices_file": "prices"}
+DISPLAY_OPTIONS = ("quiet", "format")  # run/arun only: no progress bar; print the results table in this format
 
 
 class RunFailed(AssayError):
@@ -36,12 +54,16 @@ class RunFailed(AssayError):
         super().__init__(f"{outcome.message} (run folder: {outcome.run_dir})")
         self.outcome = outcome
 
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable (an isolated evaluation sends it back to pytest)
+        return (type(self), (self.outcome,))
 
-def check_settings(settings: dict[str, Any], *, call: str = "assay.run") -> None:
-    """Unknown keyword arguments are a ConfigError naming them, suggesting the intended one, listing the valid ones."""
+
+def check_settings(settings: dict[str, Any], *, call: str = "assay.run", also: Sequence[str] = ()) -> None:
+    """Unknown keyword arguments are a ConfigError naming them, suggesting the intended one, listing the valid ones
+    (the RunSettings fields, and ``also``)."""
     from assay.tasks.loader import did_you_mean
 
-    known = sorted(RunSettings.model_fields)
+    known = sorted({*RunSettings.model_fields, *also})
     unknown = [name for name in settings if name not in RunSettings.model_fields]
     if not unknown:
         return
@@ -51,6 +73,87 @@ def check_settings(settings: dict[str, Any], *, call: str = "assay.run") -> None
         f"{call}() got an unknown keyword argument {name!r}{hint}; valid settings: resume, retry_errors, "
         + ", ".join(known)
     )
+
+
+def run_keywords() -> list[str]:
+    """Every keyword ``run``/``arun`` take besides ``tasks``, ``model``, ``resume`` and ``retry_errors``."""
+    seconds = [k[:-2] for k in RunSettings.model_fields if k.endswith("_s")]
+    extra = [*MODEL_OPTIONS, *RAY_OPTIONS, *_SPELLINGS, *seconds, "cache_dir", *DISPLAY_OPTIONS]
+    return sorted({*RunSettings.model_fields, *extra})
+
+
+def _params_option(value: Any) -> dict[str, Any]:
+    """``params``: a dict, or the CLI's ``key=value`` strings (values parsed as JSON where they can be)."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list | tuple):
+        raise ConfigError(f"params: expected a dict or 'key=value' strings, got {type(value).__name__}")
+    out: dict[str, Any] = {}
+    for item in value:
+        key, sep, raw = str(item).partition("=")
+        if not sep or not key:
+            raise ConfigError(f"params: expected key=value, got {item!r}")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def _prices_option(value: Any) -> Any:
+    """``prices``: a dict of model -> prices, or the path of a JSON file of them (as ``--prices``)."""
+    if not isinstance(value, str | Path):
+        return value
+    path = Path(value)
+    try:
+        prices = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise ConfigError(f"prices: cannot read {path}: {err.strerror or err}") from None
+    except json.JSONDecodeError as err:
+        raise ConfigError(f"prices: {path}:{err.lineno}: invalid JSON: {err.msg}") from None
+    if not isinstance(prices, dict):
+        raise ConfigError(f"prices: {path}: expected an object of model -> prices")
+    return prices
+
+
+def split_options(options: dict[str, Any], *, call: str = "assay.run") -> tuple[dict[str, Any], dict[str, Any]]:
+    """``assay run``'s options as keywords, split into RunSettings and the model's options (``base_url``,
+    ``api_key_env``, ``params``); the CLI's spellings (``timeout``, ``cache_dir``, ``prices`` as a file, the
+    ``ray_*`` options) become the settings they stand for. An unknown keyword is a ConfigError."""
+    settings = dict(options)
+    spellings = dict(_SPELLINGS)  # and the CLI's seconds without their unit: --timeout is timeout_s, …
+    spellings.update({k[:-2]: k for k in RunSettings.model_fields if k.endswith("_s")})
+    for spelled, name in spellings.items():
+        if spelled in settings:
+            if name in settings:
+                raise ConfigError(f"{call}(): give {spelled!r} or {name!r}, not both")
+            settings[name] = settings.pop(spelled)
+    overrides = {k: settings.pop(k) for k in MODEL_OPTIONS if k in settings and settings[k] is not None}
+    for k in MODEL_OPTIONS:
+        settings.pop(k, None)
+    if "params" in overrides:
+        overrides["params"] = _params_option(overrides["params"])
+        if not overrides["params"]:
+            del overrides["params"]
+    ray = {RAY_OPTIONS[k]: settings.pop(k) for k in list(settings) if k in RAY_OPTIONS}
+    ray = {k: v for k, v in ray.items() if v is not None}
+    if ray:
+        given = settings.get("ray") or {}
+        settings["ray"] = {**(given.model_dump() if hasattr(given, "model_dump") else dict(given)), **ray}
+    if "cache_dir" in settings:
+        cache_dir = settings.pop("cache_dir")
+        if cache_dir is not None:
+            if settings.get("cache_path") is not None:
+                raise ConfigError(f"{call}(): give cache_dir or cache_path, not both")
+            from assay.runner.cache import CACHE_FILE
+
+            settings["cache_path"] = Path(cache_dir) / CACHE_FILE
+    if settings.get("prices") is not None:
+        settings["prices"] = _prices_option(settings["prices"])
+    check_settings(settings, call=call, also=[k for k in run_keywords() if k not in DISPLAY_OPTIONS])
+    return settings, overrides
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -73,14 +176,25 @@ def load_tasks(tasks: Any) -> list[Task]:
     return [t if isinstance(t, Task) else load_task(t) for t in items]
 
 
-def resolve_model(model: Any, tasks: Sequence[Task], *, timeout_s: float | None = None) -> Model:
+def resolve_model(
+    model: Any, tasks: Sequence[Task], *, timeout_s: float | None = None, options: dict[str, Any] | None = None
+) -> Model:
     """The model given, or the tasks' own default model; a clear error when there is none, or two tasks disagree.
 
     An explicit ``timeout_s`` is passed to a model built from a spec whose provider takes one (``openai``), so the
-    model's own HTTP timeout never cuts a request shorter than the run allows.
+    model's own HTTP timeout never cuts a request shorter than the run allows. ``options`` (``base_url``,
+    ``api_key_env``, ``params``: ``--base-url`` and the like) apply to the spec given.
     """
     from assay.models.registry import accepts_option, load_model
 
+    if options:
+        if model is None:
+            raise ConfigError(f"{', '.join(sorted(options))} need a model: pass model=… (a spec such as 'openai:NAME')")
+        if isinstance(model, Model):
+            raise ConfigError(
+                f"{', '.join(sorted(options))} apply to a model spec ('openai:NAME' or a dict), not to the model "
+                f"object {type(model).__name__} already built"
+            )
     if isinstance(model, Model):
         return model
     spec, owner = model, None
@@ -97,6 +211,7 @@ def resolve_model(model: Any, tasks: Sequence[Task], *, timeout_s: float | None 
                 "one run evaluates one model: pass model=… (or --model)"
             )
     overrides = {"timeout_s": timeout_s} if timeout_s is not None and accepts_option(spec, "timeout_s") else {}
+    overrides.update(options or {})
     try:
         if isinstance(spec, dict) and overrides:
             return load_model({**spec, **overrides})
@@ -107,10 +222,14 @@ def resolve_model(model: Any, tasks: Sequence[Task], *, timeout_s: float | None 
         raise owner.config_error(("model",), str(err)) from None
 
 
-def _resume_model(model: Any, recorded: dict[str, Any], run_dir: Path, timeout_s: float | None) -> Model:
+def _resume_model(
+    model: Any, recorded: dict[str, Any], run_dir: Path, timeout_s: float | None, options: dict[str, Any] | None = None
+) -> Model:
     """The model of a resumed run: the one recorded in run.json, or the one given, which must be the same model."""
     from assay.models.base import display_name
 
+    if model is None and options:
+        raise ConfigError(f"{', '.join(sorted(options))} need the model again: pass model=… (--model) to resume")
     if model is None:
         if REDACTED in json.dumps(recorded, default=str):
             raise ConfigError(
@@ -118,7 +237,7 @@ def _resume_model(model: Any, recorded: dict[str, Any], run_dir: Path, timeout_s
                 "is never written); give the model again to resume: --model, --base-url and --param as at the start"
             )
         return resolve_model(recorded, [], timeout_s=timeout_s)
-    model_obj = resolve_model(model, [], timeout_s=timeout_s)
+    model_obj = resolve_model(model, [], timeout_s=timeout_s, options=options)
     given = model_obj.describe()
     same = given.get("provider") == recorded.get("provider") and display_name(given) == display_name(recorded)
     if not same:
@@ -165,6 +284,20 @@ def resume_tasks(tasks: Any, manifest: RunManifest, run_dir: Path) -> list[Task]
     return out
 
 
+def _settings(values: dict[str, Any]) -> RunSettings:
+    """RunSettings from keywords; a bad value is a ConfigError naming the keyword (never a pydantic traceback)."""
+    from pydantic import ValidationError
+
+    try:
+        return RunSettings.model_validate(values)
+    except ValidationError as err:
+        problems = []
+        for e in err.errors():
+            key = ".".join(str(p) for p in e["loc"]) or "(settings)"
+            problems.append(f"{key}: {e['msg'].removeprefix('Value error, ')}")
+        raise ConfigError("invalid run settings: " + "; ".join(problems)) from None
+
+
 async def arun_outcome(
     tasks: Any = None,
     model: Any = None,
@@ -175,13 +308,14 @@ async def arun_outcome(
 ) -> RunOutcome:
     """Run tasks (or resume a run folder) and return how it ended, without loading the results.
 
-    On resume, the recorded settings apply; ``settings`` given here override how the run executes (concurrency,
+    ``settings`` are ``assay run``'s options under the same names with underscores (:func:`split_options`). On
+    resume, the recorded settings apply; ``settings`` given here override how the run executes (concurrency,
     timeout, cache, …). ``model`` may be omitted (the recorded model is rebuilt) or given again (e.g. an object
     that run.json cannot rebuild), but it must be the model the run started with; likewise ``tasks`` (needed for a
     task that run.json records without its credentials, e.g. a key in a judge's URL). An unknown keyword is a
     ConfigError listing the valid ones.
     """
-    check_settings(settings)
+    settings, model_options = split_options(settings)
     if resume is not None:
         run_dir = Path(resume)
         manifest = read_manifest(run_dir)
@@ -192,31 +326,64 @@ async def arun_outcome(
                 f"can change (got {', '.join(fixed)})"
             )
         known = {k: v for k, v in manifest.config.items() if k in RunSettings.model_fields}
-        recorded = RunSettings.model_validate({**known, **settings})
+        recorded = _settings({**known, **settings})
         task_objs = resume_tasks(tasks, manifest, run_dir)
-        model_obj = _resume_model(model, manifest.model, run_dir, settings.get("timeout_s"))
+        model_obj = _resume_model(model, manifest.model, run_dir, settings.get("timeout_s"), model_options)
         return await execute(task_objs, model_obj, recorded, run_dir=run_dir, retry_errors=retry_errors)
     if retry_errors:
         raise ConfigError("retry_errors applies to a resumed run: pass resume=RUN_DIR")
     task_objs = load_tasks(tasks)
-    run_settings = RunSettings(**settings)
-    return await execute(task_objs, resolve_model(model, task_objs, timeout_s=run_settings.timeout_s), run_settings)
+    run_settings = _settings(settings)
+    model_obj = resolve_model(model, task_objs, timeout_s=run_settings.timeout_s, options=model_options)
+    return await execute(task_objs, model_obj, run_settings)
 
 
-async def arun(tasks: Any = None, model: Any = None, *, resume: str | Path | None = None, **settings: Any) -> Run:
+async def arun(
+    tasks: Any = None,
+    model: Any = None,
+    *,
+    resume: str | Path | None = None,
+    quiet: bool = False,
+    format: str | None = None,  # the CLI's --format
+    **settings: Any,
+) -> Run:
     """Run tasks against a model (or resume a run folder) and return the loaded results.
+
+    Every ``assay run`` option is a keyword under the same name with underscores (``base_url``, ``api_key_env``,
+    ``params``, ``timeout``, ``cache``, ``cache_dir``, ``prices`` (a dict or a JSON file), ``name``, ``ray_*``, …).
+    ``quiet`` shows no progress bar; ``format`` (``rich``, ``markdown``, ``json``) prints the results table and the
+    run's summary line when it finishes, as the CLI does (by default nothing is printed).
 
     Raises :class:`RunFailed` when the run did not succeed: more failed samples than ``max_error_rate`` (10 % by
     default; ``max_error_rate=None`` never fails), a model that refused access, a full disk.
     """
     from assay.results import load_run
 
+    if format is not None and format not in ("rich", "markdown", "json"):
+        raise ConfigError(f"format: 'rich', 'markdown' or 'json', got {format!r}")
+    if quiet:
+        settings["progress"] = False
     outcome = await arun_outcome(tasks, model, resume=resume, **settings)
     if outcome.stopped_by is not None:
         raise RunFailed(outcome)
-    return load_run(outcome.run_dir)
+    loaded = load_run(outcome.run_dir)
+    if format is not None and not quiet:
+        _show(loaded, outcome, format)
+    return loaded
+
+
+def _show(loaded: Run, outcome: RunOutcome, fmt: str) -> None:
+    """The results table (stdout) and the summary line (stderr), as ``assay run`` prints them."""
+    import sys
+
+    from assay.report.table import render_table
+    from assay.runner.exits import summary_line
+
+    print(render_table(loaded, fmt=fmt), flush=True)
+    print(summary_line(outcome), file=sys.stderr, flush=True)
 
 
 def run(tasks: Any = None, model: Any = None, *, resume: str | Path | None = None, **settings: Any) -> Run:
-    """Synchronous :func:`arun`; works inside a running event loop (e.g. Jupyter) too."""
+    """Synchronous :func:`arun` (the same keywords: every ``assay run`` option); works inside a running event loop
+    (e.g. Jupyter) too."""
     return run_sync(arun(tasks, model, resume=resume, **settings))

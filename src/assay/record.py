@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -43,6 +44,21 @@ class SampleRecord(BaseModel):
     def error(self) -> str | None:
         """The first model error of this sample, if any repeat failed."""
         return next((e for e in self.response_errors if e), None)
+
+
+def judge_cache_hits(filters: Mapping[str, FilterRecord | Mapping[str, Any]]) -> int:
+    """How many judge calls of a record's verdicts were answered from the response cache (``details["judges"]``
+    entries marked ``cached``): ``filters`` as a SampleRecord holds them, or in their JSON form."""
+    hits = 0
+    for filtered in filters.values():
+        verdicts = filtered.verdicts if isinstance(filtered, FilterRecord) else filtered.get("verdicts") or {}
+        for metric_verdicts in verdicts.values():
+            for verdict in metric_verdicts:
+                details = verdict.get("details")
+                calls = details.get("judges") if isinstance(details, dict) else None
+                if isinstance(calls, list):
+                    hits += sum(1 for call in calls if isinstance(call, dict) and call.get("cached") is True)
+    return hits
 
 
 def redact_config_urls(value: Any, path: str = "") -> tuple[Any, list[str]]:
@@ -110,6 +126,7 @@ class RunManifest(BaseModel):
     """``run.json``: what was run, with what, and when. Written at start, updated when the run ends."""
 
     run_id: str
+    name: str | None = None  # the run's name (``--name``): how reports and comparisons label it; else its folder
     assay_version: str
     created_at: float
     finished_at: float | None = None

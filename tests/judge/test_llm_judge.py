@@ -368,7 +368,7 @@ def test_geval_steps_generated_once_and_shown_to_the_judge(serve, tmp_path):
         return paris_judge(req)
 
     server = serve(reply)
-    options = {"evaluation_steps": True, "cache_path": str(tmp_path / "c.sqlite")}
+    options = {"evaluation_steps": True, "cache": True, "cache_path": str(tmp_path / "c.sqlite")}
     ev = make(server, **options)
     batch = ev.evaluate_batch(["Paris", "Lyon", "Nice", "Paris!"], ["Paris"] * 4)
     steps_requests = [b for b in server.requests if not is_grade(b)]
@@ -395,8 +395,8 @@ def test_given_steps_need_no_call(serve):
 def test_response_cache_hits_despite_the_random_boundary(serve, tmp_path):
     server = serve(paris_judge)
     path = str(tmp_path / "cache.sqlite")
-    first = make(server, cache_path=path).evaluate("Paris", "Paris")
-    again = make(server, cache_path=path).evaluate("Paris", "Paris")
+    first = make(server, cache=True, cache_path=path).evaluate("Paris", "Paris")
+    again = make(server, cache=True, cache_path=path).evaluate("Paris", "Paris")
     assert len(server.requests) == 1
     assert first.details["judge"]["cached"] is False and again.details["judge"]["cached"] is True
     assert again.passed and again.details["judges"][0]["reply"] == first.details["judges"][0]["reply"]
@@ -405,8 +405,8 @@ def test_response_cache_hits_despite_the_random_boundary(serve, tmp_path):
 def test_unreadable_replies_are_not_cached(serve, tmp_path):
     server = serve("hmm")
     path = str(tmp_path / "cache.sqlite")
-    assert make(server, cache_path=path).evaluate("x", "y").is_error
-    assert make(server, cache_path=path).evaluate("x", "y").is_error
+    assert make(server, cache=True, cache_path=path).evaluate("x", "y").is_error
+    assert make(server, cache=True, cache_path=path).evaluate("x", "y").is_error
     assert len(server.requests) == 2
 
 

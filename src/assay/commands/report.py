@@ -151,7 +151,8 @@ def _report_json(runs: list[Run], comparison: Comparison | None) -> str:
     out: list[dict[str, Any]] = []
     for run in runs:
         table = json.loads(render_table(run, "json"))
-        out.append({"run": str(run.path), "run_id": run.manifest.run_id, **table, "operational": run.operational})
+        entry = {"run": str(run.path), "run_id": run.manifest.run_id, "name": run.manifest.name}
+        out.append({**entry, **table, "operational": run.operational})
     doc: dict[str, Any] = {"runs": out}
     if comparison is not None:
         doc["comparison"] = comparison.to_dict()
@@ -212,7 +213,10 @@ def report_command(
         click.echo(_report_json(runs, comparison))
     else:
         for i, run in enumerate(runs):
-            title = f"{'AB'[i]}: {run.path}" if len(runs) == 2 else None
+            name = run.manifest.name  # a named run is labelled by its name (--name)
+            title = f"run {name}" if name else None
+            if len(runs) == 2:
+                title = f"{'AB'[i]}: {name} ({run.path})" if name else f"{'AB'[i]}: {run.path}"
             _print_run(run, fmt, console, title)
         if comparison is not None:
             _print_comparison(comparison, fmt, console)

@@ -99,25 +99,6 @@ def _spec_arg(value: str | None) -> str | dict[str, Any] | None:
     return spec
 
 
-def _model_spec(model: str | None, base_url: str | None, api_key_env: str | None, params: dict[str, Any]) -> Any:
-    if model is None:
-        if base_url or api_key_env or params:
-            raise click.UsageError("--base-url, --api-key-env and --param need --model")
-        return None
-    overrides: dict[str, Any] = {}
-    if base_url:
-        overrides["base_url"] = base_url
-    if api_key_env:
-        overrides["api_key_env"] = api_key_env
-    if params:
-        overrides["params"] = params
-    if not overrides:
-        return model
-    from assay.models.registry import load_model
-
-    return load_model(model, **overrides)
-
-
 # how a resumed run executes may change; what it evaluates and how results are computed may not
 _RESUME_RUNTIME = {
     "concurrency": "concurrency",
@@ -129,6 +110,7 @@ _RESUME_RUNTIME = {
     "max_response_chars": "max_response_chars",
     "executor": "executor",
     "processes": "processes",
+    "name": "name",
 }
 _RESUME_FIXED = (
     "limit", "output_dir", "error_policy", "bootstrap_iters", "seed", "cluster_key", "repeat_reduction",
@@ -275,6 +257,11 @@ def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) ->
     help="Where run folders are created (output_dir= in Python).",
 )
 @click.option(
+    "--name",
+    help="A name for the run, stored in run.json: reports, compare and the HTML page label the run by it "
+    "(default: its folder name).",
+)
+@click.option(
     "--resume",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Resume a run folder with its recorded tasks, model and settings; only --concurrency, --timeout, "
@@ -326,6 +313,7 @@ def run_command(
     cache_dir: Path | None,
     max_response_chars: int,
     output_dir: Path,
+    name: str | None,
     resume: Path | None,
     retry_errors: bool,
     error_policy: str,
@@ -368,6 +356,7 @@ def run_command(
         "progress": False if quiet else None,
         "executor": executor,
         "processes": processes,
+        "name": name,
     }
     ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus, ray_shard_size)
     if ray:
@@ -387,9 +376,12 @@ def run_command(
     else:
         settings = _resume_settings(settings)
     try:
-        spec = _model_spec(model, base_url, api_key_env, _params(params))
+        given = {"base_url": base_url, "api_key_env": api_key_env, "params": _params(params)}
+        if model is None and any(given.values()):
+            raise click.UsageError("--base-url, --api-key-env and --param need --model")
+        spec = model
         outcome = asyncio.run(
-            arun_outcome(list(tasks) or None, spec, resume=resume, retry_errors=retry_errors, **settings)
+            arun_outcome(list(tasks) or None, spec, resume=resume, retry_errors=retry_errors, **settings, **given)
         )
     except KeyboardInterrupt:
         say.print("[yellow]Interrupted.[/]", "Interrupted.")  # the run has said where its folder is, how to resume

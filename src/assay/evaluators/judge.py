@@ -14,6 +14,8 @@ position-inconsistent pairwise judgements).
 The output (and the task and reference) sit inside a random per-call boundary tag they cannot close, and the judge
 is told that anything inside is data. Every call's prompt, raw reply, model, usage, latency and cache status is kept
 in ``details["judges"]``; ``details["judge"]`` sums them, so judge usage is reported apart from the model's.
+Judgements come from the SQLite response cache only when asked: the run's switch (``--cache``, off by default,
+handed over by :meth:`LLMJudge.use_run_cache`) or the judge's own ``cache: true``.
 
 Where it gets what it needs: the reference answer is ``expected`` (or ``expected["reference"]``), or a field of the
 dataset row (``reference: doc.FIELD``, from ``context["doc"]``); the task's input is ``context["input"]`` or
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -93,6 +96,7 @@ class LLMJudge(Evaluator):
         self._loops = LoopModels()
         self._lock = threading.Lock()
         self._cache: ResponseCache | None = None
+        self._run_cache: tuple[bool, str | None] = (False, None)  # the run's cache switch and file (off by default)
         self._steps: dict[str, list[str]] = {}
         self._formats: dict[int, int] = {}  # per judge, the structured-output level its server took
         self._builder = VerdictBuilder(self.options, self.scale, self.specs)
@@ -160,6 +164,19 @@ class LLMJudge(Evaluator):
         """Close the judge models' connections of the running loop (the runner calls this when a run ends)."""
         await self._loops.aclose()
 
+    def use_run_cache(self, enabled: bool, path: str | os.PathLike[str] | None = None) -> None:
+        """Follow the run's cache switch (and its cache file) unless the ``cache`` option says otherwise: the
+        runner calls this before scoring, so one switch (``--cache``, off by default) governs the judge too."""
+        wanted = (bool(enabled), None if path is None else str(path))
+        if wanted != self._run_cache:
+            self.close()  # a cache opened for another run's file is not this run's
+            self._run_cache = wanted
+
+    def caching(self) -> bool:
+        """Whether judgements are read from and written to the response cache: the ``cache`` option when set,
+        else the run's switch (off outside a run)."""
+        return self.options.cache if self.options.cache is not None else self._run_cache[0]
+
     def close(self) -> None:
         """Close the response cache."""
         with self._lock:
@@ -170,13 +187,13 @@ class LLMJudge(Evaluator):
     # -- plumbing ---------------------------------------------------------------------------------------------------
 
     def _response_cache(self) -> ResponseCache | None:
-        if not self.options.cache:
+        if not self.caching():
             return None
         with self._lock:
             if self._cache is None:
                 from assay.runner.cache import ResponseCache
 
-                self._cache = ResponseCache(self.options.cache_path)
+                self._cache = ResponseCache(self.options.cache_path or self._run_cache[1])
             return self._cache
 
     async def _models(self) -> JudgeModels:

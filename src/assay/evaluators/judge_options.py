@@ -20,7 +20,9 @@ class JudgeOptions(Options):
     ``mode``: ``grade`` or ``pairwise`` (against ``baseline``: ``output_b`` of expected, ``target`` or ``doc.FIELD``);
     ``samples`` (with ``temperature`` > 0): judge n times and average; ``evaluation_steps``: true to have the judge
     write G-Eval steps once per judge model and criteria, or the steps themselves; ``structured_output``: send a
-    JSON-schema ``response_format``; ``cache`` / ``cache_path``: the response cache; ``max_attempts``,
+    JSON-schema ``response_format``; ``cache``: answer a judgement already made from the SQLite response cache
+    (null, the default: as the run's cache switch says, which is off unless ``--cache`` or ``cache=True``; ``true``
+    turns it on for this judge, ``false`` off); ``cache_path``: the cache file (default: the run's); ``max_attempts``,
     ``initial_backoff_s``, ``timeout_s``: retries per call; ``concurrency``: judgements at once in ``evaluate_batch``;
     ``min_judges``: how many judges must give a usable judgement (default: all of them), below it the verdict is an
     error.
@@ -41,7 +43,7 @@ class JudgeOptions(Options):
     max_tokens: int | None = Field(default=None, ge=1)
     evaluation_steps: bool | list[str] = False
     structured_output: bool = True
-    cache: bool = True
+    cache: bool | None = None  # None: the run's switch (off by default); true/false: this judge's own choice
     cache_path: str | None = None
     max_attempts: int = Field(default=4, ge=1, le=20)
     initial_backoff_s: float = Field(default=0.5, ge=0.0)

@@ -264,7 +264,7 @@ def _write_part(run: Run, suite: _Suite, picks: Any, path: str) -> tuple[dict[st
 
 
 def _root(run: Run, suites: list[_Suite]) -> ET.Element:
-    root = ET.Element("testsuites", name=xml_text(f"assay run {run.manifest.run_id}"))
+    root = ET.Element("testsuites", name=xml_text(f"assay run {run.manifest.name or run.manifest.run_id}"))
     for key in ("tests", "failures", "errors"):
         root.set(key, str(sum(s.counts[key] for s in suites)))
     root.set("time", f"{sum(s.time for s in suites):.3f}")

@@ -359,4 +359,7 @@ def compare_runs(
                         f"{comp.key}: {len(ids)} sample(s) scored in {scored} have no score in {lost} "
                         "(errored) and are left out of the paired test"
                     )
-    return Comparison(ra.name, rb.name, alpha, confidence, iters, seed, metrics, warnings, pairings, min_paired)
+    label_a, label_b = ra.name, rb.name  # the runs' names (--name), else their folders
+    if label_a == label_b and ra.path.name != rb.path.name:  # two runs of one name: tell them apart by folder
+        label_a, label_b = f"{label_a} ({ra.path.name})", f"{label_b} ({rb.path.name})"
+    return Comparison(label_a, label_b, alpha, confidence, iters, seed, metrics, warnings, pairings, min_paired)

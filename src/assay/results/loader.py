@@ -172,8 +172,8 @@ class Run:
 
     @property
     def name(self) -> str:
-        """A short label: the folder name."""
-        return self.path.name
+        """A short label: the run's name (``assay run --name``) when it has one, else the folder name."""
+        return self.manifest.name or self.path.name
 
     @property
     def settings(self) -> dict[str, Any]:

@@ -45,26 +45,42 @@ def _when(epoch: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
 
 
-def cache_phrase(hits: int, oldest: float | None, newest: float | None) -> str:
-    """ "3 answers from the cache (written 2026-11-30 05:17 – 2026-12-01 04:02)", or "no answers from the cache"."""
-    if not hits:
+def _answers(count: int) -> str:
+    return "answer" if count == 1 else "answers"
+
+
+def cache_phrase(hits: int, oldest: float | None, newest: float | None, judge_hits: int = 0) -> str:
+    """ "3 answers from the cache (written 2026-11-30 05:17 – 2026-12-01 04:02)", "3 model answers and 12 judge
+    answers from the cache (…)", "12 judge answers from the cache", or "no answers from the cache"."""
+    if not hits and not judge_hits:
         return "no answers from the cache"
-    noun = "answer" if hits == 1 else "answers"
-    if oldest is None or newest is None:
-        return f"{hits} {noun} from the cache"
-    span = _when(oldest) if _when(oldest) == _when(newest) else f"{_when(oldest)} – {_when(newest)}"
-    return f"{hits} {noun} from the cache (written {span})"
+    span = None
+    if hits and oldest is not None and newest is not None:
+        span = _when(oldest) if _when(oldest) == _when(newest) else f"{_when(oldest)} – {_when(newest)}"
+    if not judge_hits:
+        return f"{hits} {_answers(hits)} from the cache" + (f" (written {span})" if span else "")
+    judged = f"{judge_hits} judge {_answers(judge_hits)}"
+    if not hits:
+        return f"{judged} from the cache"
+    return f"{hits} model {_answers(hits)} and {judged} from the cache" + (
+        f" (model answers written {span})" if span else ""
+    )
 
 
 def summary_line(outcome: Any) -> str:
-    """The run's one-line summary: samples, model and evaluator errors, cache, retries, time."""
+    """The run's one-line summary: its name, samples, model and evaluator errors, cache (model and judge answers),
+    retries, time."""
     parts = [
         f"{outcome.skipped} already done",
         f"{outcome.errors} model error{'s' if outcome.errors != 1 else ''}",
         f"{outcome.evaluator_errors} evaluator error{'s' if outcome.evaluator_errors != 1 else ''}",
-        cache_phrase(outcome.cache_hits, outcome.cache_oldest, outcome.cache_newest),
+        cache_phrase(
+            outcome.cache_hits, outcome.cache_oldest, outcome.cache_newest, getattr(outcome, "judge_cache_hits", 0)
+        ),
         f"{outcome.retries} retries",
     ]
     if outcome.truncated:
         parts.append(f"{outcome.truncated} long answers stored shortened")
-    return f"{outcome.written} samples evaluated ({', '.join(parts)}) in {outcome.seconds:.2f}s"
+    name = getattr(outcome, "name", None)
+    head = f"run {name!r}: " if name else ""
+    return f"{head}{outcome.written} samples evaluated ({', '.join(parts)}) in {outcome.seconds:.2f}s"

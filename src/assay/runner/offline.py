@@ -27,6 +27,7 @@ from assay.errors import DataError
 from assay.evaluators.base import Evaluator
 from assay.gcpause import gc_paused
 from assay.models.base import Message, Model, ModelError, Request, Response
+from assay.record import judge_cache_hits
 from assay.runner.pending import PendingWork, runs
 from assay.runner.scheduler import Scheduler, _cap, stored_response
 from assay.runner.scoring import nothing_to_judge
@@ -458,6 +459,8 @@ class OfflineScheduler(Scheduler):
         records = await score_records(
             task, answered, started_at=started_at, model_seconds=model_seconds, max_response_chars=limit
         )
+        if any(callable(getattr(m.evaluator, "judges", None)) for m in task.metrics):  # judges may answer from a cache
+            self.stats.judge_cache_hits += sum(judge_cache_hits(record["filters"]) for record in records)
         from assay.runner.executors.shards import scored
 
         lines, part = ahead.encode_and_scan(records, encode, before) if ahead is not None else (None, None)

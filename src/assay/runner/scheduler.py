@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.errors import AssayError
 from assay.models.base import Model, ModelError, Request, Response
-from assay.record import SampleRecord
+from assay.record import SampleRecord, judge_cache_hits
 from assay.runner.exits import DEFAULT_MAX_RESPONSE_CHARS
 from assay.runner.limiter import AttemptLimiter
 from assay.runner.progress import RunProgress
@@ -83,6 +83,7 @@ class RunStats:
     errors: int = 0  # samples whose model request failed
     evaluator_errors: int = 0  # samples answered, but with an error verdict (e.g. the judge server is down)
     cache_hits: int = 0
+    judge_cache_hits: int = 0  # judge calls of the verdicts answered from the response cache
     cache_oldest: float | None = None  # when the oldest / newest cached answer used was written
     cache_newest: float | None = None
     truncated: int = 0  # responses stored shortened (max_response_chars)
@@ -232,13 +233,15 @@ class Scheduler:
         evaluator_error = None if model_error is not None else _verdict_error(record)
         failed = stats.count_errors(f"{task.name}/{sample.id}", model_error, evaluator_error)
         stats.cache_hits += record.cache_hits
+        judged = judge_cache_hits(record.filters)
+        stats.judge_cache_hits += judged
         if record.cache_hits:
             for response in record.responses:
                 when = response.cached_at if response is not None else None
                 if when is not None:
                     stats.cache_oldest = when if stats.cache_oldest is None else min(stats.cache_oldest, when)
                     stats.cache_newest = when if stats.cache_newest is None else max(stats.cache_newest, when)
-        self.progress.advance(error=failed, cache_hits=record.cache_hits)
+        self.progress.advance(error=failed, cache_hits=record.cache_hits + judged)
         self._check_error_rate()
 
     def _check_error_rate(self, *, final: bool = False) -> None:

@@ -94,6 +94,16 @@ def task_judges(task: Task) -> list[dict[str, Any]]:
     return found
 
 
+def share_run_cache(tasks: list[Task], enabled: bool, path: Path | None) -> None:
+    """Hand the run's cache switch (one for every cache, off by default) to the evaluators that keep one of their
+    own (a judge's answers), so they follow it unless their options say otherwise."""
+    for task in tasks:
+        for metric in task.metrics:
+            use = getattr(metric.evaluator, "use_run_cache", None)
+            if callable(use):
+                use(enabled, path)
+
+
 async def close_evaluators(tasks: list[Task]) -> None:
     """Release what the tasks' evaluators hold (judge connections)."""
     for task in tasks:
@@ -108,6 +118,7 @@ def start_manifest(
 
     return RunManifest(
         run_id=run_dir.name,
+        name=settings.name,
         assay_version=__version__,
         created_at=time.time(),
         model=model.describe(),
@@ -251,8 +262,11 @@ async def _execute(
         feedback_model.check()
     if retry and run_dir is not None:
         drop_samples(run_dir, retry)  # after every check: the error records are replaced by the new answers
+    if run_dir is not None and settings.name is not None:
+        manifest.name = settings.name  # a resumed run may be renamed (a label, not what it evaluates)
     if settings.cache is None:
         settings = settings.model_copy(update={"cache": settings.use_cache(tasks)})  # recorded, kept on resume
+    share_run_cache(tasks, bool(settings.cache), settings.cache_path)  # judges follow the run's switch
     cache = None
     if settings.cache:
         from assay.runner.cache import ResponseCache
@@ -379,11 +393,13 @@ async def _execute(
     return RunOutcome(
         run_dir=run_dir,
         status=status,
+        name=manifest.name,
         written=stats.written,
         skipped=skipped,
         errors=stats.errors,
         evaluator_errors=stats.evaluator_errors,
         cache_hits=stats.cache_hits,
+        judge_cache_hits=stats.judge_cache_hits,
         cache_oldest=stats.cache_oldest,
         cache_newest=stats.cache_newest,
         truncated=stats.truncated,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from assay.runner.executors import ExecutorName, RayOptions
 from assay.runner.exits import DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_RESPONSE_CHARS
@@ -23,6 +23,7 @@ RUNTIME_SETTINGS = frozenset(
         "max_error_rate",
         "cache",
         "cache_path",
+        "name",
         "progress",
         "max_response_chars",
         "executor",
@@ -48,9 +49,12 @@ class RunSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     output_dir: Path = Path("runs")
+    name: str | None = Field(default=None, min_length=1, max_length=200)  # the run's label (reports, compare)
     limit: int | None = Field(default=None, ge=1)
     concurrency: int = Field(default=32, ge=1, le=4096)
-    cache: bool | None = None  # None: on when a task says ``cache: true``; the response cache is opt-in
+    # the one cache switch (model answers and judges' answers): None: on when a task says ``cache: true``; the
+    # response cache is opt-in (a judge's own ``cache`` option, when set, decides for that judge)
+    cache: bool | None = None
     cache_path: Path | None = None
     timeout_s: float | None = Field(default=None, gt=0)  # None: the model's own timeout_s, else 60 s
     max_attempts: int = Field(default=6, ge=1)
@@ -71,6 +75,13 @@ class RunSettings(BaseModel):
     # processes scoring offline work (a predictions run) with the local executor, and scanning a large
     # samples.jsonl for the results; None: one per CPU (at most 8)
     processes: int | None = Field(default=None, ge=1)
+
+    @field_validator("name")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        if value is not None and (value != value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value)):
+            raise ValueError("a run name is one line of text without leading or trailing spaces")
+        return value
 
     def results_options(self) -> dict[str, Any]:
         """The settings that shape results.json (passed to write_results)."""
@@ -96,14 +107,16 @@ class RunOutcome(BaseModel):
 
     run_dir: Path
     status: str  # finished | failed | interrupted
+    name: str | None = None  # the run's name (``--name``), if it has one
     written: int
     skipped: int
     errors: int  # samples whose model request failed (this session)
-    cache_hits: int
+    cache_hits: int  # model answers served from the response cache
     requests: int
     retries: int
     seconds: float
     evaluator_errors: int = 0  # samples with an error verdict (this session)
+    judge_cache_hits: int = 0  # judge calls answered from the response cache (this session)
     cache_oldest: float | None = None  # when the oldest / newest answer served from the cache was written
     cache_newest: float | None = None
     truncated: int = 0  # responses stored shortened in samples.jsonl (scored whole)
