@@ -88,6 +88,50 @@ def test_percent_as_fraction():
     assert nm().evaluate("It rose by 45%.", "45%").passed
 
 
+@pytest.mark.parametrize(
+    ("text", "expected", "as_number", "as_fraction", "either"),
+    [
+        ("about 12%", 0.12, False, True, True),  # issue 25: the percentage of an expected fraction
+        ("about 12%", 12, True, False, True),  # a percentage task with expected 12: passed before, still passes
+        ("about 12%", "12%", True, True, True),
+        ("about 12", "12%", True, False, True),  # an expected percentage reads 12 (and 0.12 under 'either')
+        ("about 0.12", "12%", False, True, True),
+        ("about 12%", 0.5, False, False, False),
+        ("12 apples", 0.12, False, False, False),  # no percent sign: one reading
+        ("200%", 2, False, True, True),
+    ],
+)
+def test_percent_rules(text, expected, as_number, as_fraction, either):
+    for rule, passes in (("as_number", as_number), ("as_fraction", as_fraction), ("either", either)):
+        ev = nm(percent=rule)
+        assert ev.evaluate(text, expected).passed is passes, rule
+        assert ev.evaluate_batch([text] * 3, [expected] * 3).passed.tolist() == [passes] * 3, rule
+    assert nm().evaluate(text, expected).passed is either  # the default
+    assert nm(percent_as_fraction=True).evaluate(text, expected).passed is as_fraction  # its older spelling
+
+
+def test_either_keeps_every_as_number_pass():
+    """The default must not turn a pass of the rule before it (as_number) into a failure."""
+    texts = ["12%", "about 12 %", "12", "0.12", "x 45% y 3%", "50％", "1e2%", "-5%", "none", "12.5 %"]
+    expecteds = [12, 0.12, "12%", 0.5, 3, 0.03, 100, -0.05, 5, "12.5%"]
+    old, new = nm(percent="as_number"), nm()
+    for text in texts:
+        for expected in expecteds:
+            if old.evaluate(text, expected).passed:
+                assert new.evaluate(text, expected).passed, (text, expected)
+
+
+def test_a_percent_match_says_which_reading_matched():
+    v = nm().evaluate("The rate is about 12%.", 0.12)
+    assert v.passed and v.details["extracted"] == 0.12 and v.details["percent"] == "fraction"
+    assert v.details["extracted_text"] == "12%" and v.details["candidates"][0]["fraction"] == 0.12
+    v = nm().evaluate("The rate is about 12%.", 13)
+    assert not v.passed and "12 (from '12%')" in v.reason and v.details["percent"] == "number"
+    assert nm().to_config() == {"name": "numeric"}  # the default stays out of configs (task hashes unchanged)
+    with pytest.raises(ConfigError, match="contradicts"):
+        nm(percent_as_fraction=True, percent="as_number")
+
+
 def test_policy_last_and_first():
     text = "First 3, then 4, finally 7."
     assert nm().evaluate(text, 7).passed and nm().options.policy == "last"
@@ -199,6 +243,7 @@ def test_overflow_is_infinite_and_json_safe():
         ({"policy": "middle"}, "option 'policy'"),
         ({"decimal": ";"}, "option 'decimal'"),
         ({"percent_as_fraction": "maybe"}, "option 'percent_as_fraction'"),
+        ({"percent": "fraction"}, "option 'percent'"),
         ({"times_ten": "no way"}, "option 'times_ten'"),
         ({"space_groups": 3}, "option 'space_groups'"),
         ({"tolerance": 1}, "unknown option 'tolerance'"),

@@ -24,6 +24,8 @@ OPTIONS = [
     {"decimal": ","},
     {"decimal": ",", "policy": "first"},
     {"percent_as_fraction": True},
+    {"percent": "as_number"},
+    {"percent": "as_fraction", "policy": "first"},
     {"times_ten": False, "space_groups": False},
     {"abs_tol": 0.5},
 ]
@@ -38,14 +40,15 @@ def _agree(options: dict[str, Any], actuals: list[str], expecteds: list[Any]) ->
     assert [d["details"] for d in batch.to_dicts()] == [v.details for v in singles]
 
 
-def _read(options: dict[str, Any], texts: list[str]) -> list[float]:
-    """Each text's answer as evaluate() reads it (NaN: none)."""
+def _read(options: dict[str, Any], texts: list[str], fraction: bool = False) -> list[float]:
+    """Each text's answer as evaluate() reads it (NaN: none), or its second reading as a fraction (NaN: none)."""
     ev = evaluators.get("numeric", **options)
     out = []
     for text in texts:
         found = ev.candidates(text)
         chosen = (found[-1] if options.get("policy", "last") == "last" else found[0]) if found else None
-        out.append(float("nan") if chosen is None else chosen.value)
+        value = None if chosen is None else chosen.fraction if fraction else chosen.value
+        out.append(float("nan") if value is None else value)
     return out
 
 
@@ -75,6 +78,12 @@ def test_the_answer_is_each_texts_own() -> None:
 )
 def test_joined_scan_equals_per_pair(options: dict[str, Any], texts: list[str]) -> None:
     ev = evaluators.get("numeric", **options)
-    read = ev._answers(texts, "\x00".join(texts))  # type: ignore[attr-defined]
+    read, fractions = ev._answers(texts, "\x00".join(texts))  # type: ignore[attr-defined]
     assert np.array_equal(read, _read(options, texts), equal_nan=True)  # the very same floats
+    want = _read(options, texts, fraction=True)
+    if fractions is None:
+        assert np.isnan(want).all()
+    else:
+        assert np.array_equal(fractions, want, equal_nan=True)
     _agree(options, texts, _answers(options, texts))
+    _agree(options, texts, [a / 100 for a in _answers(options, texts)])  # percentages pass these under 'either'

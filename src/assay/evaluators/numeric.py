@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any, Literal, overload
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from assay.errors import EvaluationInputError
 from assay.evaluators.base import BatchResult, Evaluator, Options, as_text, expected_list
@@ -59,17 +59,36 @@ def _power(prefix: str) -> str:
     return rf"10(?:(?:\^|\*\*)[({{]?(?P<{prefix}exp>[{_SIGN}]?\d+)[)}}]?|(?P<{prefix}sup>{sup}))"
 
 
+PercentRule = Literal["as_number", "as_fraction", "either"]
+# 'either' by default: a percentage matches the expected number as written (12% = 12, what every result judged so
+# far relied on) or as a fraction (12% = 0.12); no pass becomes a fail, only a percentage equal to an expected
+# fraction starts to pass (see NumericOptions)
+DEFAULT_PERCENT: PercentRule = "either"
+
+
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One number found in the text: its value, the text it was read from and where."""
+    """One number found in the text: its value, the text it was read from and where; ``fraction`` is its second
+    reading under ``percent: either`` when it is a percentage (12% reads 12, and 0.12)."""
 
     value: float
     text: str
     start: int
+    fraction: float | None = None
+
+    def readings(self) -> tuple[float, ...]:
+        """The values this number may stand for: its value, then its fraction when it has one."""
+        return (self.value,) if self.fraction is None else (self.value, self.fraction)
 
     def to_dict(self) -> dict[str, Any]:
-        value: float | str = self.value if math.isfinite(self.value) else repr(self.value)
-        return {"value": value, "text": cut(self.text), "start": self.start}
+        out: dict[str, Any] = {"value": _json_number(self.value), "text": cut(self.text), "start": self.start}
+        if self.fraction is not None:
+            out["fraction"] = _json_number(self.fraction)
+        return out
+
+
+def _json_number(value: float) -> float | str:
+    return value if math.isfinite(value) else repr(value)
 
 
 class NumericOptions(Options):
@@ -77,7 +96,11 @@ class NumericOptions(Options):
 
     - ``policy``: the answer is the ``last`` number (default, as after a chain of thought) or the ``first``.
     - ``decimal``: the decimal mark, '.' (1,234.5) or ',' (1.234,5).
-    - ``percent_as_fraction``: read '45%' as 0.45 rather than 45 (also in a string expected value).
+    - ``percent``: how a percentage ('45%', in the output or a string expected value) compares: ``either``
+      (default) as 45 or as 0.45, whichever the expected value is; ``as_number`` as 45 only; ``as_fraction`` as
+      0.45 only. ``either`` keeps every pass of ``as_number`` (the rule before it was an option) and adds the
+      answers that give an expected fraction as a percentage ('about 12%' for 0.12). Numbers without '%' have
+      one reading. ``percent_as_fraction: true`` is the older spelling of ``percent: as_fraction``.
     - ``times_ten``: read '2.1×10^5', '2.1 x 10**5', '3×10⁸' and '10^6' as one number each.
     - ``space_groups``: read '1 234 567' with ordinary spaces as one number; turn it off when outputs list
       numbers separated by spaces ('100 200 300'). No-break and thin spaces always group digits.
@@ -86,11 +109,25 @@ class NumericOptions(Options):
 
     policy: Literal["last", "first"] = "last"
     decimal: Literal[".", ","] = "."
+    percent: PercentRule | None = None  # None: DEFAULT_PERCENT (kept out of configs, so task hashes stay)
     percent_as_fraction: bool = False
     times_ten: bool = True
     space_groups: bool = True
     abs_tol: float = Field(0.0, ge=0.0, allow_inf_nan=False)
     rel_tol: float = Field(1e-9, ge=0.0, allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _one_percent_rule(self) -> NumericOptions:
+        if self.percent_as_fraction and self.percent not in (None, "as_fraction"):
+            raise ValueError(f"percent_as_fraction: true contradicts percent: {self.percent}; give only percent")
+        return self
+
+    @property
+    def percent_rule(self) -> PercentRule:
+        """The rule in force: ``percent``, else ``as_fraction`` for ``percent_as_fraction``, else the default."""
+        if self.percent is not None:
+            return self.percent
+        return "as_fraction" if self.percent_as_fraction else DEFAULT_PERCENT
 
 
 def format_number(value: float) -> str:
@@ -114,6 +151,7 @@ class Numeric(Evaluator):
 
     def setup(self) -> None:
         self._pattern = number_pattern(self.options.decimal, self.options.times_ten, self.options.space_groups)
+        self._rule = self.options.percent_rule
 
     def _value(self, m: re.Match[str]) -> float:
         """The number a match stands for. A match of plain digits (with a decimal point when the mark is '.') is
@@ -134,12 +172,17 @@ class Numeric(Evaluator):
         exponent = m["exp"] or groups.get("texp") or groups.get("bexp") or (sup and sup.translate(_SUPERSCRIPTS)) or "0"
         negative = (m["sign"] or m["sign2"] or "+") in "-\u2212"
         value = float(f"{'-' if negative else ''}{mantissa}e{exponent.replace(chr(0x2212), '-')}")
-        if m["pct"] and self.options.percent_as_fraction:
+        if m["pct"] and self._rule == "as_fraction":
             value /= 100
         return value
 
+    def _fraction(self, m: re.Match[str], value: float) -> float | None:
+        """The second reading of a percentage under ``percent: either`` (its value over 100), else None."""
+        return value / 100 if self._rule == "either" and m["pct"] else None
+
     def _candidate(self, m: re.Match[str]) -> Candidate:
-        return Candidate(self._value(m), m.group(0).strip(), m.start())
+        value = self._value(m)
+        return Candidate(value, m.group(0).strip(), m.start(), self._fraction(m, value))
 
     def candidates(self, text: str) -> list[Candidate]:
         """Every number in ``text``, in order."""
@@ -147,6 +190,12 @@ class Numeric(Evaluator):
 
     def parse_expected(self, expected: Any) -> float:
         """The expected value as a float: a number, or a string that is exactly one number."""
+        return self.expected_readings(expected)[0]
+
+    def expected_readings(self, expected: Any) -> tuple[float, ...]:
+        """The values an expected number stands for: one, or two for a percentage string under ``percent: either``
+        ('12%': 12 and 0.12)."""
+        fraction = None
         if _is_number(expected):
             value = float(expected)
         elif isinstance(expected, str):
@@ -154,11 +203,12 @@ class Numeric(Evaluator):
             if m is None:
                 raise EvaluationInputError(f"numeric: expected {clip(expected)} is not a number")
             value = self._value(m)
+            fraction = self._fraction(m, value)
         else:
             raise EvaluationInputError(f"numeric: expected must be a number or numeric string, got {expected!r}")
         if math.isnan(value):
             raise EvaluationInputError("numeric: expected is NaN, which equals nothing")
-        return value
+        return (value,) if fraction is None else (value, fraction)
 
     def _close(self, value: float, target: float) -> bool:
         return math.isclose(value, target, rel_tol=self.options.rel_tol, abs_tol=self.options.abs_tol)
@@ -177,12 +227,15 @@ class Numeric(Evaluator):
             joined = "\x00".join(actuals)
         except (EvaluationInputError, TypeError):
             return None
-        values = self._answers(actuals, joined)
+        values, fractions = self._answers(actuals, joined)
         passed = isclose_array(values, targets, self.options.rel_tol, self.options.abs_tol)
+        if fractions is not None:  # percent: either, and some answers are percentages: their second reading
+            passed |= isclose_array(fractions, targets, self.options.rel_tol, self.options.abs_tol)
         return passed.astype(np.float64), passed
 
-    def _answers(self, texts: Sequence[str], joined: str) -> FloatArray:
-        """Each text's answer number (NaN: none), read with one scan of the texts joined by NUL.
+    def _answers(self, texts: Sequence[str], joined: str) -> tuple[FloatArray, FloatArray | None]:
+        """Each text's answer number (NaN: none), read with one scan of the texts joined by NUL, and under
+        ``percent: either`` each answer's fraction (NaN where it is no percentage; None when none is).
 
         No part of the pattern matches NUL, and NUL stands where a text's start or end would (not a word
         character, decimal mark or digit), so the matches in ``joined`` are exactly those in each text.
@@ -191,7 +244,7 @@ class Numeric(Evaluator):
         values = np.full(n, np.nan, dtype=np.float64)
         matches = list(self._pattern.finditer(joined))
         if not matches:
-            return values
+            return values, None
         starts = np.fromiter(map(re.Match.start, matches), dtype=np.int64, count=len(matches))
         text_ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n) + 1)  # where text i+1 starts
         owner = np.searchsorted(text_ends, starts, side="right")  # the text each match is in
@@ -200,20 +253,34 @@ class Numeric(Evaluator):
             chosen = np.flatnonzero(np.append(new_owner, True))
         else:
             chosen = np.flatnonzero(np.insert(new_owner, 0, True))
-        values[owner[chosen]] = list(map(self._value, [matches[k] for k in chosen.tolist()]))
-        return values
+        answers = [matches[k] for k in chosen.tolist()]
+        values[owner[chosen]] = list(map(self._value, answers))
+        if self._rule != "either" or ("%" not in joined and "％" not in joined):  # one C scan: usually no percent
+            return values, None
+        percent = [i for i, m in enumerate(answers) if m["pct"]]
+        if not percent:
+            return values, None
+        fractions = np.full(n, np.nan, dtype=np.float64)
+        at = owner[chosen][percent]
+        fractions[at] = values[at] / 100
+        return values, fractions
 
     def _target(self, expected: Any) -> float:
-        """:meth:`parse_expected`, quicker for a plain int or float (the common case in a data set)."""
+        """:meth:`parse_expected`, quicker for a plain int or float (the common case in a data set); TypeError for
+        an expected percentage with two readings (``percent: either``), which the vectorised path leaves to
+        :meth:`check`."""
         kind = type(expected)
         if kind is float or kind is int:
             if expected != expected:  # NaN
                 raise EvaluationInputError("numeric: expected is NaN, which equals nothing")
             return float(expected)
-        return self.parse_expected(expected)
+        readings = self.expected_readings(expected)
+        if len(readings) > 1:
+            raise TypeError("an expected percentage with two readings")
+        return readings[0]
 
     def check(self, actual: Any, expected: Any) -> Verdict:
-        targets = [self.parse_expected(e) for e in expected_list(expected)]
+        targets = [r for e in expected_list(expected) for r in self.expected_readings(e)]
         if not targets:
             raise EvaluationInputError("numeric: expected is an empty list; give at least one acceptable number")
         if _is_number(actual):
@@ -238,26 +305,35 @@ class Numeric(Evaluator):
                 details=details,
             )
         chosen = found[-1] if opts.policy == "last" else found[0]
-        details["extracted"] = chosen.to_dict()["value"]
+        readings = chosen.readings()
+        matched = next((r for r in readings if any(self._close(r, t) for t in targets)), None)
+        # the reading compared: the one that matched, else the one nearest an expected value
+        pairs = [(abs(r - t), r, t) for r in readings for t in targets]
+        nearest = min(range(len(pairs)), key=lambda k: pairs[k][0])
+        diff, value, target = pairs[nearest]
+        if matched is not None:
+            value = matched
+            diff = min(abs(matched - t) for t in targets)
+        details["extracted"] = _json_number(value)
         details["extracted_text"] = cut(chosen.text)
-        diffs = [abs(chosen.value - t) for t in targets]
-        nearest = min(range(len(targets)), key=diffs.__getitem__)
-        details["difference"] = diffs[nearest] if math.isfinite(diffs[nearest]) else repr(diffs[nearest])
-        if any(self._close(chosen.value, t) for t in targets):
+        if chosen.fraction is not None:
+            details["percent"] = "fraction" if value == chosen.fraction else "number"
+        details["difference"] = diff if math.isfinite(diff) else repr(diff)
+        if matched is not None:
             return Verdict.pass_(details=details)
-        return self._mismatch(chosen, found, targets[nearest], details)
+        return self._mismatch(chosen, found, target, details, value)
 
     def _mismatch(
-        self, chosen: Candidate, found: Sequence[Candidate], target: float, details: dict[str, Any]
+        self, chosen: Candidate, found: Sequence[Candidate], target: float, details: dict[str, Any], value: float
     ) -> Verdict:
         opts = self.options
         which = f"the {opts.policy} number" if len(found) > 1 else "the only number"
         tolerance = f"abs_tol {opts.abs_tol:g}, rel_tol {opts.rel_tol:g}"
         reason = (
-            f"{which} in the output, {format_number(chosen.value)} (from {clip(chosen.text, 40)}), differs from "
-            f"expected {format_number(target)} by {_difference(chosen.value, target)} ({tolerance})"
+            f"{which} in the output, {format_number(value)} (from {clip(chosen.text, 40)}), differs from "
+            f"expected {format_number(target)} by {_difference(value, target)} ({tolerance})"
         )
-        elsewhere = next((c for c in found if self._close(c.value, target)), None)
+        elsewhere = next((c for c in found if any(self._close(r, target) for r in c.readings())), None)
         if elsewhere is not None:
             feedback = (
                 f"The output mentions {clip(elsewhere.text, 40)} but its {opts.policy} number is "
@@ -266,7 +342,7 @@ class Numeric(Evaluator):
             )
         else:
             feedback = (
-                f"The answer read from the output is {format_number(chosen.value)} but {format_number(target)} "
+                f"The answer read from the output is {format_number(value)} but {format_number(target)} "
                 f"is expected; recheck the calculation and state {format_number(target)} as the "
                 f"{opts.policy} number of the output."
             )
