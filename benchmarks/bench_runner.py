@@ -8,8 +8,10 @@
    the server's last reply to the process exiting, for 2,000 samples (``ASSAY_BENCH_BASELINE_SRC=/path/to/src``
    also measures another source tree, e.g. main's, in the same session, for before/after figures).
 4. Faults: the same 2,000 samples with 30 % injected faults (10 % 429 with Retry-After, 10 % 500, 10 % dropped
-   connections) against the run without faults (target: ≤ 1.5×), each sample exactly once; and a bare aiohttp loop
-   with the same retry budget (attempts, backoff, Retry-After) as the plain baseline.
+   connections) against the run without faults (target: ≤ 2.0×), each sample exactly once, at the default retry
+   settings of ``assay run`` (nothing tuned for the benchmark); and a bare aiohttp loop with the same attempts and
+   backoffs (no retry budget, no deadline) as the plain baseline. ``benchmarks/bench_retries.py`` measures this in
+   more rounds, with the errored share and the slots busy.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from assay.runner.progress import RunProgress
 from assay.runner.retry import RetryPolicy, call_with_retries
 from assay.runner.rundir import SampleWriter
 from assay.runner.scheduler import Scheduler, SchedulerConfig
+from assay.runner.settings import RunSettings
 from assay.tasks import Task, load_task
 from assay.testing.server import OpenAITestServer
 
@@ -166,7 +169,7 @@ def cpu_per_request(tmp: Path, rounds: int = 3) -> None:
 
 
 FAULTS = ("--rate-429", "0.1", "--retry-after", "0.05", "--rate-500", "0.1", "--rate-drop", "0.1", "--seed", "7")
-FAULT_RETRY = RetryPolicy(max_attempts=6, initial_backoff_s=0.05, max_backoff_s=1.0)
+FAULT_RETRY = RunSettings().retry_policy(60.0)  # the defaults of `assay run`
 
 
 async def _bare_with_retries(base_url: str, n: int, concurrency: int, policy: RetryPolicy) -> tuple[float, int]:
@@ -174,6 +177,7 @@ async def _bare_with_retries(base_url: str, n: int, concurrency: int, policy: Re
     backoff and Retry-After as the runner's policy; returns (seconds, requests that succeeded)."""
     import aiohttp
 
+    from assay.models.base import ModelError
     from assay.models.openai_compat import parse_retry_after
 
     headers = {"Content-Type": "application/json"}
@@ -183,7 +187,7 @@ async def _bare_with_retries(base_url: str, n: int, concurrency: int, policy: Re
     async def one(session: aiohttp.ClientSession, i: int) -> bool:
         body = json.dumps({"model": "bench", "messages": [{"role": "user", "content": f"What is {i} + 1?"}]})
         for attempt in range(1, policy.max_attempts + 1):
-            retry_after = None
+            error = ModelError("dropped", retryable=True)
             try:
                 async with slots, session.post(url, data=body.encode(), headers=headers) as resp:
                     raw = await resp.read()
@@ -191,10 +195,11 @@ async def _bare_with_retries(base_url: str, n: int, concurrency: int, policy: Re
                         json.loads(raw)
                         return True
                     retry_after = parse_retry_after(resp.headers)
+                    error = ModelError("http", retryable=True, retry_after=retry_after, status=resp.status)
             except aiohttp.ClientError:
                 pass
             if attempt < policy.max_attempts:
-                await asyncio.sleep(policy.backoff(attempt, retry_after))
+                await asyncio.sleep(policy.backoff(attempt, error))
         return False
 
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
@@ -217,11 +222,12 @@ def faults(tmp: Path, rounds: int = 3) -> None:
                 figures[f"bare {name}"].append(asyncio.run(_bare_with_retries(url, n, concurrency, FAULT_RETRY)))
     best = {name: min(values) for name, values in figures.items()}
     print(f"faults: {n} samples, {latency * 1000:.0f} ms latency, concurrency {concurrency}, 30 % faults "
-          f"(429 + Retry-After 50 ms, 500, drop), {FAULT_RETRY.max_attempts} attempts, backoff from "
-          f"{FAULT_RETRY.initial_backoff_s:g}s (best of {rounds}; every sample written exactly once)")  # fmt: skip
+          f"(429 + Retry-After 50 ms, 500, drop), the default retry settings: {FAULT_RETRY.max_attempts} attempts, "
+          f"5xx/drops from {FAULT_RETRY.initial_backoff_s:g}s up to {FAULT_RETRY.max_backoff_s:g}s, Retry-After "
+          f"exactly (best of {rounds}; every sample written exactly once)")  # fmt: skip
     for name, (wall, ok) in best.items():
         print(f"  {name:<12} {wall:.3f}s  ({ok} of {n} answered)")
-    print(f"  runner with faults / without = {best['faults'][0] / best['clean'][0]:.2f} (target <= 1.5); "
+    print(f"  runner with faults / without = {best['faults'][0] / best['clean'][0]:.2f} (target <= 2.0); "
           f"bare aiohttp with faults / without = {best['bare faults'][0] / best['bare clean'][0]:.2f}; "
           f"runner / bare aiohttp, with faults = {best['faults'][0] / best['bare faults'][0]:.2f}")  # fmt: skip
 

@@ -104,6 +104,8 @@ _RESUME_RUNTIME = {
     "concurrency": "concurrency",
     "timeout_s": "timeout_s",
     "max_attempts": "max_attempts",
+    "retry_deadline": "retry_deadline_s",
+    "retry_budget": "retry_budget",
     "max_error_rate": "max_error_rate",
     "cache": "cache",
     "cache_dir": "cache_path",
@@ -131,8 +133,8 @@ def _resume_settings(settings: dict[str, Any]) -> dict[str, Any]:
         flags = ", ".join("--" + name.removesuffix("_file").removesuffix("_dir").replace("_", "-") for name in fixed)
         raise click.UsageError(
             f"{flags}: a resumed run keeps the settings it started with; only how it runs "
-            "(--concurrency, --timeout, --max-attempts, --max-error-rate, --max-response-chars, cache, --executor, "
-            "--ray-*, --processes) can change"
+            "(--concurrency, --timeout, --max-attempts, --retry-deadline, --retry-budget, --max-error-rate, "
+            "--max-response-chars, cache, --executor, --ray-*, --processes) can change"
         )
     out = {"progress": settings["progress"]}
     for option, key in _RESUME_RUNTIME.items():
@@ -225,7 +227,25 @@ def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) ->
     type=click.FloatRange(min=0, min_open=True),
     help="Seconds one request may take (each retry has its own). Default: the model's timeout_s, else 60.",
 )
-@click.option("--max-attempts", type=click.IntRange(min=1), default=6, show_default=True)
+@click.option(
+    "--max-attempts",
+    type=click.IntRange(min=1),
+    default=8,  # assay.runner.retry.DEFAULT_MAX_ATTEMPTS (not imported: the CLI starts light)
+    show_default=True,
+    help="Attempts per request: the first and its retries (5xx and dropped connections wait 50 ms doubling to 2 s; "
+    "a 429 waits its Retry-After exactly, else 1 s doubling to 30 s).",
+)
+@click.option(
+    "--retry-deadline",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds after a request's first attempt past which no retry starts (it fails, saying so). Default: 120.",
+)
+@click.option(
+    "--retry-budget",
+    type=click.FloatRange(min=0),
+    help="Retries (of errors other than 429s) may add at most this share to the requests sent, plus 100: when "
+    "the server fails more, requests fail at once instead of multiplying the load. Default: 0.5.",
+)
 @click.option(
     "--max-error-rate",
     type=click.FloatRange(0, 1),
@@ -265,8 +285,9 @@ def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) ->
     "--resume",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="Resume a run folder with its recorded tasks, model and settings; only --concurrency, --timeout, "
-    "--max-attempts, --max-error-rate, the cache options, --executor and --ray-* may change. Task files given "
-    "with it must be the run's own (needed when run.json holds a task without the credentials of a URL in it).",
+    "--max-attempts, --retry-deadline, --retry-budget, --max-error-rate, the cache options, --executor and "
+    "--ray-* may change. Task files given with it must be the run's own (needed when run.json holds a task "
+    "without the credentials of a URL in it).",
 )
 @click.option(
     "--retry-errors",
@@ -308,6 +329,8 @@ def run_command(
     concurrency: int,
     timeout_s: float | None,
     max_attempts: int,
+    retry_deadline: float | None,
+    retry_budget: float | None,
     max_error_rate: float | None,
     cache: bool | None,
     cache_dir: Path | None,
@@ -349,6 +372,8 @@ def run_command(
         "concurrency": concurrency,
         "timeout_s": timeout_s,
         "max_attempts": max_attempts,
+        **({"retry_deadline_s": retry_deadline} if retry_deadline is not None else {}),
+        **({"retry_budget": retry_budget} if retry_budget is not None else {}),
         "max_error_rate": max_error_rate,
         "cache": cache,
         "cache_path": (cache_dir / "responses.sqlite") if cache_dir else None,

@@ -11,6 +11,7 @@ import asyncio
 import base64
 import email.utils
 import json
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -105,25 +106,31 @@ def split_credentials(url: str) -> tuple[str, str | None]:
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP-date); None if absent/bad."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return max(0.0, float(millis) / 1000.0)
-        except ValueError:
-            pass
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (seconds or an HTTP-date); None if absent/bad.
+
+    A negative or past value is 0 (retry now); a value that is not a finite number is no hint at all."""
+    millis = _seconds(headers.get("retry-after-ms"))
+    if millis is not None:
+        return millis / 1000.0
     value = headers.get("Retry-After")
     if not value:
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
         return None
     return max(0.0, when.timestamp() - time.time())
+
+
+def _seconds(value: str | None) -> float | None:
+    try:
+        number = float(value) if value else None
+    except ValueError:
+        return None
+    return max(0.0, number) if number is not None and math.isfinite(number) else None
 
 
 class OpenAIModel(Model):
@@ -380,7 +387,9 @@ class OpenAIModel(Model):
         if error:  # some gateways answer 200 with an error object
             code = error.get("code") if isinstance(error, dict) else None
             retryable = code in RETRYABLE_STATUS or (isinstance(code, int) and code >= 500)
-            return ModelError(self._redact(f"{self._shown_url}: {self._excerpt(raw)}"), retryable=retryable)
+            status = code if isinstance(code, int) and not isinstance(code, bool) else None  # a 429 backs off as one
+            msg = self._redact(f"{self._shown_url}: {self._excerpt(raw)}")
+            return ModelError(msg, retryable=retryable, status=status)
         what = "not JSON" if obj is None else f"not a chat completion ({type(err).__name__}: {err})"
         return ModelError(self._redact(f"{self._shown_url}: the response is {what}: {self._excerpt(raw)}"))
 

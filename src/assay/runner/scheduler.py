@@ -1,5 +1,5 @@
-"""The request loop: bounded attempts in flight, cache, retries that wait outside the cap; each finished sample is
-scored and appended at once."""
+"""The request loop: bounded attempts in flight, cache, retries that wait outside both caps (attempts in flight and
+samples in progress); each finished sample is scored and appended at once."""
 
 from __future__ import annotations
 
@@ -15,13 +15,17 @@ from assay.record import SampleRecord, judge_cache_hits
 from assay.runner.exits import DEFAULT_MAX_RESPONSE_CHARS
 from assay.runner.limiter import AttemptLimiter
 from assay.runner.progress import RunProgress
-from assay.runner.retry import RetryPolicy, attempt_once, gave_up
+from assay.runner.retry import RetryBudget, RetryPolicy, attempt_once, next_wait
 from assay.runner.rundir import SampleWriter
 from assay.runner.scoring import score_sample
 
 if TYPE_CHECKING:
     from assay.runner.cache import ResponseCache
     from assay.tasks import Sample, Task
+
+
+# samples that may wait to retry, outside the samples busy, per place of the concurrency (see Room)
+PARKED_PER_SLOT = 8
 
 
 class StopRun(AssayError):
@@ -137,6 +141,75 @@ def stored_response(response: Response | None, limit: int | None) -> Response | 
     return response.model_copy(update={"text": response.text[:limit], "truncated_from": len(response.text)})
 
 
+class Room:
+    """The samples in progress: at most ``size`` busy (waiting for a place of the limiter, on the wire, or being
+    scored) and at most ``parked_size`` parked. A sample whose every unanswered request is backing off before a
+    retry is parked: it holds no place among the busy ones, so a few unlucky samples sleeping through their
+    backoffs never keep new samples from being sent; the parked bound keeps an outage from piling up every sample
+    of a run in memory."""
+
+    def __init__(self, size: int, parked_size: int) -> None:
+        self.size = size
+        self.parked_size = parked_size
+        self.busy = 0
+        self.parked = 0
+        self.most_parked = 0  # the most samples parked at once (for tests and benchmarks)
+        self._changed = asyncio.Event()
+
+    async def enter(self) -> Place:
+        """Wait until a new sample may start; the caller must :meth:`Place.left` the place it gets."""
+        while self.busy >= self.size or self.parked >= self.parked_size:
+            self._changed.clear()
+            await self._changed.wait()
+        self.busy += 1
+        return Place(self)
+
+    def _moved(self, busy: int, parked: int) -> None:
+        self.busy += busy
+        self.parked += parked
+        self.most_parked = max(self.most_parked, self.parked)
+        if busy < 0 or parked < 0:
+            self._changed.set()
+
+
+class Place:
+    """One sample's place in the :class:`Room`: busy, or parked while all its unanswered requests back off."""
+
+    def __init__(self, room: Room) -> None:
+        self.room = room
+        self.unanswered = 0  # requests not yet finished
+        self.backing_off = 0  # of those, waiting to be retried
+        self.parked = False
+        self.gone = False
+
+    def fetching(self, requests: int) -> None:
+        """The sample's ``requests`` are about to be sent."""
+        self.unanswered = requests
+        self._update()
+
+    def answered(self) -> None:
+        """One request finished (answered or failed for good)."""
+        self.unanswered -= 1
+        self._update()
+
+    def backoff(self, started: bool) -> None:
+        """A request starts (``started``) or ends waiting to be retried."""
+        self.backing_off += 1 if started else -1
+        self._update()
+
+    def left(self, _job: object = None) -> None:
+        """The sample is done (written, failed or cancelled); a task's done callback."""
+        if not self.gone:
+            self.gone = True
+            self.room._moved(0 if self.parked else -1, -1 if self.parked else 0)
+
+    def _update(self) -> None:
+        parked = 0 < self.unanswered == self.backing_off
+        if parked != self.parked and not self.gone:
+            self.parked = parked
+            self.room._moved(-1 if parked else 1, 1 if parked else -1)
+
+
 class Scheduler:
     """Runs the pending samples of some tasks against one model and appends each finished sample."""
 
@@ -157,6 +230,8 @@ class Scheduler:
         self.stats = RunStats()
         self.cache_failures: list[str] = []
         self.limiter = AttemptLimiter(config.concurrency)
+        self.budget = RetryBudget.of(config.retry, config.concurrency)  # shared by every request of the run
+        self.room = Room(max(2 * config.concurrency, 1), PARKED_PER_SLOT * max(config.concurrency, 1))
         self._on_first_answer = config.on_first_answer
 
     async def run(self, work: Sequence[tuple[Task, Sample]]) -> RunStats:
@@ -165,7 +240,8 @@ class Scheduler:
         Each sample is its own asyncio task: it fetches its answers (each attempt holds a place of the
         :class:`AttemptLimiter`, given back while it backs off before a retry), then is scored and written, while
         other samples' requests go on, so neither evaluation nor backoff delays the request pipeline. At most
-        ``2 × concurrency`` samples are in progress at once.
+        ``2 × concurrency`` samples are busy at once (see :class:`Room`); samples waiting only to retry are parked
+        outside that bound (at most ``PARKED_PER_SLOT × concurrency`` of them).
 
         When the run must stop (:class:`StopRun`: the error rate is exceeded or the model refuses access; or
         writing failed), requests in flight are abandoned at once (those samples are not finished; a resume redoes
@@ -176,16 +252,17 @@ class Scheduler:
         self._failure: BaseException | None = None
         self._fetching: set[asyncio.Task[None]] = set()  # samples waiting for a model's answer
         self._live: set[asyncio.Task[None]] = set()
-        room = asyncio.Semaphore(max(2 * self.config.concurrency, 1))
+        room = self.room
         try:
             for task, sample in work:
-                await room.acquire()
+                place = await room.enter()
                 if self._failure is not None:
+                    place.left()
                     break
-                job = asyncio.create_task(self._sample(task, sample))
+                job = asyncio.create_task(self._sample(task, sample, place))
                 self._live.add(job)
                 job.add_done_callback(self._ended)
-                job.add_done_callback(lambda _: room.release())
+                job.add_done_callback(place.left)
             while self._live:
                 await asyncio.wait(set(self._live))
             if self._failure is not None:
@@ -214,12 +291,12 @@ class Scheduler:
         for job in list(doomed):
             job.cancel()
 
-    async def _sample(self, task: Task, sample: Sample) -> None:
+    async def _sample(self, task: Task, sample: Sample, place: Place | None = None) -> None:
         me = asyncio.current_task()
         assert me is not None
         self._fetching.add(me)
         try:
-            fetched = await self._fetch(task, sample)
+            fetched = await self._fetch(task, sample, place)
         finally:
             self._fetching.discard(me)
         await self._finish(task, sample, fetched)
@@ -264,14 +341,16 @@ class Scheduler:
                 "--max-error-rate" + (f" (first error: {first})" if first else "")
             )
 
-    async def _fetch(self, task: Task, sample: Sample) -> Fetched:
+    async def _fetch(self, task: Task, sample: Sample, place: Place | None = None) -> Fetched:
         started_at = time.time()
         t0 = time.perf_counter()
         requests = [task.build_request(sample, r) for r in range(task.repeats)]
+        if place is not None:
+            place.fetching(len(requests))
         if len(requests) == 1:
-            outcomes = [await self._request(requests[0])]
+            outcomes = [await self._request(requests[0], place)]
         else:
-            jobs = [asyncio.ensure_future(self._request(req)) for req in requests]
+            jobs = [asyncio.ensure_future(self._request(req, place)) for req in requests]
             try:
                 outcomes = list(await asyncio.gather(*jobs))
             except BaseException:
@@ -314,8 +393,16 @@ class Scheduler:
             eval_seconds=eval_seconds,
         )
 
-    async def _request(self, request: Request) -> RequestOutcome:
-        """One request with its retries: each attempt holds a place of the limiter; backoff waits hold none."""
+    async def _request(self, request: Request, place: Place | None = None) -> RequestOutcome:
+        """One request with its retries (:func:`assay.runner.retry.next_wait`): each attempt holds a place of the
+        limiter; backoff waits hold none, and park the sample when its other requests wait too."""
+        try:
+            return await self._answer(request, place)
+        finally:
+            if place is not None:
+                place.answered()
+
+    async def _answer(self, request: Request, place: Place | None) -> RequestOutcome:
         key = None
         if self.cache is not None:
             key = self.cache.key(self.model, request)
@@ -325,11 +412,16 @@ class Scheduler:
         self.stats.requests += 1
         policy = self.config.retry
         limiter = self.limiter
+        if self.budget is not None:
+            self.budget.sent()
         attempt = 0
+        started: float | None = None  # when the first attempt was sent: the retry deadline counts from it
         while True:
             attempt += 1
             await limiter.acquire()
             sent_at = limiter.now()
+            if started is None:
+                started = sent_at
             try:
                 response = await attempt_once(lambda: self.model.generate(request), policy)
             except ModelError as err:
@@ -348,12 +440,18 @@ class Scheduler:
                 raise ModelAccessError(f"the model refused the request, so the run stopped: {error}") from None
             if error.status == 429:
                 limiter.rate_limited(error.retry_after, sent_at)
-            if not error.retryable:
-                return RequestOutcome(None, str(error), False)
-            if attempt >= policy.max_attempts:
-                return RequestOutcome(None, str(gave_up(error, attempt)), False)
+            try:
+                wait = next_wait(policy, error, attempt, limiter.now() - started, self.budget)
+            except ModelError as final:
+                return RequestOutcome(None, str(final), False)
             self.stats.retries += 1  # counted as they happen: a request that finally fails has retried too
-            await asyncio.sleep(policy.backoff(attempt, error.retry_after))
+            if place is not None:
+                place.backoff(started=True)
+            try:
+                await asyncio.sleep(wait)
+            finally:
+                if place is not None:
+                    place.backoff(started=False)
         if key is not None and self.cache is not None:
             try:
                 self.cache.put(key, response, model=self.model)

@@ -24,7 +24,6 @@ from assay.runner.gitinfo import git_hash
 from assay.runner.lock import run_lock
 from assay.runner.pending import PendingWork
 from assay.runner.progress import RunProgress
-from assay.runner.retry import RetryPolicy
 from assay.runner.rundir import (
     MANIFEST,
     SAMPLES,
@@ -293,7 +292,7 @@ async def _execute(
 
     config = SchedulerConfig(
         concurrency=settings.concurrency,
-        retry=RetryPolicy(max_attempts=settings.max_attempts, timeout_s=attempt_timeout(model, settings)),
+        retry=settings.retry_policy(attempt_timeout(model, settings)),
         max_error_rate=settings.max_error_rate,
         feedback_model=feedback_model,
         max_response_chars=settings.max_response_chars,

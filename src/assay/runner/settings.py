@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from assay.runner.executors import ExecutorName, RayOptions
 from assay.runner.exits import DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_RESPONSE_CHARS
+from assay.runner.retry import DEFAULT_DEADLINE_S, DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_BUDGET, RetryPolicy
 from assay.secrets import redact_spec
 
 if TYPE_CHECKING:
@@ -20,6 +21,8 @@ RUNTIME_SETTINGS = frozenset(
         "concurrency",
         "timeout_s",
         "max_attempts",
+        "retry_deadline_s",
+        "retry_budget",
         "max_error_rate",
         "cache",
         "cache_path",
@@ -57,7 +60,11 @@ class RunSettings(BaseModel):
     cache: bool | None = None
     cache_path: Path | None = None
     timeout_s: float | None = Field(default=None, gt=0)  # None: the model's own timeout_s, else 60 s
-    max_attempts: int = Field(default=6, ge=1)
+    max_attempts: int = Field(default=DEFAULT_MAX_ATTEMPTS, ge=1)
+    # no retry starts later than this after a request's first attempt; None: no deadline
+    retry_deadline_s: float | None = Field(default=DEFAULT_DEADLINE_S, gt=0)
+    # retries (of errors other than 429s) add at most this share to the requests sent, plus a reserve; None: no cap
+    retry_budget: float | None = Field(default=DEFAULT_RETRY_BUDGET, ge=0)
     max_error_rate: float | None = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0, le=1)  # None: no limit
     max_response_chars: int | None = Field(default=DEFAULT_MAX_RESPONSE_CHARS, ge=1)  # None: keep answers whole
     error_policy: Literal["exclude", "as_zero", "fail"] = "exclude"
@@ -82,6 +89,15 @@ class RunSettings(BaseModel):
         if value is not None and (value != value.strip() or any(ord(c) < 32 or ord(c) == 127 for c in value)):
             raise ValueError("a run name is one line of text without leading or trailing spaces")
         return value
+
+    def retry_policy(self, timeout_s: float) -> RetryPolicy:
+        """How the run retries a failed request (each attempt bounded by ``timeout_s``)."""
+        return RetryPolicy(
+            max_attempts=self.max_attempts,
+            timeout_s=timeout_s,
+            deadline_s=self.retry_deadline_s,
+            retry_budget=self.retry_budget,
+        )
 
     def results_options(self) -> dict[str, Any]:
         """The settings that shape results.json (passed to write_results)."""

@@ -17,6 +17,7 @@ from assay.runner.cache import ResponseCache
 from assay.runner.executors.shards import Scored, scored
 from assay.runner.offline import Answered, score_records
 from assay.runner.progress import RunProgress
+from assay.runner.retry import RetryBudget
 from assay.runner.rundir import SampleWriter
 from assay.runner.scheduler import Scheduler, SchedulerConfig
 
@@ -120,6 +121,7 @@ class ShardWorker:
         self.model = model
         self.config = config
         self._limit: Any = None
+        self._budget: RetryBudget | None = None
 
     def ready(self) -> tuple[str, int]:
         """Where this worker runs (node id, pid): the driver waits for it before sending work."""
@@ -129,7 +131,9 @@ class ShardWorker:
         attr = "limiter" if hasattr(scheduler, "limiter") else "_slots"
         if self._limit is None:
             self._limit = getattr(scheduler, attr)
+            self._budget = scheduler.budget  # one retry budget for the worker too, not a fresh reserve per shard
         setattr(scheduler, attr, self._limit)
+        scheduler.budget = self._budget
 
     async def run_shard(
         self, task_name: str, items: list[tuple[Sample, list[Request]]], hits: dict[str, Response] | None
