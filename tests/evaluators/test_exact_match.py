@@ -170,3 +170,38 @@ def test_answer_inside_other_text_has_its_own_reason():
     wrong = evaluators.get("exact_match").evaluate("Milan", "Rome")
     assert wrong.reason == "output 'Milan' does not equal expected 'Rome'"
     assert wrong.feedback == "Answer with exactly 'Rome'; the output was 'Milan'."
+
+
+GSM8K_TARGET = "7+5=<<7+5=12>>12\n#### 12"
+GSM8K = {"regexes_to_ignore": [r"(?s).*#### "], "strip": True}
+
+
+def test_feedback_quotes_the_compared_answer_not_the_raw_target():
+    """Issue 25: the feedback said Answer with exactly '7+5=<<7+5=12>>12\\n#### 12' where '12' was compared."""
+    ev = evaluators.get("exact_match", **GSM8K)
+    wrong = ev.evaluate("#### 13", GSM8K_TARGET)
+    assert wrong.feedback == "Answer with exactly '12'; the output was '#### 13'."
+    assert wrong.reason == "output '#### 13' does not equal expected '12' (after normalisation: '13' vs '12')"
+    assert "<<" not in wrong.reason + wrong.feedback
+    inside = ev.evaluate("so 12 apples", GSM8K_TARGET)
+    assert "contains the expected answer '12'" in inside.reason and "answer with '12' only" in inside.feedback
+    many = ev.evaluate("13", [GSM8K_TARGET, "x\n#### 12.0"])
+    assert "(12, 12.0)" not in many.reason and "('12', '12.0')" in many.reason
+    batch = ev.evaluate_batch(["#### 13", "so 12 apples", "#### 12"], [GSM8K_TARGET] * 3)  # the bulk dicts
+    assert batch.to_dicts() == [ev.evaluate(a, GSM8K_TARGET).to_dict() for a in ["#### 13", "so 12 apples", "#### 12"]]
+
+
+def test_an_answer_normalised_only_in_case_or_spacing_is_quoted_as_written():
+    v = evaluators.get("exact_match", ignore_case=True, ignore_whitespace=True).evaluate("London", "  Paris ")
+    assert v.feedback == "Answer with exactly '  Paris '; the output was 'London'."
+
+
+def test_other_text_evaluators_quote_the_compared_answer():
+    fuzzy = evaluators.get("fuzzy_match", **GSM8K).evaluate("#### 13", GSM8K_TARGET)
+    assert "expected '12'" in fuzzy.reason and fuzzy.feedback.startswith("Answer with '12'")
+    regex = evaluators.get("regex", pattern=r"answer: (\S+)", group=1, **GSM8K)
+    v = regex.evaluate("answer: 13", GSM8K_TARGET)
+    assert "does not equal expected '12'" in v.reason and v.feedback.endswith("should be '12'.")
+    assert "<<" not in v.reason + v.feedback + fuzzy.reason + fuzzy.feedback
+    v = evaluators.get("regex", pattern=r"answer: (\S+)?", group=1, **GSM8K).evaluate("answer: ", GSM8K_TARGET)
+    assert v.feedback.startswith("State the answer '12'")

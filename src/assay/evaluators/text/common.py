@@ -40,6 +40,15 @@ def cut(text: str, limit: int = DETAIL_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def compared_answer(answer: str, normalized: str) -> str:
+    """An expected answer as a reason or feedback quotes it: the value the output was compared with (after the
+    evaluator's normalisation, e.g. ``regexes_to_ignore`` turning a GSM8K target '…\\n#### 12' into '12'), or the
+    answer as written when normalisation changed only its case or spacing (it reads better and passes alike)."""
+    if normalized == answer or " ".join(normalized.split()).casefold() == " ".join(answer.split()).casefold():
+        return answer
+    return normalized
+
+
 def references(expected: Any, evaluator: str) -> list[str]:
     """The acceptable answers as strings; an empty list cannot be judged, so it is an input error."""
     answers = expected_texts(expected)

@@ -10,7 +10,7 @@ from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import NormalizeOptions, Normalizer
 from assay.evaluators.registry import register
 from assay.evaluators.text import common
-from assay.evaluators.text.common import chunked_batch, clip, cut, references
+from assay.evaluators.text.common import chunked_batch, clip, compared_answer, cut, references
 from assay.verdict import Verdict
 
 if TYPE_CHECKING:
@@ -110,9 +110,10 @@ def _failure_dict(text: str, norm: str, answer: str, norm_answer: str) -> dict[s
 
 
 def failure_parts(text: str, norm: str, answers: list[str], norm_answers: list[str]) -> tuple[str, str, dict[str, Any]]:
-    """(reason, feedback, details) of a failing pair, from the output and answers with their normalised forms."""
+    """(reason, feedback, details) of a failing pair, from the output and answers with their normalised forms; an
+    answer is quoted as it was compared (:func:`compared_answer`), not as the raw target."""
     details = {"normalized_output": cut(norm), "normalized_expected": [cut(a) for a in norm_answers]}
-    inside = [a for a, n in zip(answers, norm_answers, strict=True) if n and n in norm]
+    inside = [compared_answer(a, n) for a, n in zip(answers, norm_answers, strict=True) if n and n in norm]
     shown = clip(text)
     if inside:
         # a distinct reason, so that "right answer, wrong form" is its own theme in `assay feedback`
@@ -125,13 +126,14 @@ def failure_parts(text: str, norm: str, answers: list[str], norm_answers: list[s
             f"answer with {answer} only, nothing else."
         )
         return reason, feedback, details
-    first = clip(answers[0])
+    quoted = [compared_answer(a, n) for a, n in zip(answers[:5], norm_answers[:5], strict=False)]
+    first = clip(quoted[0])
     if len(answers) == 1:
         reason = f"output {shown} does not equal expected {first}"
-        if norm != text or norm_answers[0] != answers[0]:
+        if norm != text or norm_answers[0] != quoted[0]:
             reason += f" (after normalisation: {clip(norm)} vs {clip(norm_answers[0])})"
     else:
-        listed = ", ".join(clip(a, 40) for a in answers[:5])
+        listed = ", ".join(clip(a, 40) for a in quoted)
         reason = f"output {shown} equals none of {len(answers)} acceptable answers ({listed})"
     if not text.strip():
         feedback = f"The output is empty; answer with {first}."

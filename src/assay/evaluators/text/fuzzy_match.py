@@ -11,7 +11,7 @@ from pydantic import Field, field_validator
 from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import NormalizeOptions, Normalizer
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import chunked_batch, clip, cut, listing, references
+from assay.evaluators.text.common import chunked_batch, clip, compared_answer, cut, listing, references
 from assay.verdict import Verdict
 
 if TYPE_CHECKING:
@@ -151,8 +151,8 @@ class FuzzyMatch(Evaluator):
         details["normalized_expected"] = cut(norm_answers[best])
         reason = (
             f"{self.options.algorithm} similarity {score:.3f} of output {clip(text)} to "
-            f"{'the closest answer ' if len(answers) > 1 else 'expected '}{clip(answers[best])} "
-            f"is below the threshold {threshold:g}"
+            f"{'the closest answer ' if len(answers) > 1 else 'expected '}"
+            f"{clip(compared_answer(answers[best], norm_answers[best]))} is below the threshold {threshold:g}"
         )
         return Verdict.partial(
             score,
@@ -163,6 +163,10 @@ class FuzzyMatch(Evaluator):
         )
 
     def _feedback(self, text: str, norm: str, answer: str, norm_answer: str) -> str:
+        """What would pass, quoting the answer as it was compared (:func:`compared_answer`)."""
+        shown = compared_answer(answer, norm_answer)
+        normalised = " (compared after normalisation)" if norm != text or norm_answer != shown else ""
+        answer = shown
         if not text.strip():
             return f"The output is empty; answer with {clip(answer)}."
         if len(norm) + len(norm_answer) > _DIFFERENCE_LIMIT:
@@ -170,7 +174,6 @@ class FuzzyMatch(Evaluator):
         phrases = describe_differences(norm, norm_answer)
         if not phrases:
             return f"Answer with {clip(answer)} exactly; the output has the same words but differs in spacing."
-        normalised = " (compared after normalisation)" if norm != text or norm_answer != answer else ""
         return f"Answer with {clip(answer)}: the output{normalised} {'; '.join(phrases)}."
 
     def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:

@@ -14,7 +14,7 @@ from assay.errors import ConfigError, EvaluationInputError
 from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
 from assay.evaluators.normalize import NormalizeOptions, Normalizer
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import chunked_batch, clip, cut, references
+from assay.evaluators.text.common import chunked_batch, clip, compared_answer, cut, references
 from assay.verdict import Verdict
 
 if TYPE_CHECKING:
@@ -115,17 +115,16 @@ class Regex(Evaluator):
                 "but no expected answer was given"
             )
         answers = references(expected, self.name)
+        norm_answers = [self.normalize(a) for a in answers]
+        first = clip(compared_answer(answers[0], norm_answers[0]))  # the answer as it is compared
         captured = m.group(opts.group)
         if captured is None:
             return Verdict.fail(
                 f"group {opts.group!r} of {self._show()} took no part in the match {clip(m.group(0))}",
-                feedback=(
-                    f"State the answer {clip(answers[0])} where the pattern {self._show()} reads group {opts.group!r}."
-                ),
+                feedback=f"State the answer {first} where the pattern {self._show()} reads group {opts.group!r}.",
                 details=details,
             )
         norm = self.normalize(captured)
-        norm_answers = [self.normalize(a) for a in answers]
         details["captured"] = cut(captured)
         if norm in norm_answers:
             details["matched"] = cut(answers[norm_answers.index(norm)])
@@ -133,17 +132,17 @@ class Regex(Evaluator):
         details["normalized_captured"] = cut(norm)
         details["normalized_expected"] = [cut(a) for a in norm_answers]
         if len(answers) == 1:
-            reason = f"group {opts.group!r} captured {clip(captured)}, which does not equal expected {clip(answers[0])}"
-            if norm != captured or norm_answers[0] != answers[0]:
+            reason = f"group {opts.group!r} captured {clip(captured)}, which does not equal expected {first}"
+            if norm != captured or norm_answers[0] != compared_answer(answers[0], norm_answers[0]):
                 reason += f" (after normalisation: {clip(norm)} vs {clip(norm_answers[0])})"
         else:
-            shown = ", ".join(clip(a, 40) for a in answers[:5])
+            shown = ", ".join(clip(compared_answer(a, n), 40) for a, n in zip(answers[:5], norm_answers, strict=False))
             reason = (
                 f"group {opts.group!r} captured {clip(captured)}, which equals none of {len(answers)} answers ({shown})"
             )
         feedback = (
             f"The pattern {self._show()} read the answer {clip(captured)} from {clip(m.group(0), 80)}; "
-            f"the answer there should be {clip(answers[0])}."
+            f"the answer there should be {first}."
         )
         return Verdict.fail(reason, feedback=feedback, details=details)
 
