@@ -22,7 +22,8 @@ which lm-eval's readers ignore and which holds the figures that schema has no ro
     }
 
     METRIC = {"metric", "filter", "higher_is_better", "mean", "stderr" (ddof=1), "confidence",
-              "ci": [lo, hi] (the headline interval), "ci_method" ("wilson" | "bootstrap_t" | "t"),
+              "ci": [lo, hi] (the headline interval), "ci_method" ("wilson" | "bca_expanded" | "wilson_bounded" |
+              "t"; "bootstrap_t" in results written before the coverage table chose BCa),
               "ci_t": [lo, hi], "ci_bootstrap": [lo, hi] (percentile), "bootstrap_iters",
               "bootstrap_method" ("exact" | "binned", see stats.bootstrap_method), "seed",
               "n_total", "n_scored", "n_errored" (samples), "n_errored_verdicts" = "n_model_errors" (no response
@@ -40,10 +41,11 @@ which lm-eval's readers ignore and which holds the figures that schema has no ro
                     "higher_is_better"}
 
 ``ci`` is the interval reports lead with (see :mod:`assay.results.intervals`): Wilson for pass/fail scores, the
-studentized bootstrap for other scores, clipped to [0, 1]; ``ci_t`` and ``ci_bootstrap`` are kept beside it,
-clipped to the score range too. Undefined figures (no scored sample, fewer than two values) are ``null`` here and
-absent from the lm-eval keys (whose readers expect numbers); a metric without a value is still listed here with
-its ``unscorable`` reason and named in ``warnings``. When a cluster key is given, the stderr under lm-eval's
+expanded BCa bootstrap (of the same resamples as ``ci_bootstrap``) for other scores, inside [0, 1] and the observed
+scores' range, the Wilson interval at the mean for scores with no spread; ``ci_t`` and ``ci_bootstrap`` are kept
+beside it, clipped to the score range too. Undefined figures (no scored sample, fewer than two values) are ``null``
+here and absent from the lm-eval keys (whose readers expect numbers); a metric without a value is still listed here
+with its ``unscorable`` reason and named in ``warnings``. When a cluster key is given, the stderr under lm-eval's
 ``"metric_stderr,filter"`` key is the clustered one (absent with fewer than two clusters, never replaced by the iid
 one), and groups pool the clustered stderrs and combine the cluster bootstrap distributions. Bootstrap resamples of
 task ``t`` use ``numpy.random.default_rng([seed, crc32(t), 0])`` (``1`` for the cluster bootstrap), so tasks

@@ -331,8 +331,8 @@ def summarize_metric(
     dist = stats.bootstrap_means(x, bootstrap_iters, task_rng(seed, task)) if use_bootstrap else None
     binary = bool(n_scored > 0 and np.all((x == 0.0) | (x == 1.0)))
     bounds = score_bounds(x)
-    ci, ci_method = headline_interval(
-        x, binary=binary, iters=bootstrap_iters, rng=task_rng(seed, task, 2), confidence=confidence
+    ci, ci_method = headline_interval(  # the BCa headline reuses ``dist``: no second set of resamples
+        x, binary=binary, iters=bootstrap_iters, rng=task_rng(seed, task), confidence=confidence, dist=dist
     )
     entry: dict[str, Any] = {
         "metric": metric,
