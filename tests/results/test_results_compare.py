@@ -30,7 +30,12 @@ def test_mcnemar_on_pass_fail_metric(pair):
     assert m.p_value == pytest.approx(2 * (1 + 11) / 2**11)
     assert m.diff == pytest.approx(-9 / 29)
     assert m.ci[0] < m.diff < m.ci[1] < 0
-    assert m.mean_a == pytest.approx(20 / 30) and m.mean_b == pytest.approx(11 / 29)
+    # the means shown are of the outcomes the difference and the test are of (the 29 pairs both runs scored) ...
+    assert m.mean_a == pytest.approx(20 / 29) and m.mean_b == pytest.approx(11 / 29)
+    assert m.diff == m.mean_b - m.mean_a
+    # ... each run's own mean over all it scored is kept beside them, and B's error is counted on its side
+    assert m.run_mean_a == pytest.approx(20 / 30) and m.run_mean_b == pytest.approx(11 / 29)
+    assert (m.errors, m.n_errored_a, m.n_errored_b) == ("exclude", 0, 1)
     assert m.worse and m.significant and not m.better
     assert comp.significantly_worse == [m]
     back = compare_runs(pair[1], pair[0]).metrics[0]

@@ -115,7 +115,25 @@ def _notes(results: dict[str, Any]) -> list[str]:
     notes.extend(settings.get("warnings") or [])
     if settings.get("cluster_key"):
         notes.append(f"stderr and CI are clustered by {settings['cluster_key']!r}")
+    methods = _ci_methods(results)
+    if methods:
+        notes.append(f"{_confidence(results) * 100:g}% CI: {methods}")
     return notes
+
+
+def _ci_methods(results: dict[str, Any]) -> str | None:
+    """How the table's intervals were computed, from the methods the figures recorded (None without intervals)."""
+    from assay.report.methods import MethodUses
+
+    uses = MethodUses()
+    settings = results.get("assay") or {}
+    uses.add_settings(settings.get("bootstrap_iters"), settings.get("seed"))
+    tasks, groups = _split(results)
+    for row in tasks + groups:
+        if _ci(row):
+            method = row.ci_method or ("bootstrap" if row.ci_bootstrap else "t")
+            uses.add(method, row.metric, binned=row.entry.get("bootstrap_method") == "binned")
+    return uses.label() if uses.methods else None
 
 
 COMPACT_DROP = ("Version", "n-shot", "±", "Scored")  # columns left out when the terminal is too narrow
@@ -452,9 +470,22 @@ def _pairing_notes(comp: Comparison) -> list[str]:
     return out
 
 
+def _outcome_notes(comp: Comparison) -> list[str]:
+    """Which outcomes each metric's A, B, Δ and test are of, and how Δ's interval was computed."""
+    from assay.report.methods import MethodUses
+
+    uses = MethodUses()
+    uses.add_settings(comp.iters, comp.seed)
+    for m in comp.metrics:
+        if m.ci is not None:
+            uses.add(m.ci_method, m.metric)
+    notes = [f"{m.key}: {m.outcomes}" for m in comp.metrics if m.outcomes]
+    return notes + ([f"{comp.confidence * 100:g}% CI of Δ: {uses.label()}"] if uses.methods else [])
+
+
 def _compare_notes(comp: Comparison) -> list[str]:
     head = f"A = {comp.run_a}, B = {comp.run_b}; alpha = {comp.alpha:g}"
-    return [head, *_pairing_notes(comp), *comp.warnings, *_listing(comp)]
+    return [head, *_outcome_notes(comp), *_pairing_notes(comp), *comp.warnings, *_listing(comp)]
 
 
 def render_comparison(comp: Comparison, fmt: str = "rich") -> str:

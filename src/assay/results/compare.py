@@ -10,8 +10,20 @@ Per task, the comparison counts the samples only in A, only in B and with a chan
 Pass/fail metrics use the exact McNemar test on the discordant pairs; continuous ones a sign-flip
 permutation test (exact up to 16 differing samples). Either way the interval is a paired bootstrap
 percentile interval of the mean difference ``B - A``. "Worse" follows each metric's direction.
-Paired samples that only one run scored (the other errored on them) are counted and listed
-(``unscored_in_a`` / ``unscored_in_b``) and named in the warnings, never silently dropped.
+
+The two means, their difference and the test are always of the same outcomes (:func:`paired_figures`), so the
+difference shown is the difference of the means shown. Which outcomes is the ``errors`` rule, recorded beside them
+(``errors``, and the sentence ``outcomes``):
+
+- ``"exclude"`` (``assay compare``, the HTML report): the paired samples both runs scored. An error is never a
+  zero: a sample either run errored on is left out of both means and the test, and counted per side
+  (``n_errored_a`` / ``n_errored_b``; ``unscored_in_a`` / ``unscored_in_b`` list those the other run scored) and
+  named in the warnings. Each run's own mean over all its scored samples is kept as ``run_mean_a`` / ``run_mean_b``.
+- ``"as_failure"`` (``assay optimize``, which ranks candidates so): every paired sample, an errored one counting as
+  a failure (score 0, or 1 where lower is better) on its side, so a candidate cannot gain by erroring where it
+  would fail.
+
+Under a run's ``error_policy: as_zero`` its errored samples already score 0 and are compared as such.
 """
 
 from __future__ import annotations
@@ -31,7 +43,10 @@ from assay.results.columns import TaskColumns
 from assay.results.loader import Run, load_run, read_columns
 
 MIN_PAIRED = 0.5  # share of the smaller run's samples that must pair for a comparison to mean anything
+ERROR_RULES = ("exclude", "as_failure")
+PAIRED_CI_METHOD = "paired_bootstrap"  # percentile interval of the resampled mean differences
 Index = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
 
 
 class UnpairedRunsError(AssayError):
@@ -63,16 +78,24 @@ class MetricComparison:
     filter: str
     metric: str
     higher_is_better: bool
-    mean_a: float | None  # over every scored sample of run A (as in its results)
+    mean_a: float | None  # A's mean over the compared outcomes (the n_shared pairs the test is of)
     mean_b: float | None
-    n_a: int
+    n_a: int  # scored samples of run A (all of them, paired or not)
     n_b: int
-    n_shared: int  # paired samples scored in both runs
-    diff: float | None  # mean of B - A over the shared samples
+    n_shared: int  # pairs compared: scored in both runs ("exclude"), or every paired sample ("as_failure")
+    diff: float | None  # mean_b - mean_a, of the same outcomes
     ci: list[float] | None
     test: str  # "mcnemar" | "sign_flip" | "none"
     p_value: float | None
     exact: bool
+    errors: str = "exclude"  # the rule deciding the compared outcomes (see the module docstring)
+    outcomes: str = ""  # that rule as a sentence, with the counts, for whoever reads the figures
+    n_errored_a: int = 0  # paired samples run A has no score for (its errors; both runs' errors count on each side)
+    n_errored_b: int = 0
+    run_mean_a: float | None = None  # run A's own mean over every sample it scored (as in its results)
+    run_mean_b: float | None = None
+    ci_method: str | None = None  # "paired_bootstrap" (percentile) when there is an interval
+    bootstrap_method: str | None = None  # "exact" | "binned" (stats.bootstrap_method) of the paired bootstrap
     regressed: list[int] = field(default_factory=list)  # B's doc_ids where B is worse than A
     improved: list[int] = field(default_factory=list)
     regressed_ids: list[str] = field(default_factory=list)  # the same samples by sample id (what people search for)
@@ -105,6 +128,7 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)
     pairing: dict[str, Pairing] = field(default_factory=dict)
     min_paired: float = MIN_PAIRED
+    errors: str = "exclude"  # the rule deciding the compared outcomes of every metric
 
     @property
     def significantly_worse(self) -> list[MetricComparison]:
@@ -186,6 +210,89 @@ def pair_samples(task: str, ca: TaskColumns, cb: TaskColumns) -> tuple[Pairing, 
     return pairing, ia, ib
 
 
+@dataclass
+class PairedFigures:
+    """Two runs' outcomes on the same samples, compared: both means, their difference, its interval and the test,
+    every figure of the same values (``diff == mean_b - mean_a``)."""
+
+    n: int
+    mean_a: float | None
+    mean_b: float | None
+    diff: float | None
+    ci: list[float] | None
+    ci_method: str | None
+    bootstrap_method: str | None
+    test: str  # "mcnemar" | "sign_flip" | "none" (no pairs)
+    p_value: float | None
+    exact: bool
+    significant: bool
+    worse: bool  # significantly worse, in the metric's direction
+    better: bool
+    worse_mask: npt.NDArray[np.bool_]  # per pair: B worse than A
+    better_mask: npt.NDArray[np.bool_]
+
+
+def paired_figures(
+    a: FloatArray,
+    b: FloatArray,
+    *,
+    higher_is_better: bool = True,
+    alpha: float = 0.05,
+    iters: int = 10_000,
+    rng: np.random.Generator,
+    confidence: float = 0.95,
+) -> PairedFigures:
+    """Compare paired outcomes ``a[i]``, ``b[i]`` (no NaN: decide what an error counts as first, see
+    :data:`ERROR_RULES`): exact McNemar for pass/fail values, else a sign-flip permutation test; a paired bootstrap
+    percentile interval of the mean difference ``B - A``. The statistics of ``assay compare``; ``assay optimize``
+    uses them too."""
+    a, b = stats.as_array(a), stats.as_array(b)
+    if a.shape != b.shape or np.isnan(a).any() or np.isnan(b).any():
+        raise ValueError("paired outcomes must be two arrays of one length without NaN (errors decided first)")
+    sign = 1.0 if higher_is_better else -1.0
+    worse_mask, better_mask = sign * (b - a) < 0, sign * (b - a) > 0
+    out = PairedFigures(int(a.size), None, None, None, None, None, None, "none", None, False, False, False, False,
+                        worse_mask, better_mask)  # fmt: skip
+    if not a.size:
+        return out
+    out.mean_a, out.mean_b = stats.mean(a), stats.mean(b)
+    assert out.mean_a is not None and out.mean_b is not None
+    diff = out.diff = out.mean_b - out.mean_a  # the difference of the means shown, exactly
+    _, ci, _ = stats.paired_bootstrap(a, b, iters, rng, confidence)
+    if ci is not None:
+        out.ci, out.ci_method = [ci[0], ci[1]], PAIRED_CI_METHOD
+        out.bootstrap_method = stats.bootstrap_method(a.size, int(np.unique(b - a).size), iters)
+    if bool(np.all(np.isin(a, (0.0, 1.0))) and np.all(np.isin(b, (0.0, 1.0)))):
+        out.test, out.exact = "mcnemar", True
+        out.p_value = stats.mcnemar_exact(int(worse_mask.sum()), int(better_mask.sum()))
+    else:
+        out.test = "sign_flip"
+        out.p_value, out.exact = stats.sign_flip_test(b - a, iters, rng)
+    out.significant = out.p_value < alpha and diff != 0.0
+    out.worse = out.significant and sign * diff < 0
+    out.better = out.significant and sign * diff > 0
+    return out
+
+
+def failure_score(higher_is_better: bool) -> float:
+    """What an errored sample scores under ``"as_failure"``: the worst a verdict's score can be."""
+    return 0.0 if higher_is_better else 1.0
+
+
+def _outcomes(errors: str, n: int, paired: int, errored_a: int, errored_b: int, hib: bool) -> str:
+    """The compared outcomes as a sentence, with the counts."""
+    counts = f"errored: {errored_a} in A, {errored_b} in B"
+    if errors == "as_failure":
+        return (
+            f"means, difference and test over all {paired} paired samples, an errored sample counting as a failure "
+            f"(score {failure_score(hib):g}); {counts}"
+        )
+    return (
+        f"means, difference and test over the {n} of {paired} paired samples both runs scored; a sample either run "
+        f"errored on is left out of both means and the test; {counts}"
+    )
+
+
 def compare_metric(
     run_a: Run,
     run_b: Run,
@@ -199,8 +306,12 @@ def compare_metric(
     seed: int = 1234,
     confidence: float = 0.95,
     pairs: tuple[Index, Index] | None = None,
+    errors: str = "exclude",
 ) -> MetricComparison:
-    """Compare one metric on the paired samples both runs scored (pairs from :func:`pair_samples` when not given)."""
+    """Compare one metric on the paired samples (pairs from :func:`pair_samples` when not given), their outcomes
+    decided by the ``errors`` rule (see the module docstring)."""
+    if errors not in ERROR_RULES:
+        raise ValueError(f"errors: unknown rule {errors!r}; known: {', '.join(ERROR_RULES)}")
     ca, cb = run_a.columns[task], run_b.columns[task]
     if pairs is None:
         _, ia, ib = pair_samples(task, ca, cb)
@@ -209,54 +320,57 @@ def compare_metric(
     sva, svb = run_a.sample_values(task, filter_name, metric), run_b.sample_values(task, filter_name, metric)
     va, vb = sva.values[ia], svb.values[ib]
     ok_a, ok_b = ~np.isnan(va), ~np.isnan(vb)
-    both = ok_a & ok_b
-    a, b = va[both], vb[both]
+    if errors == "as_failure":
+        keep = np.ones(va.size, dtype=np.bool_)
+        fail = failure_score(higher_is_better)
+        a, b = np.where(ok_a, va, fail), np.where(ok_b, vb, fail)
+    else:
+        keep = ok_a & ok_b
+        a, b = va[keep], vb[keep]
     all_a, all_b = sva.values[sva.scored], svb.values[svb.scored]
-    sign = 1.0 if higher_is_better else -1.0
-    worse_mask = sign * (b - a) < 0
-    better_mask = sign * (b - a) > 0
-    shared_b = ib[both]
+    fig = paired_figures(
+        a, b, higher_is_better=higher_is_better, alpha=alpha, iters=iters, rng=task_rng(seed, task, 2),
+        confidence=confidence,
+    )  # fmt: skip
+    worse_mask, better_mask = fig.worse_mask, fig.better_mask
+    kept_b = ib[keep]
+    n_err_a, n_err_b = int(np.count_nonzero(~ok_a)), int(np.count_nonzero(~ok_b))
     assert cb.sample_ids is not None
-    comp = MetricComparison(
+    return MetricComparison(
         task=task,
         filter=filter_name,
         metric=metric,
         higher_is_better=higher_is_better,
-        mean_a=stats.mean(all_a),
-        mean_b=stats.mean(all_b),
+        mean_a=fig.mean_a,
+        mean_b=fig.mean_b,
         n_a=int(all_a.size),
         n_b=int(all_b.size),
-        n_shared=int(a.size),
-        diff=None,
-        ci=None,
-        test="none",
-        p_value=None,
-        exact=False,
-        regressed=[int(d) for d in cb.doc_ids[shared_b[worse_mask]]],
-        improved=[int(d) for d in cb.doc_ids[shared_b[better_mask]]],
-        regressed_ids=[cb.sample_ids[int(j)] for j in shared_b[worse_mask]],
-        improved_ids=[cb.sample_ids[int(j)] for j in shared_b[better_mask]],
+        n_shared=fig.n,
+        diff=fig.diff,
+        ci=fig.ci,
+        test=fig.test,
+        p_value=fig.p_value,
+        exact=fig.exact,
+        errors=errors,
+        outcomes=_outcomes(errors, fig.n, int(va.size), n_err_a, n_err_b, higher_is_better),
+        n_errored_a=n_err_a,
+        n_errored_b=n_err_b,
+        run_mean_a=stats.mean(all_a),
+        run_mean_b=stats.mean(all_b),
+        ci_method=fig.ci_method,
+        bootstrap_method=fig.bootstrap_method,
+        regressed=[int(d) for d in cb.doc_ids[kept_b[worse_mask]]],
+        improved=[int(d) for d in cb.doc_ids[kept_b[better_mask]]],
+        regressed_ids=[cb.sample_ids[int(j)] for j in kept_b[worse_mask]],
+        improved_ids=[cb.sample_ids[int(j)] for j in kept_b[better_mask]],
         regressed_values=[[float(x), float(y)] for x, y in zip(a[worse_mask], b[worse_mask], strict=True)],
         improved_values=[[float(x), float(y)] for x, y in zip(a[better_mask], b[better_mask], strict=True)],
         unscored_in_b=sorted(int(d) for d in ca.doc_ids[ia[ok_a & ~ok_b]]),
         unscored_in_a=sorted(int(d) for d in cb.doc_ids[ib[ok_b & ~ok_a]]),
+        significant=fig.significant,
+        worse=fig.worse,
+        better=fig.better,
     )
-    if not a.size:
-        return comp
-    rng = task_rng(seed, task, 2)
-    diff, ci, _ = stats.paired_bootstrap(a, b, iters, rng, confidence)
-    comp.diff, comp.ci = diff, (None if ci is None else [ci[0], ci[1]])
-    binary = bool(np.all(np.isin(a, (0.0, 1.0))) and np.all(np.isin(b, (0.0, 1.0))))
-    if binary:
-        comp.test, comp.exact = "mcnemar", True
-        comp.p_value = stats.mcnemar_exact(len(comp.regressed), len(comp.improved))
-    else:
-        comp.test = "sign_flip"
-        comp.p_value, comp.exact = stats.sign_flip_test(b - a, iters, rng)
-    comp.significant = comp.p_value < alpha and diff != 0.0
-    comp.worse = comp.significant and sign * diff < 0
-    comp.better = comp.significant and sign * diff > 0
-    return comp
 
 
 def _pairing_warnings(p: Pairing, name_a: str, name_b: str) -> list[str]:
@@ -286,11 +400,15 @@ def compare_runs(
     seed: int = 1234,
     confidence: float = 0.95,
     min_paired: float = MIN_PAIRED,
+    errors: str = "exclude",
 ) -> Comparison:
-    """Compare every metric of the tasks both runs share; B is the candidate, A the baseline.
+    """Compare every metric of the tasks both runs share; B is the candidate, A the baseline. ``errors``: what a
+    paired sample that a run errored on counts as (:data:`ERROR_RULES`, see the module docstring).
 
     Raises :class:`UnpairedRunsError` when, for a shared task, fewer than ``min_paired`` of the smaller run's
     samples pair up (same sample id, same input)."""
+    if errors not in ERROR_RULES:
+        raise ValueError(f"errors: unknown rule {errors!r}; known: {', '.join(ERROR_RULES)}")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"alpha must be in (0, 1), got {alpha}")
     if not 0.0 <= min_paired <= 1.0:
@@ -351,15 +469,19 @@ def compare_runs(
                 seed=seed,
                 confidence=confidence,
                 pairs=(ia, ib),
+                errors=errors,
             )
             metrics.append(comp)
+            fate = (
+                "and count as failures in the paired test"
+                if errors == "as_failure"
+                else "and are left out of both means and the paired test"
+            )
             for ids, scored, lost in ((comp.unscored_in_b, ra.name, rb.name), (comp.unscored_in_a, rb.name, ra.name)):
                 if ids:
-                    warnings.append(
-                        f"{comp.key}: {len(ids)} sample(s) scored in {scored} have no score in {lost} "
-                        "(errored) and are left out of the paired test"
-                    )
+                    warnings.append(f"{comp.key}: {len(ids)} sample(s) scored in {scored} have no score in {lost} "
+                                    f"(errored) {fate}")  # fmt: skip
     label_a, label_b = ra.name, rb.name  # the runs' names (--name), else their folders
     if label_a == label_b and ra.path.name != rb.path.name:  # two runs of one name: tell them apart by folder
         label_a, label_b = f"{label_a} ({ra.path.name})", f"{label_b} ({rb.path.name})"
-    return Comparison(label_a, label_b, alpha, confidence, iters, seed, metrics, warnings, pairings, min_paired)
+    return Comparison(label_a, label_b, alpha, confidence, iters, seed, metrics, warnings, pairings, min_paired, errors)
