@@ -83,4 +83,4 @@ def test_the_retry_flags_reach_the_run_record_and_the_defaults_agree(tmp_path: P
     assert options["max_attempts"].default == DEFAULT_MAX_ATTEMPTS == RunSettings().max_attempts
     policy = RunSettings().retry_policy(60.0)
     assert policy == RetryPolicy(timeout_s=60.0)
-    assert (policy.deadline_s, policy.retry_budget) == (DEFAULT_DEADLINE_S, DEFAULT_RETRY_BUDGET)
+    assert (policy.deadline, policy.retry_budget) == (DEFAULT_DEADLINE_S, DEFAULT_RETRY_BUDGET)

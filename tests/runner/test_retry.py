@@ -187,6 +187,13 @@ async def test_no_retry_starts_past_the_deadline() -> None:
     assert 2 <= calls[0] < 20  # it retried, then stopped long before max_attempts
 
 
+def test_the_default_deadline_leaves_room_for_one_retry_after_a_timeout() -> None:
+    assert RetryPolicy().deadline == 120.0  # the 60 s timeout: two of them fit
+    assert RetryPolicy(timeout_s=300.0).deadline == 600.0  # a long --timeout: a timed-out attempt is tried again
+    assert RetryPolicy(timeout_s=None).deadline == 120.0
+    assert RetryPolicy(timeout_s=300.0, deadline_s=5.0).deadline == 5.0  # a deadline given wins
+
+
 def test_the_budget_allows_a_share_of_the_requests_plus_the_floor() -> None:
     budget = RetryBudget(0.5, 10, concurrency=4)
     assert budget.capacity == 10 + 0.5 * 10 * 4

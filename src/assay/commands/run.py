@@ -238,7 +238,8 @@ def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) ->
 @click.option(
     "--retry-deadline",
     type=click.FloatRange(min=0, min_open=True),
-    help="Seconds after a request's first attempt past which no retry starts (it fails, saying so). Default: 120.",
+    help="Seconds after a request's first attempt past which no retry starts (it fails, saying so). Default: the "
+    "longer of 120 and two --timeout.",
 )
 @click.option(
     "--retry-budget",

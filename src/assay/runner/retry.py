@@ -32,8 +32,11 @@ class RetryPolicy(BaseModel):
       ``[0, min(max_backoff_s, initial_backoff_s * 2**(n-1))]`` ("full jitter": 50 ms, 100 ms, … up to 2 s).
 
     ``jitter=False`` waits the upper bound exactly. A request is retried at most ``max_attempts - 1`` times, and no
-    retry starts after ``deadline_s`` from its first attempt (a Retry-After that would end past it fails the request
-    at once, saying so). ``timeout_s`` bounds each attempt (None: no bound); a timeout is a retryable error.
+    retry starts later than the retry deadline after its first attempt was sent (a Retry-After that would end past
+    it fails the request at once, saying so): ``deadline_s``, by default (None) the longer of 120 s and two attempt
+    timeouts, so a request whose first attempt timed out is still tried once more. ``timeout_s`` bounds each attempt
+    (None: no bound); a timeout is a retryable error. A request thus ends within about the deadline plus one
+    ``timeout_s``, whatever ``max_attempts`` is.
 
     ``retry_budget`` (None: no budget) keeps an outage from multiplying the load: retries of errors other than 429s
     may add at most this share to the first attempts sent, plus a reserve of ``retry_budget_floor`` (a token bucket,
@@ -50,9 +53,16 @@ class RetryPolicy(BaseModel):
     rate_limit_max_backoff_s: float = Field(default=30.0, ge=0)
     jitter: bool = True
     timeout_s: float | None = Field(default=60.0, gt=0)
-    deadline_s: float | None = Field(default=DEFAULT_DEADLINE_S, gt=0)
+    deadline_s: float | None = Field(default=None, gt=0)  # None: max(DEFAULT_DEADLINE_S, 2 × timeout_s)
     retry_budget: float | None = Field(default=DEFAULT_RETRY_BUDGET, ge=0)
     retry_budget_floor: int = Field(default=100, ge=0)
+
+    @property
+    def deadline(self) -> float:
+        """Seconds after a request's first attempt past which no retry starts."""
+        if self.deadline_s is not None:
+            return self.deadline_s
+        return max(DEFAULT_DEADLINE_S, 2.0 * (self.timeout_s or 0.0))
 
     def backoff(self, attempt: int, error: ModelError | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based) that failed with ``error``."""
@@ -151,8 +161,8 @@ def next_wait(
     if attempt >= policy.max_attempts:
         raise gave_up(error, attempt)
     wait = policy.backoff(attempt, error)
-    deadline = policy.deadline_s
-    if deadline is not None and elapsed + wait > deadline:
+    deadline = policy.deadline
+    if elapsed + wait > deadline:
         if error.retry_after is not None and wait > 1.0:
             why = f"the server asked to wait {wait:g}s, past the {deadline:g}s retry deadline"
         else:

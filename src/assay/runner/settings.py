@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from assay.runner.executors import ExecutorName, RayOptions
 from assay.runner.exits import DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_RESPONSE_CHARS
-from assay.runner.retry import DEFAULT_DEADLINE_S, DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_BUDGET, RetryPolicy
+from assay.runner.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_BUDGET, RetryPolicy
 from assay.secrets import redact_spec
 
 if TYPE_CHECKING:
@@ -61,8 +61,8 @@ class RunSettings(BaseModel):
     cache_path: Path | None = None
     timeout_s: float | None = Field(default=None, gt=0)  # None: the model's own timeout_s, else 60 s
     max_attempts: int = Field(default=DEFAULT_MAX_ATTEMPTS, ge=1)
-    # no retry starts later than this after a request's first attempt; None: no deadline
-    retry_deadline_s: float | None = Field(default=DEFAULT_DEADLINE_S, gt=0)
+    # no retry starts later than this after a request's first attempt; None: the longer of 120 s and two timeouts
+    retry_deadline_s: float | None = Field(default=None, gt=0)
     # retries (of errors other than 429s) add at most this share to the requests sent, plus a reserve; None: no cap
     retry_budget: float | None = Field(default=DEFAULT_RETRY_BUDGET, ge=0)
     max_error_rate: float | None = Field(default=DEFAULT_MAX_ERROR_RATE, ge=0, le=1)  # None: no limit
