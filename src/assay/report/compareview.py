@@ -69,6 +69,7 @@ class CompareView:
     regressed_total: int
     improved_total: int
     notes: list[str]
+    ci_method_label: str = ""  # how the interval of each Δ was computed, from what the comparison recorded
 
     @property
     def regressed_more(self) -> bool:
@@ -158,11 +159,35 @@ def compare_view(comparison: Any, runs: Sequence[Run], a: int, b: int, labels: S
         b_css=RUN_CSS[b % len(RUN_CSS)],
         alpha=comparison.alpha,
         confidence_label=f"{100 * comparison.confidence:g}%",
-        n_shared_label="the samples both runs scored, paired by sample id where the input is the same",
+        n_shared_label=_paired_on(comparison),
         rows=rows,
         regressed=regressed,
         improved=improved,
         regressed_total=totals["regressed"],
         improved_total=totals["improved"],
         notes=[str(w) for w in comparison.warnings],
+        ci_method_label=_delta_ci_label(comparison),
     )
+
+
+def _paired_on(comparison: Any) -> str:
+    """Which outcomes A, B, Δ and the test are of: the comparison's rule for errors (see assay.results.compare)."""
+    paired = "paired by sample id where the input is the same"
+    if comparison.errors == "as_failure":
+        return f"every sample of both runs, {paired}; an errored sample counts as a failure (score 0) on its side"
+    return (
+        f"the samples both runs scored, {paired}; A, B and Δ are means over those pairs, and a sample either run "
+        "errored on is left out of both and counted apart"
+    )
+
+
+def _delta_ci_label(comparison: Any) -> str:
+    """The method of the Δ intervals, from the ``ci_method`` each metric recorded."""
+    from assay.report.methods import MethodUses
+
+    uses = MethodUses()
+    uses.add_settings(comparison.iters, comparison.seed)
+    for m in comparison.metrics:
+        if m.ci is not None:
+            uses.add(m.ci_method, m.metric)
+    return uses.label()

@@ -28,6 +28,7 @@ from assay.report.fmt import (  # noqa: F401 - re-exported
     raw,
     sample_href,
 )
+from assay.report.methods import MethodUses, method_name
 from assay.report.pageselect import MAX_PAGE_SAMPLES, PageSelection, select_samples
 from assay.report.samples import (  # noqa: F401 - re-exported: the sample browser's data lived here
     RUN_CSS,
@@ -74,6 +75,7 @@ class MetricView:
     n_errored_verdicts: int  # errored verdicts, repeats included (a sample keeps a value if one repeat was judged)
     pass_rate_raw: str
     pass_rate_s: str
+    ci_method_s: str = ""  # the interval's method in words (what the page says each figure uses)
 
 
 @dataclass
@@ -160,14 +162,15 @@ def _ci(row: Any) -> tuple[list[float] | None, str]:
     return None, ""
 
 
-def task_views(run: Run, css: str) -> tuple[list[TaskView], set[str]]:
-    """The summary rows of a run, grouped by task (groups after tasks), and the CI methods used."""
+def task_views(run: Run, css: str, uses: MethodUses | None = None) -> list[TaskView]:
+    """The summary rows of a run, grouped by task (groups after tasks); the CI method of each is added to ``uses``."""
     tasks: dict[str, TaskView] = {}
-    methods: set[str] = set()
+    uses = MethodUses() if uses is None else uses
+    uses.add_settings(run.settings.get("bootstrap_iters"), run.settings.get("seed"))
     for row in run.metric_rows():
         ci, method = _ci(row)
-        if method:
-            methods.add(method)
+        if ci is not None:
+            uses.add(method, row.metric, binned=row.entry.get("bootstrap_method") == "binned")
         hib = True if row.higher_is_better is None else bool(row.higher_is_better)
         title = f"{row.task} {row.metric}: {fmt_value(row.mean)} {fmt_interval(ci)}"
         chart = svg.bar_chart(
@@ -193,9 +196,10 @@ def task_views(run: Run, css: str) -> tuple[list[TaskView], set[str]]:
                 n_errored_verdicts=int(row.entry.get("n_errored_verdicts") or 0),
                 pass_rate_raw=raw(row.pass_rate),
                 pass_rate_s=fmt_percent(row.pass_rate),
+                ci_method_s=method_name(method) if ci is not None else "",
             )
         )
-    return list(tasks.values()), methods
+    return list(tasks.values())
 
 
 class LatencyTally:
@@ -318,16 +322,14 @@ def run_notes(run: Run) -> list[str]:
 # --- the whole page -----------------------------------------------------------------------------------------
 
 
-def _ci_label(methods: set[str], runs: Sequence[Run]) -> str:
-    iters = {r.settings.get("bootstrap_iters") for r in runs if r.settings.get("bootstrap_iters")}
-    boot = "percentile bootstrap" + (f", {next(iter(iters)):,} resamples" if len(iters) == 1 else "")
-    if methods == {"bootstrap"}:
-        return boot
-    if methods == {"t"}:
-        return "Student's t"
-    if not methods:
-        return "none computed"
-    return f"{boot} where computed, else Student's t"
+def _ci_label(uses: MethodUses, comparisons: Sequence[tuple[int, int, Any]]) -> str:
+    """The methods of every interval on the page, from the methods its figures recorded (runs and comparisons)."""
+    for _, _, comparison in comparisons:
+        uses.add_settings(comparison.iters, comparison.seed)
+        for m in comparison.metrics:
+            if m.ci is not None:
+                uses.add(m.ci_method, f"Δ {m.metric}")
+    return uses.label()
 
 
 def build_page(
@@ -350,12 +352,11 @@ def build_page(
     selection = select_samples(runs, max_samples)
     where = SamplePositions(runs, selection)
     views: list[RunView] = []
-    methods: set[str] = set()
+    uses = MethodUses()
     confidences: set[float] = set()
     for i, run in enumerate(runs):
         css = RUN_CSS[i % len(RUN_CSS)]
-        tasks, used = task_views(run, css)
-        methods |= used
+        tasks = task_views(run, css, uses)
         if isinstance(run.settings.get("confidence"), int | float):
             confidences.add(float(run.settings["confidence"]))
         ops, totals = ops_views(run, run_latencies[i] if run_latencies is not None else None)
@@ -399,7 +400,7 @@ def build_page(
         generated_at=fmt_time(time.time()),
         assay_version=__version__,
         confidence_label=f"{100 * conf:g}%",
-        ci_method_label=_ci_label(methods, runs),
+        ci_method_label=_ci_label(uses, comparisons),
         runs=views,
         comparisons=[compare_view(c, runs, a, b, labels) for a, b, c in comparisons],
         data=data,
