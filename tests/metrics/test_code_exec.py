@@ -1,8 +1,10 @@
-"""code_exec runs hostile programs without harm: time, memory, process, network, filesystem and secret limits."""
+"""code_exec judges real tasks (HumanEval, MBPP, cases) and stays within its limits: time, memory, processes,
+network, filesystem. Programs written to fake a pass are in ``test_code_exec_hostile.py``."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import time
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 import assay
 from assay import evaluators
 from assay.errors import ConfigError
-from assay.evaluators.code_exec import OPT_IN_ENV, extract_code
+from assay.evaluators.code.code_exec import OPT_IN_ENV, extract_code
 from assay.tasks import Task
 from assay.verdict import Verdict
 
@@ -59,13 +61,21 @@ def test_infinite_loop_times_out() -> None:
     assert time.monotonic() - started < 30  # it was killed, not waited for
 
 
-@pytest.mark.skipif(not ROOT, reason="the pids cgroup needs root")
 def test_fork_bomb_is_contained_and_cleaned_up() -> None:
-    code = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass"
+    bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    code = f"import os, sys\nos.execv(sys.executable, [sys.executable, '-c', {bomb!r}, 'BOMB-27.18281'])"
     v = _exec(code, ["assert True"], timeout_s=1, max_processes=16)
-    assert not v.passed and v.details["outcome"] == "timed_out"
-    leftovers = [p for p in Path("/sys/fs/cgroup/pids").glob(f"assay-exec-{os.getpid()}-*")]
-    assert leftovers == []
+    assert not v.passed and v.details["outcome"] in ("timed_out", "crashed")
+    time.sleep(0.5)
+    assert not [p for p in _processes() if b"BOMB-27.18281" in p]  # every process of the sandbox is gone
+
+
+def _processes() -> list[bytes]:
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            out.append(Path(f"/proc/{pid}/cmdline").read_bytes())
+    return out
 
 
 def test_memory_hog_crashes_with_the_limit_in_the_reason() -> None:
@@ -74,35 +84,21 @@ def test_memory_hog_crashes_with_the_limit_in_the_reason() -> None:
     assert "memory" in (v.reason or "").lower() and "128 MB" in (v.reason or "")
 
 
-def test_the_program_never_sees_the_users_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-secret-value-123")
-    code = "import os\nENV = dict(os.environ)"
-    assert _exec(code, ["assert 'OPENAI_API_KEY' not in ENV, sorted(ENV)", "assert 'sk-secret' not in str(ENV)"]).passed
-    if ROOT:  # nor other processes' environments through /proc
-        scan = (
-            "import os\nFOUND = []\nfor p in os.listdir('/proc'):\n    if p.isdigit():\n"
-            "        try:\n"
-            "            FOUND += [p] if b'sk-secret' in open(f'/proc/{p}/environ', 'rb').read() else []\n"
-            "        except OSError:\n            pass"
-        )
-        assert _exec(scan, ["assert not FOUND, FOUND"]).passed
-
-
-@pytest.mark.skipif(not ROOT, reason="a read-only filesystem needs a mount namespace (root)")
 def test_writing_outside_the_work_directory_fails(tmp_path: Path) -> None:
     target = tmp_path / "escaped.txt"
     v = _exec(f"open({str(target)!r}, 'w').write('x')", ["assert True"])
-    assert not v.passed and "Read-only file system" in (v.reason or "")
+    assert not v.passed and "FileNotFoundError" in (v.reason or "")  # the host's /tmp is not there at all
     assert not target.exists()
-    # inside its own work directory it may write, and the directory is gone afterwards
+    v = _exec("open('/usr/escaped.txt', 'w').write('x')", ["assert True"])
+    assert not v.passed and "Read-only file system" in (v.reason or "")
+    # inside its own work directory it may write
     v = _exec(
-        "import os\nopen('out.txt', 'w').write('x')\nWD = os.getcwd()\nprint(WD)", ["assert os.path.exists('out.txt')"]
+        "import os\nopen('out.txt', 'w').write('x')\ndef wrote():\n    return os.path.exists('out.txt')",
+        ["assert wrote()"],
     )
-    assert v.passed
-    assert not Path(v.details["stdout_tail"].strip()).exists()
+    assert v.passed, v
 
 
-@pytest.mark.skipif(not ROOT, reason="a network namespace needs root (or unprivileged user namespaces)")
 def test_sockets_cannot_reach_anything() -> None:
     import socket
 
@@ -113,8 +109,8 @@ def test_sockets_cannot_reach_anything() -> None:
     try:
         code = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)"
         v = _exec(code, ["assert True"])
-        assert not v.passed and "Network is unreachable" in (v.reason or "")
-        assert v.details["isolation"]["network"] == "namespace"
+        assert not v.passed and "ConnectionRefusedError" in (v.reason or "")  # its own loopback, nobody listening
+        assert v.details["isolation"]["network"].startswith("none")
     finally:
         server.close()
 
@@ -215,15 +211,16 @@ def test_humaneval_prompt_as_code_prefix(tmp_path: Path) -> None:
 
 
 def test_printing_without_end_times_out_with_bounded_output() -> None:
-    from assay.evaluators import sandbox
+    from assay.evaluators.code.harness import run_tests
+    from assay.evaluators.code.limits import Limits
 
     outcome = asyncio.run(
-        sandbox.run_python(
+        run_tests(
             "import sys\nwhile True:\n    sys.stdout.write('x' * 65536)",
             {"style": "asserts", "tests": ["assert True"]},
-            sandbox.Limits(timeout_s=2, memory_mb=256),
+            Limits(timeout_s=2, memory_mb=256),
         )
     )
     assert outcome.outcome == "timed_out"
-    if ROOT:
-        assert outcome.isolation.get("network") == "namespace"  # what was set up is known even after a kill
+    assert outcome.isolation["sandbox"].startswith("bubblewrap")  # what was set up is known even after a kill
+    assert 0 < len(outcome.stdout_tail) <= 2000

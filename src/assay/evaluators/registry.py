@@ -34,7 +34,7 @@ _BUILTIN_MODULES: dict[str, str] = {
     "rougeL": "assay.evaluators.generation",
     "rougeLsum": "assay.evaluators.generation",
     "semantic_similarity": "assay.evaluators.semantic",
-    "code_exec": "assay.evaluators.code_exec",
+    "code_exec": "assay.evaluators.code.code_exec",
 }
 
 _REGISTRY: dict[str, type[Evaluator]] = {}

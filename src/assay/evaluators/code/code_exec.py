@@ -1,9 +1,10 @@
 """``code_exec``: run model-written Python against the task's tests (HumanEval / MBPP style) in a sandbox.
 
 Off unless the user opts in with ``allow_untrusted_code: true`` (or ``ASSAY_ALLOW_UNTRUSTED_CODE=1``), because it
-runs code nobody reviewed on this machine. Passed, failed (which test, its message), timed out and crashed are
-failures with reasons; a sandbox that cannot start is an error verdict. Async, so it runs in parallel within the
-runner's concurrency (and at most ``max_parallel`` programs at once).
+runs code nobody reviewed on this machine. The code runs under bubblewrap (``bwrap.py``); the tests run in a
+separate trusted process that calls it across a data-only boundary (``runner.py``), so the code cannot fake its
+score. Passed, failed (which test, its message), timed out and crashed are failures with reasons; a sandbox that
+cannot be made here is a ConfigError when the evaluator is built, one that fails later an error verdict.
 """
 
 from __future__ import annotations
@@ -20,8 +21,11 @@ from pydantic import Field
 
 from assay.errors import ConfigError, EvaluationInputError
 from assay.evaluators.base import Evaluator, Options, as_text
+from assay.evaluators.code.bwrap import find_host
+from assay.evaluators.code.harness import Outcome, run_tests
+from assay.evaluators.code.limits import Limits
+from assay.evaluators.code.sandbox import SandboxError
 from assay.evaluators.registry import register
-from assay.evaluators.sandbox import Limits, Outcome, SandboxError, run_python
 from assay.verdict import Verdict
 
 OPT_IN_ENV = "ASSAY_ALLOW_UNTRUSTED_CODE"
@@ -39,6 +43,7 @@ class CodeExecOptions(Options):
     extract_code: bool = True
     code_prefix: str | None = Field(None, pattern=r"^(doc|metadata)\..+", description="e.g. doc.prompt (HumanEval)")
     max_parallel: int | None = Field(None, ge=1)
+    sandbox_python: str | None = Field(None, description="the Python run in the sandbox (default: this one's)")
 
 
 def extract_code(text: str) -> str:
@@ -58,7 +63,7 @@ def _as_strings(value: Any) -> list[str] | None:
 
 
 def tests_spec(expected: Any, o: CodeExecOptions) -> dict[str, Any]:
-    """The harness spec from what the task expects: a test program, a list of asserts, or function cases."""
+    """The test process's spec from what the task expects: a test program, a list of asserts, or function cases."""
     style, entry, function = o.style, o.entry_point, o.function
     if isinstance(expected, Mapping):
         entry = entry or expected.get("entry_point")
@@ -72,7 +77,7 @@ def tests_spec(expected: Any, o: CodeExecOptions) -> dict[str, Any]:
             asserts = _as_strings(expected.get(key))
             if asserts is not None and style in ("auto", "asserts"):
                 setup = expected.get("test_setup_code") or expected.get("setup") or ""
-                return {"style": "asserts", "tests": ([setup] if setup else []) + asserts}
+                return {"style": "asserts", "tests": asserts, "setup": setup}
         program = expected.get("test") or expected.get("program")
         if isinstance(program, str) and style in ("auto", "program"):
             return {"style": "program", "tests": program, "entry_point": entry}
@@ -92,16 +97,17 @@ def tests_spec(expected: Any, o: CodeExecOptions) -> dict[str, Any]:
 
 
 def _signal_name(returncode: int | None) -> str | None:
-    if returncode is None or returncode >= 0:
+    """The signal that ended a sandboxed program (bubblewrap exits with 128+N for one killed by signal N)."""
+    if returncode is None or not 128 < returncode < 128 + 65:
         return None
     try:
-        return signal.Signals(-returncode).name
+        return signal.Signals(returncode - 128).name
     except ValueError:
-        return f"signal {-returncode}"
+        return f"signal {returncode - 128}"
 
 
 def verdict_for(outcome: Outcome, limits: Limits) -> Verdict:
-    """A verdict from a finished sandbox run: pass, or a failure saying what happened and what to do."""
+    """A verdict from a finished run: pass, or a failure saying what happened and what to do."""
     r = outcome.result
     details: dict[str, Any] = {
         "outcome": outcome.outcome,
@@ -110,19 +116,25 @@ def verdict_for(outcome: Outcome, limits: Limits) -> Verdict:
         "tests_passed": r.get("tests_passed"),
         "tests_total": r.get("tests_total"),
     }
-    if r.get("stdout_tail"):
-        details["stdout_tail"] = r["stdout_tail"][-500:]
+    if outcome.stdout_tail:
+        details["stdout_tail"] = outcome.stdout_tail[-500:]
     if outcome.outcome == "passed":
         return Verdict.pass_(1.0, details)
+    if outcome.outcome == "error":  # the task's tests cannot be run this way: not the code's fault
+        return Verdict.errored(f"code_exec: {r.get('message') or 'the tests could not be run'}")
     if outcome.outcome == "timed_out":
+        where = f" (in `{outcome.running}`)" if outcome.running else ""
+        details["running"] = outcome.running
         return Verdict.fail(
-            f"timed out: the program ran past the {limits.timeout_s:g} s time limit",
+            f"timed out: the program ran past the {limits.timeout_s:g} s time limit{where}",
             feedback="The code did not finish in time: look for an infinite loop, a blocking call or a slow algorithm.",
             details=details,
         )
     if outcome.outcome == "failed":
         test, message = r.get("failed_test"), r.get("message") or "failed"
         details["failed_test"], details["message"] = test, message
+        if r.get("line"):
+            details["line"] = r["line"]
         where = f"test `{test}` failed: " if test else ""
         return Verdict.fail(
             f"{where}{message}",
@@ -132,14 +144,15 @@ def verdict_for(outcome: Outcome, limits: Limits) -> Verdict:
     sig = _signal_name(outcome.returncode)
     message = r.get("message")
     if sig == "SIGXCPU":
-        message = f"killed at the CPU time limit ({limits.timeout_s:g} s)"
+        message = f"killed at the CPU time limit ({limits.cpu_seconds} s)"
     elif sig == "SIGXFSZ":
         message = "killed for writing a file past the size limit"
     elif sig is not None:
-        message = message or f"killed by {sig}"
-    elif message is None:
+        message = f"killed by {sig}"
+    elif message is None or message.startswith("the program ended"):
         tail = outcome.stderr_tail.strip().splitlines()
-        message = f"exited with code {outcome.returncode} without a test result" + (f": {tail[-1]}" if tail else "")
+        code = outcome.returncode
+        message = f"exited with code {code} before its tests finished" + (f": {tail[-1][:200]}" if tail else "")
     if "memory" in (message or "").lower():
         message = f"{message} (limit {limits.memory_mb} MB)"
     details["message"] = message
@@ -164,6 +177,7 @@ class CodeExec(Evaluator):
                 "code_exec: this evaluator runs model-written code on this machine; opt in with "
                 f"'allow_untrusted_code: true' (or {OPT_IN_ENV}=1) once you accept that"
             )
+        find_host(o.sandbox_python)  # no sandbox here: a ConfigError now, saying how to install bubblewrap
         self._limits = Limits(timeout_s=o.timeout_s, memory_mb=o.memory_mb, max_processes=o.max_processes)
         self._semaphores: dict[int, asyncio.Semaphore] = {}
 
@@ -194,10 +208,11 @@ class CodeExec(Evaluator):
         o = self.options
         assert isinstance(o, CodeExecOptions)
         text = as_text(actual, self.name)
-        code = self._prefix(context) + (extract_code(text) if o.extract_code else text)
-        spec = tests_spec(expected, o)
+        prefix = self._prefix(context)
+        code = prefix + (extract_code(text) if o.extract_code else text)
+        spec = {**tests_spec(expected, o), "prefix": prefix}  # the prefix is the task's: its helpers stay trusted
         async with self._semaphore():
-            outcome = await run_python(code, spec, self._limits)
+            outcome = await run_tests(code, spec, self._limits, python=o.sandbox_python)
         return verdict_for(outcome, self._limits)
 
     async def aevaluate(
@@ -205,7 +220,7 @@ class CodeExec(Evaluator):
     ) -> Verdict:
         try:
             return await self._run(actual, expected, context)
-        except (EvaluationInputError, SandboxError) as exc:
+        except (EvaluationInputError, SandboxError, ConfigError) as exc:
             return Verdict.errored(str(exc))
         except Exception as exc:
             return Verdict.errored(f"{self.name} raised {type(exc).__name__}: {exc}")

@@ -1,0 +1,280 @@
+"""The sandbox on this machine: bubblewrap, the Python it runs, and the ``bwrap`` command line for one program.
+
+A program sees the OS read-only (``/usr``, ``/bin``, ``/lib*``, a few files of ``/etc``: no ``/etc/shadow``, no
+home, no ``/sys``), its Python's standard library (site-packages and dist-packages covered over), a private work
+directory, a small private ``/tmp``, its own ``/proc`` and no network. It runs in new user, PID, network, IPC, UTS
+and cgroup namespaces with no capabilities and no new privileges; as root it runs as uid 65534 on the host. What
+is found here is probed once per process; when no sandbox can be made, :class:`SandboxUnavailable` says why and
+how to fix it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from assay.errors import ConfigError
+from assay.evaluators.code.limits import Limits
+
+BWRAP_ENV = "ASSAY_BWRAP"
+PYTHON_ENV = "ASSAY_SANDBOX_PYTHON"
+HOME = "/sandbox"  # the work directory, as the program sees it
+HOST_UID = 65534  # who a root user's sandboxes run as on the host (nobody)
+INSIDE_UID = 1000  # who the program is inside (shown as "sandbox"; files it does not own show as nobody)
+INSTALL = (
+    "install bubblewrap: `apt-get install bubblewrap` (Debian, Ubuntu), `dnf install bubblewrap` (Fedora), "
+    "or `make sandbox` in assay's checkout"
+)
+NAMESPACE_HINT = (
+    "bubblewrap needs unprivileged user namespaces: `sysctl -w kernel.unprivileged_userns_clone=1` (older Debian), "
+    "`sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu 23.10+); in a container, run it with "
+    "`--security-opt seccomp=unconfined --security-opt apparmor=unconfined`"
+)
+_LIMITER = (  # used only where util-linux's prlimit is missing: set the limits, then become the command
+    "import os, resource, sys\n"
+    "i = sys.argv.index('--')\n"
+    "for spec in sys.argv[1:i]:\n"
+    "    name, soft, hard = spec.split(':')\n"
+    "    resource.setrlimit(getattr(resource, name), (int(soft), int(hard)))\n"
+    "os.execvp(sys.argv[i + 1], sys.argv[i + 1:])\n"
+)
+
+
+class SandboxUnavailable(ConfigError):
+    """No sandbox can be made here (bubblewrap missing, refused by the kernel, no usable Python); says the fix."""
+
+
+@dataclass(frozen=True)
+class Host:
+    """What a sandbox is made of on this machine (found once by :func:`find_host`)."""
+
+    bwrap: str
+    version: str
+    python: str  # the sandbox's interpreter (same path inside and out)
+    python_version: str
+    binds: tuple[str, ...]  # read-only directories beyond the OS (the Python's prefix when outside /usr)
+    hidden: tuple[str, ...]  # package directories covered with an empty read-only tmpfs
+    prlimit: str | None
+    run_as: int | None  # host uid and gid to start bwrap as (when assay runs as root)
+
+    def isolation(self) -> dict[str, str]:
+        """What every sandboxed program gets, for verdict details and the run summary."""
+        uid = f"uid {self.run_as}" if self.run_as is not None else f"uid {os.geteuid()} (the user running assay)"
+        return {
+            "sandbox": f"bubblewrap {self.version}",
+            "user": f"{uid} on the host, no capabilities, no new privileges",
+            "network": "none (own network namespace)",
+            "filesystem": "OS read-only, Python standard library only, private work directory",
+            "processes": "own PID namespace; RLIMIT_NPROC per sandbox",
+        }
+
+    def workdir_base(self) -> str | None:
+        """Where work directories go: the temp directory, unless the sandbox's host user cannot reach it."""
+        if self.run_as is None:
+            return None
+        import tempfile
+
+        base = Path(tempfile.gettempdir()).resolve()
+        reachable = all(p.stat().st_mode & stat.S_IXOTH for p in (base, *base.parents))
+        return None if reachable else "/tmp"
+
+    def command(self, workdir: str, limits: Limits, argv: Sequence[str], data_fds: Mapping[str, int]) -> list[str]:
+        """The full command line that runs ``argv`` in a sandbox over ``workdir`` (``data_fds``: file -> fd)."""
+        b = [self.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"]
+        b += ["--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--hostname", "sandbox"]
+        b += ["--ro-bind", "/usr", "/usr"]
+        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+            path = "/" + name
+            if os.path.islink(path):
+                b += ["--symlink", os.readlink(path), path]
+            elif os.path.isdir(path):
+                b += ["--ro-bind", path, path]
+        for path in ("/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime"):
+            b += ["--ro-bind-try", path, path]
+        for path in self.binds:
+            b += ["--ro-bind", path, path]
+        for path in self.hidden:
+            b += ["--perms", "0555", "--size", "4096", "--tmpfs", path, "--remount-ro", path]
+        b += ["--proc", "/proc", "--dev", "/dev"]
+        b += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+        b += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
+        b += ["--bind", workdir, HOME]
+        for path, fd in data_fds.items():
+            b += ["--ro-bind-data", str(fd), path]
+        b += ["--remount-ro", "/", "--chdir", HOME, "--clearenv"]
+        for key, value in sandbox_env().items():
+            b += ["--setenv", key, value]
+        if self.prlimit is not None:
+            b += ["--", self.prlimit, *limits.prlimit_args(), "--"]
+        else:
+            pairs = [f"{n}:{s}:{h}" for n, s, h in limits.setrlimit_pairs()]
+            b += ["--", self.python, "-I", "-S", "-c", _LIMITER, *pairs, "--"]
+        return [*b, *argv]
+
+
+def sandbox_env() -> dict[str, str]:
+    """The whole environment a sandboxed program sees: nothing of the user's (no keys, tokens or proxies)."""
+    return {
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": HOME,
+        "TMPDIR": "/tmp",
+        "USER": "sandbox",
+        "LOGNAME": "sandbox",
+        "LANG": "C.UTF-8",
+        "PYTHONUTF8": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONHASHSEED": "0",
+    }
+
+
+def data_files() -> dict[str, bytes]:
+    """Small files of /etc the sandbox gets made up rather than the host's (the host's list its users)."""
+    uid = INSIDE_UID
+    return {
+        "/etc/passwd": f"root:x:0:0::/:/bin/sh\nsandbox:x:{uid}:{uid}::{HOME}:/bin/sh\n".encode(),
+        "/etc/group": f"root:x:0:\nsandbox:x:{uid}:\n".encode(),
+        "/etc/hosts": b"127.0.0.1 localhost sandbox\n::1 localhost\n",
+    }
+
+
+def _run_as() -> int | None:
+    return HOST_UID if os.geteuid() == 0 else None
+
+
+def _as_sandbox_user() -> dict[str, Any]:
+    uid = _run_as()
+    return {} if uid is None else {"user": uid, "group": uid, "extra_groups": []}
+
+
+def _ask_python(python: str) -> tuple[str, str] | str:
+    """``(version, prefix)`` of an interpreter as the sandbox's user runs it, or why it cannot."""
+    code = "import sys; print('%d.%d' % sys.version_info[:2], sys.prefix)"
+    try:
+        done = subprocess.run(
+            [python, "-I", "-S", "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            env={"PATH": "/usr/bin:/bin"},
+            cwd="/",
+            **_as_sandbox_user(),
+        )
+    except (OSError, subprocess.SubprocessError) as err:
+        return f"{type(err).__name__}: {err}"
+    if done.returncode != 0:
+        return (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
+    version, _, prefix = done.stdout.strip().partition(" ")
+    return version, prefix
+
+
+def _pythons(wanted: str | None) -> list[str]:
+    if wanted:
+        return [wanted]
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    base = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+    found = [base, f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"]
+    return list(dict.fromkeys(p for p in found if os.path.exists(p)))
+
+
+def _hidden(prefix: str, version: str) -> tuple[str, ...]:
+    dirs = [
+        f"{prefix}/lib/python{version}/site-packages",
+        f"{prefix}/lib/python{version}/dist-packages",
+        f"{prefix}/local/lib/python{version}/dist-packages",
+        f"/usr/lib/python{version}/site-packages",
+        f"/usr/local/lib/python{version}/site-packages",
+        f"/usr/local/lib/python{version}/dist-packages",
+        "/usr/lib/python3/dist-packages",
+        "/usr/local/lib/python3/dist-packages",
+    ]
+    return tuple(dict.fromkeys(d for d in dirs if os.path.isdir(d)))
+
+
+def _choose_python(wanted: str | None) -> tuple[str, str, str]:
+    """The first interpreter the sandbox's user can run: ours, else the system's of the same version."""
+    problems = []
+    for python in _pythons(wanted):
+        answer = _ask_python(python)
+        if isinstance(answer, tuple):
+            return python, *answer
+        problems.append(f"{python}: {answer}")
+    who = f"uid {HOST_UID}" if _run_as() is not None else "this user"
+    tried = "; ".join(problems) or "none found"
+    raise SandboxUnavailable(
+        f"code sandbox: no Python that {who} can run (tried {tried}); set {PYTHON_ENV} (or the evaluator's "
+        f"sandbox_python option) to a Python {sys.version_info[0]}.{sys.version_info[1]} outside a private home, "
+        "e.g. /usr/bin/python3"
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _find(bwrap_setting: str | None, python_setting: str | None, euid: int) -> Host:
+    bwrap = shutil.which(bwrap_setting or "bwrap")
+    if bwrap is None:
+        where = f"{bwrap_setting!r} ({BWRAP_ENV})" if bwrap_setting else "bwrap on PATH"
+        raise SandboxUnavailable(f"code sandbox: {where} not found; {INSTALL}")
+    try:
+        version = subprocess.run([bwrap, "--version"], capture_output=True, text=True, timeout=30).stdout.split()[-1]
+    except (OSError, subprocess.SubprocessError, IndexError) as err:
+        raise SandboxUnavailable(f"code sandbox: {bwrap} --version failed ({err}); {INSTALL}") from None
+    python, python_version, prefix = _choose_python(python_setting)
+    binds = () if prefix == "/usr" or prefix.startswith("/usr/") else (prefix,)
+    host = Host(
+        bwrap=bwrap,
+        version=version,
+        python=python,
+        python_version=python_version,
+        binds=binds,
+        hidden=_hidden(prefix, python_version),
+        prlimit=shutil.which("prlimit", path="/usr/bin:/bin"),
+        run_as=_run_as(),
+    )
+    _probe(host)
+    return host
+
+
+def _probe(host: Host) -> None:
+    """Start one sandbox to see that this kernel and bwrap allow it, before any sample depends on it."""
+    import tempfile
+
+    workdir = tempfile.mkdtemp(prefix="assay-sandbox-probe-", dir=host.workdir_base())
+    fds = {}
+    try:
+        if host.run_as is not None:
+            os.chown(workdir, host.run_as, host.run_as)
+        for path, data in data_files().items():
+            fds[path] = os.memfd_create(path.rsplit("/", 1)[-1])
+            os.write(fds[path], data)
+            os.lseek(fds[path], 0, os.SEEK_SET)
+        argv = host.command(workdir, Limits(), [host.python, "-I", "-S", "-c", "print('sandbox ok')"], fds)
+        done = subprocess.run(
+            argv, capture_output=True, text=True, timeout=60, pass_fds=tuple(fds.values()), **_as_sandbox_user()
+        )
+    except (OSError, subprocess.SubprocessError) as err:
+        raise SandboxUnavailable(f"code sandbox: {host.bwrap} could not be started: {err}") from None
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+        shutil.rmtree(workdir, ignore_errors=True)
+    if done.stdout.strip() != "sandbox ok":
+        said = " / ".join(done.stderr.strip().splitlines()[-3:]) or f"exit code {done.returncode}"
+        hint = NAMESPACE_HINT if "namespace" in said or "ermission" in said or "not permitted" in said else INSTALL
+        raise SandboxUnavailable(f"code sandbox: bubblewrap could not make a sandbox here ({said}); {hint}")
+
+
+def find_host(python: str | None = None) -> Host:
+    """The sandbox's makings on this machine (cached); raises SandboxUnavailable saying what to install or allow."""
+    return _find(os.environ.get(BWRAP_ENV) or None, python or os.environ.get(PYTHON_ENV) or None, os.geteuid())
+
+
+def spawn_user() -> dict[str, Any]:
+    """``subprocess`` arguments that start bwrap as the sandbox's host user (uid 65534 when running as root)."""
+    return _as_sandbox_user()

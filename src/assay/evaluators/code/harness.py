@@ -1,0 +1,151 @@
+"""One ``code_exec`` run: the code in a sandbox serving calls, the task's tests in a trusted process calling it,
+a socket between them and nothing else; the verdict is what the trusted process reports.
+
+The program under test writes only to its own stdout/stderr (kept for the details, never parsed) and to its end
+of the socket, where all it can send is data. The test process gets its spec on stdin and reports on its stdout,
+which nothing in the sandbox can reach.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.evaluators.code import programs, wire
+from assay.evaluators.code.bwrap import sandbox_env
+from assay.evaluators.code.limits import Limits
+from assay.evaluators.code.sandbox import PIPE, Sandbox, SandboxError, SandboxProcess
+
+MAX_EVENTS = 1 << 22  # bytes of the test process's report
+
+
+@dataclass
+class Outcome:
+    """How a run ended: ``outcome`` passed | failed | timed_out | crashed | error, with the test process's result."""
+
+    outcome: str
+    result: dict[str, Any] = field(default_factory=dict)
+    isolation: dict[str, Any] = field(default_factory=dict)
+    returncode: int | None = None  # the sandboxed program's (128+N: killed by signal N)
+    stdout_tail: str = ""
+    stderr_tail: str = ""
+    seconds: float = 0.0
+    running: str | None = None  # the test that was running when time ran out
+
+
+async def _start_runner(fd: int, spec: dict[str, Any], limits: Limits) -> tuple[asyncio.subprocess.Process, str]:
+    """The trusted test process: this Python, with this process's ``sys.path`` (tests may import what assay can)."""
+    cwd = tempfile.mkdtemp(prefix="assay-tests-")
+    body = {**spec, "fd": fd, "memory_mb": limits.memory_mb, "cpu_s": limits.cpu_seconds, "file_mb": limits.file_mb}
+    body["sys_path"] = [p for p in sys.path if p]  # without site's start-up cost, tests import what assay can
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            "-S",
+            "-c",
+            programs.runner_program(),
+            stdin=PIPE,
+            stdout=PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            pass_fds=(fd,),
+            cwd=cwd,
+            env={k: v for k, v in sandbox_env().items() if k not in ("HOME", "TMPDIR")} | {"HOME": cwd, "TMPDIR": cwd},
+            start_new_session=True,
+            limit=MAX_EVENTS,
+        )
+    except OSError as err:
+        shutil.rmtree(cwd, ignore_errors=True)
+        raise SandboxError(f"cannot start the test process ({sys.executable}): {err}") from None
+    assert proc.stdin is not None
+    proc.stdin.write(wire.encode(body).encode("ascii"))
+    proc.stdin.close()
+    return proc, cwd
+
+
+async def _events(stream: asyncio.StreamReader, seen: list[list[Any]]) -> None:
+    """Collect the test process's events as they come (the last one says which test was running)."""
+    size = 0
+    while line := await stream.readline():
+        size += len(line)
+        if size > MAX_EVENTS:
+            break
+        with contextlib.suppress(wire.WireError, UnicodeDecodeError):
+            event = wire.decode(line.decode("ascii").rstrip("\n"))
+            if isinstance(event, list) and event:
+                seen.append(event)
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def run_tests(code: str, spec: dict[str, Any], limits: Limits, *, python: str | None = None) -> Outcome:
+    """Run ``code`` against the tests in ``spec`` (style, tests | cases, entry_point | function, prefix, setup)."""
+    started = time.perf_counter()
+    async with Sandbox(limits, python=python) as box:
+        box.write_file("solution.py", code)
+        ours, theirs = socket.socketpair()
+        runner: asyncio.subprocess.Process | None = None
+        served: SandboxProcess | None = None
+        cwd = None
+        try:
+            argv = [box.python, "-I", "-S", "-c", programs.serve_program(), str(theirs.fileno()), "solution.py"]
+            served = await box.spawn(argv, pass_fds=(theirs.fileno(),))
+            runner, cwd = await _start_runner(ours.fileno(), spec, limits)
+        finally:
+            ours.close()
+            theirs.close()
+        events: list[list[Any]] = []
+        assert runner.stdout is not None
+        reader = asyncio.create_task(_events(runner.stdout, events))
+        timed_out = False
+        try:
+            await asyncio.wait_for(runner.wait(), limits.timeout_s)
+        except TimeoutError:
+            timed_out = True
+        finally:
+            _kill_group(runner)
+            served.kill()
+            await runner.wait()
+            await served.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(reader, 5.0)
+            if cwd is not None:
+                shutil.rmtree(cwd, ignore_errors=True)
+        out, err = await served.output()
+    outcome = Outcome(
+        "",
+        isolation=box.host.isolation(),
+        returncode=served.returncode,
+        stdout_tail=out.decode("utf-8", "replace")[-2000:],
+        stderr_tail=err.decode("utf-8", "replace")[-2000:],
+        seconds=time.perf_counter() - started,
+    )
+    if timed_out:
+        outcome.outcome = "timed_out"
+        outcome.running = next((str(e[1]) for e in reversed(events) if e[0] == "test" and len(e) > 1), None)
+        return outcome
+    result = next((e[1] for e in reversed(events) if e[0] == "result" and len(e) > 1), None)
+    if not isinstance(result, dict):
+        if runner.returncode is not None and runner.returncode < 0:  # killed at its own limits: by the code's data
+            outcome.outcome = "crashed"
+            outcome.result = {"message": f"the test process was killed by signal {-runner.returncode}"}
+            return outcome
+        raise SandboxError(f"the test process ended without a result (exit code {runner.returncode})")
+    if result.get("outcome") == "error" and result.get("sandbox_started") is False:
+        said = outcome.stderr_tail.strip().splitlines()
+        raise SandboxError("the sandbox did not start" + (f": {said[-1]}" if said else ""))
+    outcome.outcome, outcome.result = str(result.get("outcome", "crashed")), result
+    return outcome

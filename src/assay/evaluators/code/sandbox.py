@@ -1,0 +1,253 @@
+"""A sandbox for one sample: a private work directory that lives as long as the sandbox, and programs run in it
+under bubblewrap with limits (see ``bwrap.py`` for what they can and cannot reach).
+
+``code_exec`` makes one per program; an agent tool can keep one for a whole trajectory, so files persist between
+calls::
+
+    async with Sandbox(Limits(timeout_s=30)) as box:
+        box.write_file("data.csv", b"a,b\\n1,2\\n")
+        result = await box.exec(["bash", "-c", "wc -l data.csv"])   # ExecResult: stdout, stderr, returncode
+        proc = await box.spawn(["python3", "-i"], stdin=PIPE)      # a long-lived process (a REPL), killed at exit
+
+Each ``exec``/``spawn`` is a new bubblewrap instance over the same directory: processes do not outlive their
+call (the sandbox's PID namespace ends with it), files do. Closing kills what is left and removes the directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+from assay.evaluators.code.bwrap import HOME, Host, data_files, find_host, spawn_user
+from assay.evaluators.code.limits import Limits
+
+PIPE = asyncio.subprocess.PIPE
+DEVNULL = asyncio.subprocess.DEVNULL
+MAX_OUTPUT = 1 << 20  # bytes of stdout and of stderr kept per process (its first and last halves)
+
+
+class SandboxError(Exception):
+    """The sandbox failed (not the program in it): an error verdict, never a failure."""
+
+
+@dataclass
+class ExecResult:
+    """How a sandboxed command ended. ``returncode`` is 128+N when it was killed by signal N inside."""
+
+    returncode: int | None
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    seconds: float
+
+
+async def _bounded(stream: asyncio.StreamReader | None) -> bytes:
+    """Read a pipe to its end keeping at most the first and the last MAX_OUTPUT // 2 bytes."""
+    if stream is None:
+        return b""
+    half = MAX_OUTPUT // 2
+    head, tail, dropped = bytearray(), bytearray(), False
+    while chunk := await stream.read(65536):
+        if len(head) < half:
+            take = half - len(head)
+            head += chunk[:take]
+            chunk = chunk[take:]
+        tail += chunk
+        if len(tail) > half:
+            del tail[: len(tail) - half]
+            dropped = True
+    return bytes(head) + (b"\n[...]\n" if dropped else b"") + bytes(tail)
+
+
+class SandboxProcess:
+    """One program running in the sandbox; its stdout and stderr (when piped) are read as it runs, bounded."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.stdin = proc.stdin
+        self._outputs = asyncio.gather(_bounded(proc.stdout), _bounded(proc.stderr))
+
+    @property
+    def returncode(self) -> int | None:
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """End the program and every process it started (bwrap's death ends the sandbox's PID namespace)."""
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(self.proc.pid, signal.SIGKILL)
+
+    async def wait(self, timeout: float | None = None) -> int:
+        """Its exit code (128+N when killed by signal N inside); raises TimeoutError past ``timeout``."""
+        if timeout is None:
+            return await self.proc.wait()
+        return await asyncio.wait_for(self.proc.wait(), timeout)
+
+    async def output(self, grace: float = 5.0) -> tuple[bytes, bytes]:
+        """``(stdout, stderr)`` once the program has ended (empty after ``grace`` seconds if a pipe stays open)."""
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._outputs), grace)
+        except TimeoutError:
+            return b"", b""
+
+
+class Sandbox:
+    """A sandbox for one sample (an async context manager): a work directory, programs run in it, cleanup."""
+
+    def __init__(self, limits: Limits | None = None, *, python: str | None = None) -> None:
+        self.limits = limits or Limits()
+        self._python_setting = python
+        self._host: Host | None = None
+        self._workdir: Path | None = None
+        self._processes: list[SandboxProcess] = []
+
+    @property
+    def host(self) -> Host:
+        if self._host is None:
+            self._host = find_host(self._python_setting)
+        return self._host
+
+    @property
+    def python(self) -> str:
+        """The interpreter to run in the sandbox (standard library only)."""
+        return self.host.python
+
+    @property
+    def workdir(self) -> Path:
+        """The work directory on the host (``/sandbox`` inside)."""
+        if self._workdir is None:
+            raise SandboxError("the sandbox is not open (use `async with Sandbox() as box`)")
+        return self._workdir
+
+    def open(self) -> Sandbox:
+        """Find bubblewrap (SandboxUnavailable if it cannot work here) and make the work directory."""
+        host = self.host
+        if self._workdir is None:
+            path = Path(tempfile.mkdtemp(prefix="assay-sandbox-", dir=host.workdir_base()))
+            if host.run_as is not None:
+                os.chown(path, host.run_as, host.run_as)
+            self._workdir = path
+        return self
+
+    async def __aenter__(self) -> Sandbox:
+        return self.open()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    def write_file(self, name: str, data: bytes | str) -> None:
+        """Put a file in the work directory (a plain name; a link the program planted is not followed)."""
+        if not name or "/" in name or name in (".", ".."):
+            raise ValueError(f"write_file takes a plain file name, not {name!r}")
+        dir_fd = os.open(self.workdir, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644, dir_fd=dir_fd)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data.encode() if isinstance(data, str) else data)
+                if self.host.run_as is not None:
+                    os.fchown(fh.fileno(), self.host.run_as, self.host.run_as)
+        finally:
+            os.close(dir_fd)
+
+    async def spawn(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: int | None = DEVNULL,
+        stdout: int | None = PIPE,
+        stderr: int | None = PIPE,
+        pass_fds: Sequence[int] = (),
+    ) -> SandboxProcess:
+        """Start ``argv`` in the sandbox (paths as seen inside; cwd ``/sandbox``); ``pass_fds`` stay open in it."""
+        host, workdir = self.host, str(self.workdir)
+        fds: dict[str, int] = {}
+        try:
+            for path, data in data_files().items():
+                fds[path] = os.memfd_create(path.rsplit("/", 1)[-1])
+                os.write(fds[path], data)
+                os.lseek(fds[path], 0, os.SEEK_SET)
+            command = host.command(workdir, self.limits, argv, fds)
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *command,
+                    stdin=stdin,
+                    stdout=stdout,
+                    stderr=stderr,
+                    pass_fds=(*pass_fds, *fds.values()),
+                    cwd="/",
+                    env={"PATH": "/usr/bin:/bin"},
+                    start_new_session=True,
+                    **spawn_user(),
+                )
+            except (OSError, subprocess.SubprocessError) as err:
+                raise SandboxError(f"cannot start {host.bwrap}: {err}") from None
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+        process = SandboxProcess(proc)
+        self._processes.append(process)
+        return process
+
+    async def exec(
+        self, argv: Sequence[str], *, input: bytes | None = None, timeout: float | None = None
+    ) -> ExecResult:
+        """Run ``argv`` to its end (at most ``timeout``, default the limits' time): its output and exit code."""
+        started = time.perf_counter()
+        process = await self.spawn(argv, stdin=PIPE if input is not None else DEVNULL)
+        timed_out = False
+        try:
+            if input is not None and process.stdin is not None:
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    process.stdin.write(input)
+                    await process.stdin.drain()
+                    process.stdin.close()
+            await process.wait(self.limits.timeout_s if timeout is None else timeout)
+        except TimeoutError:
+            timed_out = True
+        finally:
+            process.kill()
+            await process.wait()
+        out, err = await process.output()
+        return ExecResult(process.returncode, out, err, timed_out, time.perf_counter() - started)
+
+    async def close(self) -> None:
+        """Kill every program still running and remove the work directory."""
+        for process in self._processes:
+            process.kill()
+        for process in self._processes:
+            with contextlib.suppress(Exception):
+                await process.wait()
+        self._processes.clear()
+        if self._workdir is not None:
+            _remove(self._workdir)
+            self._workdir = None
+
+
+def _remove(path: Path) -> None:
+    """Remove a work directory even where the program took away its own permissions on parts of it."""
+
+    def fix(func: Callable[[str], object], target: str, _exc: object) -> None:
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.dirname(target), stat.S_IRWXU)
+            if os.path.isdir(target) and not os.path.islink(target):
+                os.chmod(target, stat.S_IRWXU)
+            func(target)
+
+    shutil.rmtree(path, onerror=fix)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+__all__ = ["DEVNULL", "HOME", "PIPE", "ExecResult", "Limits", "Sandbox", "SandboxError", "SandboxProcess"]
