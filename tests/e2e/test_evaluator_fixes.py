@@ -94,3 +94,55 @@ def test_perfect_bleu_samples_are_scored_not_errored_on_every_path(tmp_path: Pat
         assert figures["mean"] == pytest.approx(want)
         verdicts = [line["filters"][name]["verdicts"]["bleu"][0] for line in sample_lines(run_dir)]
         assert [v["score"] for v in verdicts][::2] == [1.0] * 5  # exactly 1, not 1.0000000000000004
+
+
+def write_agent_task(tmp_path: Path, n: int = 6) -> Path:
+    """A QA task whose target is the answer; the model is asked to look it up with a tool."""
+    with open(tmp_path / "qa.jsonl", "w") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"id": f"q{i}", "question": f"Capital of country {i}?", "answer": f"City{i}"}) + "\n")
+    lookup = {"type": "object", "properties": {"country": {"type": "string"}}, "required": ["country"]}
+    task = {
+        "name": "qa",
+        "dataset": {"path": "qa.jsonl"},
+        "fields": {"id": "id", "input": "question", "target": "answer"},
+        "template": "{{ question }}",
+        "tools": [
+            {"type": "function", "function": {"name": "lookup", "description": "Look up.", "parameters": lookup}}
+        ],
+        "evaluators": [
+            {"name": "tool_usage", "required": ["lookup"], "forbidden": ["calculator"]},  # the target is an answer
+            {"name": "tool_usage", "metric": "one_call", "max_calls": 1, "expected": None},  # YAML null: none
+            {"name": "tool_usage", "metric": "calls", "expected_calls": [{"name": "lookup"}]},
+        ],
+    }
+    path = tmp_path / "qa.yaml"
+    path.write_text(yaml.safe_dump(task, sort_keys=False))
+    return path
+
+
+def agent_reply(request: dict[str, Any]) -> dict[str, Any]:
+    """Looks the answer up with one tool call, except for question 5, where it calls the calculator twice."""
+    i = int(request["messages"][-1]["content"].split()[-1].rstrip("?"))
+    if i == 5:
+        return {"tool_calls": [{"name": "calculator", "arguments": {}}, {"name": "calculator", "arguments": {}}]}
+    return {"text": f"City{i}", "tool_calls": [{"name": "lookup", "arguments": {"country": str(i)}}]}
+
+
+def test_tool_usage_judges_a_qa_agent_whose_target_is_the_answer(tmp_path: Path) -> None:
+    task = write_agent_task(tmp_path)
+    assert "expected: null" in task.read_text()
+    with OpenAITestServer(agent_reply) as server:
+        proc = run_cli(
+            "run", str(task), "--model", "openai:assay-test", "--base-url", server.base_url, "-q", "-o", "runs",
+            cwd=tmp_path,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr  # before the fix: every verdict errored, the run failed (exit 1)
+    run_dir = only_run_dir(tmp_path / "runs")
+    for metric, passed in (("tool_usage", 5), ("one_call", 5), ("calls", 5)):
+        figures = entry(run_dir, "qa", metric)
+        assert figures["n_errored"] == 0 and figures["n_scored"] == 6, (metric, figures)
+        assert figures["pass_rate"] == pytest.approx(passed / 6), (metric, figures)
+    by_id = {line["sample_id"]: line for line in sample_lines(run_dir)}
+    last = by_id["q5"]["filters"]["none"]["verdicts"]["tool_usage"][0]
+    assert "forbidden:calculator" in last["reason"] and "is not a tool-call expectation" in str(last["details"])

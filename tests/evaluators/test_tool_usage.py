@@ -337,17 +337,55 @@ def test_expected_list_repeated_tool():
 @pytest.mark.parametrize(
     ("expected", "message"),
     [
-        ({"requird": ["a"]}, "requird"),
+        ({"required": ["a"], "requird": ["a"]}, "requird"),
         ({"max_calls": -1}, "max_calls"),
-        (42, "dict of option overrides or a list"),
-        ("{bad", "not valid JSON"),
         ([{"arguments": {}}], "has no name"),
+        ([{"name": "a"}, "b"], "tool call 1 is str"),
         ([{"name": "a", "arguments": "{bad"}], "expected tool call 0"),
     ],
 )
 def test_bad_expected_is_an_error_naming_the_key(expected, message):
     v = tu(required=["a"]).evaluate(calls("a"), expected)
     assert v.is_error and message in v.error
+
+
+@pytest.mark.parametrize("target", ["Paris", ["Paris", "paris"], 12, "12", {"city": "Paris"}, "[1, 2]"])
+def test_a_tasks_answer_as_target_is_not_read_as_tool_calls(target):
+    """Issue 25: a QA agent task's target (its answer) errored every sample ("tool call 0 is str")."""
+    ev = tu(required=["search"], forbidden=["calculator"])
+    v = ev.evaluate(calls("search", text="Paris"), target)
+    assert not v.is_error and v.passed and "is not a tool-call expectation" in v.details["expected_not_used"]
+    v = ev.evaluate(calls("calculator"), target)
+    assert not v.is_error and not v.passed and "forbidden:calculator" in v.reason
+    assert "expected_not_used" not in ev.evaluate(calls("search"), None).details
+
+
+def test_nothing_to_check_says_the_target_was_not_tool_calls():
+    v = tu().evaluate(calls("search"), "Paris")
+    assert v.is_error and "the expected value (the text 'Paris') is not tool calls" in v.error
+    assert "expected_calls" in v.error and "expected: doc.<field>" in v.error
+
+
+def test_expected_calls_option():
+    expected_calls = [{"name": "search", "arguments": {"q": "Paris"}}, {"name": "book"}]
+    ev = tu(expected_calls=expected_calls)
+    assert ev.evaluate(calls("search", "book", search={"q": "Paris"}), "Paris").passed  # the target is the answer
+    v = ev.evaluate(calls("book", "search", search={"q": "Paris"}))
+    assert [c["name"] for c in v.details["checks"] if not c["passed"]] == ["order"]
+    loose = tu(expected_calls=expected_calls, order="subsequence")  # an option set beside it wins
+    assert loose.evaluate(calls("search", "weather", "book", search={"q": "Paris"})).passed
+    per_sample = [{"name": "weather"}]  # a per-sample list of calls is more specific than the option
+    assert ev.evaluate(calls("weather"), per_sample).passed
+    assert Evaluator.from_config(ev.to_config()) == ev and ev.to_config()["expected_calls"] == expected_calls
+    with pytest.raises(ConfigError, match="option 'expected_calls': tool call 0 has no name"):
+        tu(expected_calls=[{"arguments": {}}])
+
+
+def test_an_empty_list_of_calls_expects_no_calls():
+    assert tu().evaluate(calls(text="Paris"), []).passed
+    v = tu().evaluate(calls("search"), [])
+    assert not v.passed and "order" in v.reason
+    assert tu(expected_calls=[]).evaluate(calls(text="4")).passed
 
 
 # ------------------------------------------------------------------------------------------- options
@@ -450,3 +488,8 @@ def test_reasons_differing_only_in_the_calls_made_share_a_theme():
     assert first.feedback == (
         "Fix the tool use: call the tool 'search'; call exactly these tools in this order: search → answer."
     )
+
+
+def test_expected_calls_that_contradict_the_options_are_a_config_error():
+    with pytest.raises(ConfigError, match=r"option 'expected_calls': .*both forbidden and in 'required'"):
+        tu(expected_calls=[{"name": "search"}], forbidden=["search"])

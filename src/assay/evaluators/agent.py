@@ -2,10 +2,15 @@
 
 Each configured expectation becomes one named check (``required:search``, ``args:search``, ``order``, …);
 the score is the weighted share of checks passed and the verdict passes when every check passes (or the
-score reaches ``threshold``). Expectations come from the options, and per sample from ``expected``: a dict
-with option keys overriding the options, or expected tool calls — a list ``[{name, arguments?}, …]``, a
-Response, or a dict with ``"tool_calls"`` (whose option keys also apply) — meaning "these tools (required),
-with these arguments, in exactly this order".
+score reaches ``threshold``).
+
+Expectations come from the options (``expected_calls`` is a list of calls, as below), and per sample from the
+metric's expected value (``expected: doc.<field>`` names the row's field; by default it is the task's target)
+when that value is a tool-call expectation: a dict with option keys overriding the options, or expected tool
+calls — a list ``[{name, arguments?}, …]`` (``[]``: no calls), a Response, or a dict with ``"tool_calls"`` (whose
+option keys also apply) — meaning "these tools (required), with these arguments, in exactly this order". Any other
+value (a task's answer such as 'Paris', a list of answer strings, a number) is not about tools: the sample is
+judged by the options alone, and its details say the value was not used (:func:`expectation_of`).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
-from assay.errors import EvaluationInputError
+from assay.errors import ConfigError, EvaluationInputError
 from assay.evaluators.base import Evaluator, Options
 from assay.evaluators.jsonparse import show
 from assay.evaluators.registry import register
@@ -166,6 +171,9 @@ class ToolUsageOptions(Options):
     output_contains: list[str] = Field(default_factory=list)
     weights: dict[str, float] = Field(default_factory=dict)
     threshold: float | None = Field(None, ge=0.0, le=1.0)
+    # the calls every sample is expected to make, as a per-sample list of calls says it (required, args, exact
+    # order); options set beside it (order: subsequence, args_match, …) win over what it implies
+    expected_calls: list[dict[str, Any]] | None = None
 
     @field_validator("required", "forbidden", "expected_sequence", "output_contains")
     @classmethod
@@ -199,6 +207,19 @@ class ToolUsageOptions(Options):
                 raise ValueError(f"{clash} are both forbidden and in '{option}'")
         return self
 
+    def effective(self, evaluator: str = "tool_usage") -> ToolUsageOptions:
+        """These options with ``expected_calls`` turned into the checks it implies (required, args, exact order),
+        under the options set beside it; EvaluationInputError for a call that cannot be read."""
+        if self.expected_calls is None:
+            return self
+        implied = _overrides_from_calls(self.expected_calls, evaluator, "option 'expected_calls'")
+        given = {key: getattr(self, key) for key in self.model_fields_set if key != "expected_calls"}
+        try:
+            return ToolUsageOptions(**{**self.model_dump(), **implied, **given, "expected_calls": None})
+        except ValidationError as err:
+            problem = "; ".join(e["msg"].removeprefix("Value error, ") for e in err.errors())
+            raise EvaluationInputError(f"{evaluator}: option 'expected_calls': {problem}") from None
+
     def sequence(self) -> list[str] | None:
         """The names ``order`` applies to: ``expected_sequence``, else ``required`` (None when neither is set)."""
         if self.expected_sequence is not None:
@@ -206,31 +227,56 @@ class ToolUsageOptions(Options):
         return self.required or None
 
 
-def options_from_expected(base: ToolUsageOptions, expected: Any, evaluator: str) -> ToolUsageOptions:
-    """The options for one sample: ``expected`` (a dict of option overrides or a list of calls) over ``base``."""
+@dataclass(frozen=True, slots=True)
+class Expectation:
+    """What a per-sample expected value says about tool use: option overrides (None: nothing; the value is not a
+    tool-call expectation, ``ignored`` says what it was)."""
+
+    overrides: dict[str, Any] | None
+    ignored: str | None = None
+
+
+def _is_call(item: Any) -> bool:
+    """Whether a list item is meant as a tool call (a dict, a ToolCall), not an answer string or number."""
+    return isinstance(item, dict) or (not isinstance(item, str | int | float) and hasattr(item, "name"))
+
+
+def expectation_of(expected: Any, evaluator: str = "tool_usage") -> Expectation:
+    """Read a per-sample expected value: tool calls or option overrides (a malformed one is an
+    EvaluationInputError naming what is wrong), or a value that is not about tools (the task's answer)."""
     if expected is None:
-        return base
+        return Expectation(None)
     if isinstance(expected, str):
         try:
-            expected = json.loads(expected)
-        except ValueError as err:
-            raise EvaluationInputError(f"{evaluator}: the expected value is not valid JSON ({err})") from None
-    overrides: dict[str, Any]
+            parsed = json.loads(expected)
+        except ValueError:
+            return Expectation(None, f"the text {show(expected, 60)}")
+        if not isinstance(parsed, dict | list):
+            return Expectation(None, f"the text {show(expected, 60)}")
+        expected = parsed
     if isinstance(expected, dict) and "tool_calls" in expected:  # a recorded response: its calls, plus any options
         options = {k: v for k, v in expected.items() if k in ToolUsageOptions.model_fields}
-        overrides = {**_overrides_from_calls(expected["tool_calls"] or [], evaluator), **options}
-    elif not isinstance(expected, dict | list | tuple | str) and hasattr(expected, "tool_calls"):
-        overrides = _overrides_from_calls(list(expected.tool_calls or []), evaluator)
-    elif isinstance(expected, list | tuple):
-        overrides = _overrides_from_calls(expected, evaluator)
-    elif isinstance(expected, dict):
-        overrides = expected
-    else:
-        raise EvaluationInputError(
-            f"{evaluator}: expected must be a dict of option overrides or a list of tool calls, "
-            f"got {type(expected).__name__}"
-        )
-    merged = {**base.model_dump(), **overrides}
+        return Expectation({**_overrides_from_calls(expected["tool_calls"] or [], evaluator), **options})
+    if isinstance(expected, dict):
+        if not any(key in ToolUsageOptions.model_fields for key in expected):
+            return Expectation(None, f"a dict with keys {sorted(map(str, expected))[:5]}")
+        return Expectation(expected)  # option overrides (an unknown key among them is an error)
+    if isinstance(expected, list | tuple):
+        if expected and not any(_is_call(item) for item in expected):  # answer strings, numbers
+            return Expectation(None, f"a list of {type(expected[0]).__name__} {show(list(expected), 60)}")
+        return Expectation(_overrides_from_calls(expected, evaluator))
+    if hasattr(expected, "tool_calls"):  # a Response: a reference trajectory
+        return Expectation(_overrides_from_calls(list(expected.tool_calls or []), evaluator))
+    return Expectation(None, f"{type(expected).__name__} {show(expected, 60)}")
+
+
+def options_from_expected(base: ToolUsageOptions, expected: Any, evaluator: str) -> ToolUsageOptions:
+    """The options for one sample: ``expected`` (a dict of option overrides or a list of calls) over ``base``;
+    ``base`` itself when the value is not a tool-call expectation."""
+    overrides = expectation_of(expected, evaluator).overrides
+    if overrides is None:
+        return base
+    merged = {**base.model_dump(), **overrides, "expected_calls": None}
     try:
         return ToolUsageOptions(**merged)
     except ValidationError as err:
@@ -241,13 +287,16 @@ def options_from_expected(base: ToolUsageOptions, expected: Any, evaluator: str)
         raise EvaluationInputError(f"{evaluator}: invalid expected ({problems})") from None
 
 
-def _overrides_from_calls(expected: Sequence[Any], evaluator: str) -> dict[str, Any]:
-    calls = [_read_call(i, c, evaluator) for i, c in enumerate(expected)]
+def _overrides_from_calls(expected: Sequence[Any], evaluator: str, where: str = "expected") -> dict[str, Any]:
+    """The options a list of expected calls implies: these tools required, with these arguments, in this order."""
+    if not isinstance(expected, list | tuple):
+        raise EvaluationInputError(f"{evaluator}: {where}: tool calls must be a list, got {type(expected).__name__}")
+    calls = [_read_call(i, c, f"{evaluator}: {where}") for i, c in enumerate(expected)]
     names = [c.name for c in calls]
     args: dict[str, list[dict[str, Any]]] = {}
     for raw, call in zip(expected, calls, strict=True):
         if call.problem:
-            raise EvaluationInputError(f"{evaluator}: expected tool call {call.index}: {call.problem}")
+            raise EvaluationInputError(f"{evaluator}: {where} tool call {call.index}: {call.problem}")
         has_args = (
             any(k in raw for k in _ARGUMENT_KEYS)
             or (isinstance(raw.get("function"), dict) and any(k in raw["function"] for k in _ARGUMENT_KEYS))
@@ -428,14 +477,23 @@ class ToolUsage(Evaluator):
     Options = ToolUsageOptions
     options: ToolUsageOptions
 
+    def setup(self) -> None:
+        try:
+            self._base = self.options.effective(self.name)
+        except EvaluationInputError as err:
+            raise ConfigError(str(err)) from None
+
     def check(self, actual: Any, expected: Any) -> Verdict:
-        opts = options_from_expected(self.options, expected, self.name)
+        expectation = expectation_of(expected, self.name)
+        opts = options_from_expected(self._base, expected, self.name)
         calls, text = read_calls(actual, self.name)
         checks = run_checks(opts, calls, text, self.name)
         if not checks:
+            not_used = f"; the expected value ({expectation.ignored}) is not tool calls" if expectation.ignored else ""
             raise EvaluationInputError(
-                f"{self.name} has nothing to check: set required, forbidden, min_calls, max_calls, args, order, "
-                "penalize_extra or output_contains (as options or in expected)"
+                f"{self.name} has nothing to check{not_used}: set required, forbidden, min_calls, max_calls, args, "
+                "order, expected_calls, penalize_extra or output_contains, or give the calls per sample from a "
+                "row's field (expected: doc.<field>)"
             )
         weights = [opts.weights.get(c.name, opts.weights.get(c.kind, 1.0)) for c in checks]
         total = sum(weights)
@@ -453,6 +511,8 @@ class ToolUsage(Evaluator):
             "calls": [c.name for c in calls],
             "n_calls": len(calls),
         }
+        if expectation.ignored:  # e.g. the task's answer as target: judged by the options alone
+            details["expected_not_used"] = f"{expectation.ignored} is not a tool-call expectation"
         passed = all_passed if opts.threshold is None else score >= opts.threshold
         if passed:
             return Verdict(score, True, None, details, None)

@@ -161,6 +161,8 @@ def _from_mapping(entry: dict[str, Any], path: KeyPath, ctx: ConfigContext) -> M
     if not isinstance(hib, bool):
         raise ctx.error((*path, "higher_is_better"), f"must be true or false, got {hib!r}")
     expected = entry.get("expected", "target")
+    if expected is None:  # YAML `expected: null`: nothing from the row, as `expected: none`
+        expected = "none"
     try:
         check_expected(expected if isinstance(expected, str) else repr(expected))
     except ValueError as err:
