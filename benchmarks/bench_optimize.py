@@ -3,9 +3,9 @@
 The bundled demo (reflective strategy) runs against a real local OpenAI-compatible server in its own process that
 answers after 50 ms, as the task model and as the optimiser model. Both models are timed from the client side:
 the time with at least one request in flight is "waiting on models"; the rest of the wall time (run folders,
-scoring, results, the journal, Optuna/Pareto bookkeeping, the final comparison) is the overhead, reported per
-candidate evaluation and as a share of wall time (target: under 5 %). The plain baseline sends the same number of
-requests with the same concurrency and nothing else.
+scoring, results, the journal and the call log, Optuna/Pareto bookkeeping, the final comparison) is the overhead,
+reported per candidate evaluation and as a share of wall time (target: under 5 %). The plain baseline sends the
+same number of requests with the same concurrency and nothing else.
 """
 
 from __future__ import annotations
@@ -94,9 +94,9 @@ async def plain(base_url: str, n: int) -> float:
 
 def warm_up() -> None:
     """Import everything an optimisation uses, so that one-time import costs are not counted per evaluation."""
+    import assay.optimize.final
     import assay.optimize.reflective
     import assay.report.table
-    import assay.results.compare
     import assay.results.writer
     import assay.runner.session  # noqa: F401
     from assay.tasks import load_task
@@ -132,7 +132,7 @@ def measure(base_url: str, label: str, budget: int, **overrides: Any) -> None:
             result = asyncio.run(
                 aoptimize(
                     task, task_model, optimizer_model=opt_model, budget=budget, output_dir=Path(tmp),
-                    run_settings={"cache": False, "concurrency": CONCURRENCY}, **overrides,
+                    run_settings={"concurrency": CONCURRENCY}, **overrides,  # the response cache is off by default
                 )
             )  # fmt: skip
             t_end = time.perf_counter()

@@ -90,13 +90,13 @@ def test_splits_are_seeded_disjoint_and_complete() -> None:
 
 def test_journal_drops_a_torn_last_line(tmp_path: Path) -> None:
     j = Journal(tmp_path)
-    j.append({"kind": "eval", "key": "k1", "v": 1})
+    j.append({"kind": "trial", "key": "k1", "v": 1})
     j.close()
     with (tmp_path / "journal.jsonl").open("a") as fh:
-        fh.write('{"kind": "eval", "key": "k2", "v"')  # killed mid-write
+        fh.write('{"kind": "trial", "key": "k2", "v"')  # killed mid-write
     j = Journal(tmp_path)
-    assert j.get("eval", "k1") == {"kind": "eval", "key": "k1", "v": 1} and j.get("eval", "k2") is None
-    j.append({"kind": "eval", "key": "k3", "v": 3})
+    assert j.get("trial", "k1") == {"kind": "trial", "key": "k1", "v": 1} and j.get("trial", "k2") is None
+    j.append({"kind": "trial", "key": "k3", "v": 3})
     j.close()
     assert [e["key"] for e in Journal(tmp_path).order] == ["k1", "k3"]
 
@@ -147,13 +147,17 @@ def test_wilson_bound_is_sound_at_the_edges() -> None:
 
 
 def test_a_model_spec_with_a_secret_is_never_written_to_the_folder() -> None:
-    from assay.optimize.driver import _spec_of
+    from assay.optimize.manifest import needs_model_again, recorded_model
 
     spec = {"provider": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1", "api_key": "sk-abc123"}
-    recorded = _spec_of(spec)
-    assert "sk-abc123" not in str(recorded) and "object" in recorded
+    recorded = recorded_model(spec)
+    assert "sk-abc123" not in str(recorded) and "object" in recorded and needs_model_again(recorded)
     plain = {"provider": "openai", "model": "m", "api_key_env": "MY_KEY"}
-    assert _spec_of(plain) == plain
+    assert recorded_model(plain) == plain and not needs_model_again(plain)
+    # credentials in the URL (user:password@, ?api_key=) are redacted; such a model is asked for again on resume
+    url = {"provider": "openai", "model": "m", "base_url": "http://u:SECRET@127.0.0.1:9/v1?api_key=S2"}
+    recorded = recorded_model(url)
+    assert "SECRET" not in str(recorded) and "S2" not in str(recorded) and needs_model_again(recorded)
 
 
 def test_trial_intervals_are_the_ones_runs_report() -> None:

@@ -19,13 +19,42 @@ from rich.markup import escape
 from assay.errors import AssayError
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number JSON allows (give a finite number)")
+
+
 def _json_arg(value: str | None, option: str) -> Any:
     if value is None:
         return None
     try:
-        return json.loads(value)
-    except json.JSONDecodeError as err:
+        return json.loads(value, parse_constant=_reject_constant)
+    except ValueError as err:  # JSONDecodeError, or NaN / Infinity
         raise click.BadParameter(f"invalid JSON: {err}", param_hint=option) from None
+
+
+def _finite_usd(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """``--budget-usd``: a finite amount above 0 (click's FloatRange lets NaN through, which turns the cap off)."""
+    import math
+
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise click.BadParameter(f"expected a finite amount of US dollars above 0, got {value!r}")
+    return value
+
+
+def _prices(path: Path) -> dict[str, Any]:
+    """The price table of ``--prices FILE``, checked (a non-number is an error naming the file and the key)."""
+    from assay.errors import ConfigError
+    from assay.results.operational import validate_prices
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+    except (ValueError, OSError) as err:
+        raise click.BadParameter(f"{path}: {err}", param_hint="--prices") from None
+    try:
+        validate_prices(data)
+    except ConfigError as err:
+        raise click.BadParameter(f"{path}: {err}", param_hint="--prices") from None
+    return dict(data)
 
 
 def _given(name: str) -> bool:
@@ -64,7 +93,7 @@ def _model(spec: str | None, base_url: str | None, api_key_env: str | None, opti
 @click.option("--optimizer-api-key-env", help="Environment variable holding --optimizer-model's API key.")
 @click.option("--strategy", "-s", type=click.Choice(["reflective", "fewshot", "search"]))
 @click.option("--budget", "-b", type=click.IntRange(min=1), help="Model calls the optimisation may make.")
-@click.option("--budget-usd", type=click.FloatRange(min=0, min_open=True), help="Also stop once this is spent.")
+@click.option("--budget-usd", type=float, callback=_finite_usd, help="Also stop once this is spent (needs --prices).")
 @click.option("--component", "components", multiple=True, help="A text to optimise: 'system' or a marked block.")
 @click.option("--constraint", "constraints", multiple=True, help="A rule the optimiser must keep (repeatable).")
 @click.option("--objective", "objectives", multiple=True, help="score (first), then cost, latency_p95 or tokens.")
@@ -79,7 +108,12 @@ def _model(spec: str | None, base_url: str | None, api_key_env: str | None, opti
 @click.option("--output", "-o", "output_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"))
 @click.option("--resume", type=click.Path(exists=True, file_okay=False, path_type=Path), help="Resume a folder.")
 @click.option("--concurrency", "-c", type=click.IntRange(1, 4096), default=16, show_default=True)
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the response cache.")
+@click.option(
+    "--cache/--no-cache",
+    default=None,
+    help="Read and write the response cache in candidate runs (default: off, unless the task says cache: true).",
+)
+@click.option("--max-attempts", type=click.IntRange(min=1), help="Attempts per model request (each one counts).")
 @click.option("--prices", "prices_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--require-improvement", is_flag=True, help="Exit 1 unless the test split shows a significant gain.")
 @click.option("--quiet", "-q", is_flag=True, help="No line per trial.")
@@ -108,7 +142,8 @@ def optimize_command(
     output_dir: Path,
     resume: Path | None,
     concurrency: int,
-    no_cache: bool,
+    cache: bool | None,
+    max_attempts: int | None,
     prices_file: Path | None,
     require_improvement: bool,
     quiet: bool,
@@ -119,11 +154,15 @@ def optimize_command(
     console = Console(stderr=True, soft_wrap=True)
     if (task is None) == (resume is None):
         raise click.UsageError("give a TASK file, or --resume FOLDER")
-    run_settings: dict[str, Any] = {"concurrency": concurrency, "cache": not no_cache}
+    run_settings: dict[str, Any] = {"concurrency": concurrency}
+    if cache is not None:  # else the one cache switch's default: off unless the task asks for it
+        run_settings["cache"] = cache
+    if max_attempts is not None:
+        run_settings["max_attempts"] = max_attempts
     if resume is not None:  # a resumed optimisation keeps its recorded settings unless one is given again
-        run_settings = {k: v for k, v in run_settings.items() if _given({"cache": "no_cache"}.get(k, k))}
+        run_settings = {k: v for k, v in run_settings.items() if _given(k)}
     if prices_file is not None:
-        run_settings["prices"] = _json_arg(prices_file.read_text(encoding="utf-8"), "--prices")
+        run_settings["prices"] = _prices(prices_file)
     overrides: dict[str, Any] = {
         "strategy": strategy,
         "components": list(components),
@@ -162,6 +201,8 @@ def optimize_command(
 
         console.print(f"[red]error:[/] {escape(str(err))}")
         sys.exit(1 if isinstance(err, OptimizeError) else 2)
+    for warning in result.warnings:
+        console.print(f"[bold yellow]warning:[/] {escape(warning)}")
     calls = result.calls
     console.print(
         f"model calls: {calls['used']} of {calls['budget']} (task model {calls['task_model']}, optimiser "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import secrets
 import time
 from collections.abc import Callable
@@ -21,12 +20,22 @@ from assay.errors import ConfigError
 from assay.optimize.candidate import Candidate
 from assay.optimize.engine import Engine, Evaluation, OptimizeError
 from assay.optimize.journal import Journal
+from assay.optimize.manifest import (
+    MANIFEST,
+    check_splits,
+    finite_budget_usd,
+    needs_model_again,
+    read_manifest,
+    recorded_config,
+    recorded_model,
+    recorded_settings,
+    write_manifest,
+)
 from assay.optimize.outputs import write_outputs
 from assay.optimize.spec import OptimizeSpec, parse_spec
 from assay.optimize.splits import make_splits
-from assay.results.document import _scrub as scrub
 
-MANIFEST = "optimization.json"
+__all__ = ["MANIFEST", "OptimizationResult", "aoptimize", "optimize"]
 
 
 @dataclass
@@ -45,36 +54,13 @@ class OptimizationResult:
     calls: dict[str, Any]
     cost_usd: dict[str, float | None] = field(default_factory=dict)
     pareto: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # things the user must know (e.g. a bootstrap fallback)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-safe dict."""
         out = asdict(self)
         out["folder"] = str(self.folder)
         return out
-
-
-def _spec_of(model: Any) -> Any:
-    """What ``optimization.json`` records of a model: its spec, or (for an object, or a spec holding a secret such
-    as ``api_key`` or headers) what it describes, so the model must be given again on resume."""
-    from assay.models.base import Model
-    from assay.models.registry import load_model
-    from assay.secrets import looks_secret
-
-    if model is None or isinstance(model, str):
-        return model
-    if isinstance(model, dict):
-        if any(looks_secret(k) and k != "api_key_env" for k in model):
-            return {"object": load_model(model).describe()}
-        return model
-    if isinstance(model, Model):
-        return {"object": model.describe()}
-    raise ConfigError(f"a model is a spec ('openai:NAME', 'python:mod:fn', a dict) or a Model, got {type(model)}")
-
-
-def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def _new_folder(output_dir: Path, name: str) -> Path:
@@ -84,11 +70,14 @@ def _new_folder(output_dir: Path, name: str) -> Path:
     return path
 
 
-def _model_arg(given: Any, recorded: Any, what: str, folder: Path) -> Any:
+def _model_arg(given: Any, recorded: Any, what: str, folder: Path, option: str) -> Any:
     if given is not None:
         return given
-    if isinstance(recorded, dict) and "object" in recorded:
-        raise ConfigError(f"{folder} was started with a {what} object that cannot be rebuilt; pass it again")
+    if needs_model_again(recorded):
+        raise ConfigError(
+            f"{folder} was started with a {what} that its files do not record in full (an object, or a spec with "
+            f"credentials, which are never written); give it again ({option})"
+        )
     return recorded
 
 
@@ -119,29 +108,40 @@ async def aoptimize(
 
     settings = dict(run_settings or {})
     _check_run_settings(settings)
+    folder: Path | None
     if resume is not None:
         folder = Path(resume)
-        if not (folder / MANIFEST).is_file():
-            raise ConfigError(f"{folder} is not an optimisation folder (no {MANIFEST})")
         if task is not None or overrides or budget is not None or budget_usd is not None:
             raise ConfigError("a resumed optimisation keeps its task, settings and budget; pass only resume=FOLDER")
-        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
-        task_obj = Task.from_config(manifest["task"], source=f"{folder}/{MANIFEST}: task")
-        if task_obj.hash != manifest.get("task_hash"):
+        manifest = read_manifest(folder)
+        path = folder / MANIFEST
+        task_obj = Task.from_config(manifest["task"], source=f"{path}: task")
+        if task_obj.hash != manifest["task_hash"]:
+            redacted = "***" in json.dumps(manifest["task"])
             raise ConfigError(
                 f"{folder}: the task's dataset or config changed since the optimisation started (task hash "
-                f"{task_obj.hash[:12]} vs {str(manifest.get('task_hash'))[:12]}); its splits and runs no longer fit"
+                f"{task_obj.hash[:12]} vs {manifest['task_hash'][:12]}); its splits and runs no longer fit"
+                + (" (the recorded task had credentials removed, which resuming cannot restore)" if redacted else "")
             )
         spec = OptimizeSpec.model_validate(manifest["spec"])
-        model = _model_arg(model, manifest["model"], "model", folder)
-        optimizer_model = _model_arg(optimizer_model, manifest["optimizer_model"], "optimiser model", folder)
+        model = _model_arg(model, manifest["model"], "model", folder, "--model / --base-url")
+        optimizer_model = _model_arg(
+            optimizer_model, manifest["optimizer_model"], "optimiser model", folder,
+            "--optimizer-model / --optimizer-base-url",
+        )  # fmt: skip
         budget = int(manifest["budget"])
         budget_usd = manifest.get("budget_usd")
         settings = {**manifest["run_settings"], **{k: v for k, v in (run_settings or {}).items() if k != "prices"}}
+        try:
+            _check_run_settings(settings)
+        except ConfigError as err:
+            raise ConfigError(f"{path}: {err}") from None
         splits = {k: list(v) for k, v in manifest["splits"].items()}
+        check_splits(path, splits, len(task_obj.dataset.rows))
     else:
-        if budget is None or budget < 1:
-            raise ConfigError("give a budget of model calls (budget >= 1)")
+        if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
+            raise ConfigError(f"budget: give a budget of model calls (an integer >= 1), got {budget!r}")
+        budget_usd = finite_budget_usd(budget_usd)
         (task_obj,) = load_tasks(task)
         spec = parse_spec(task_obj, overrides)
         model = model if model is not None else task_obj.model
@@ -154,22 +154,21 @@ async def aoptimize(
                 f"a budget of {budget} model calls does not cover evaluating the original task on the validation "
                 f"split ({need} calls); raise --budget"
             )
-        folder = _new_folder(Path(output_dir), task_obj.name)
         manifest = {
             "kind": "assay.optimization",
             "created_at": time.time(),
-            "task": scrub(task_obj.to_config()),  # a literal key in the task's model: is not written (not hashed)
+            "task": recorded_config(task_obj.to_config()),  # no literal key, no URL credentials (not hashed)
             "task_hash": task_obj.hash,
-            "model": _spec_of(model),
-            "optimizer_model": _spec_of(optimizer_model),
+            "model": recorded_model(model),
+            "optimizer_model": recorded_model(optimizer_model),
             "budget": budget,
             "budget_usd": budget_usd,
             "spec": spec.model_dump(mode="json"),
             "splits": splits,
-            "run_settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in settings.items()},
+            "run_settings": recorded_settings(settings),
             "status": "running",
         }
-        _write_json(folder / MANIFEST, manifest)
+        folder = None
     resolve_model(model, [task_obj])  # a bad model spec fails before any call
     optimizer = load_model(optimizer_model) if isinstance(optimizer_model, str | dict) else optimizer_model
     if spec.strategy == "reflective" and optimizer is None:
@@ -180,8 +179,12 @@ async def aoptimize(
         raise ConfigError("the 'cost' objective needs prices (--prices FILE)")
     if budget_usd is not None and not settings.get("prices"):
         raise ConfigError("a budget in US dollars needs prices (--prices FILE)")
+    if folder is None:  # every check passed: only now is anything written
+        folder = _new_folder(Path(output_dir), task_obj.name)
+        write_manifest(folder, manifest)
     with run_lock(folder, action="optimise"):
         journal = Journal(folder)
+        engine: Engine | None = None
         try:
             engine = Engine(folder, task_obj, model, optimizer, spec, splits, budget, settings, journal)
             engine.log = log
@@ -189,13 +192,17 @@ async def aoptimize(
             result = await _optimise(engine, folder, manifest)
         except (KeyboardInterrupt, asyncio.CancelledError, OptimizeError) as err:
             manifest["status"] = "failed" if isinstance(err, OptimizeError) else "interrupted"
-            _write_json(folder / MANIFEST, manifest)
+            if engine is not None and engine.warnings:
+                manifest["warnings"] = engine.warnings
+            write_manifest(folder, manifest)
             if log is not None:
                 log(f"optimisation {manifest['status']}; finished steps are kept. Resume with: "
                     f"assay optimize --resume {folder}")  # fmt: skip
             raise
         finally:
             journal.close()
+            if engine is not None:
+                engine.close()
             if optimizer is not None:
                 await optimizer.aclose()
     return result
@@ -204,7 +211,7 @@ async def aoptimize(
 async def _optimise(engine: Engine, folder: Path, manifest: dict[str, Any]) -> OptimizationResult:
     spec = engine.spec
     manifest["status"] = "running"
-    _write_json(folder / MANIFEST, manifest)
+    write_manifest(folder, manifest)
     base = engine.baseline()
     val: dict[str, tuple[Candidate, Evaluation]] = {}
     pareto_rows: list[dict[str, Any]] = []
@@ -234,13 +241,15 @@ async def _optimise(engine: Engine, folder: Path, manifest: dict[str, Any]) -> O
     if base.id not in val:
         raise OptimizeError(
             f"the budget ({engine.budget} model calls) does not cover evaluating the original task on the "
-            f"validation split ({len(engine.splits['val']) * engine.task.repeats} calls)"
+            f"validation split ({len(engine.splits['val']) * engine.task.repeats} calls, more with retries: "
+            f"{engine.used} were made); start again with a larger --budget"
         )
     order = list(val)
     best_id = max(order, key=lambda c: (val[c][1].mean, c == base.id, -order.index(c)))
     best = val[best_id][0]
     ev_base = await engine.evaluate(base, "test", label="test", charge=False)
     ev_best = ev_base if best_id == base.id else await engine.evaluate(best, "test", label="test", charge=False)
+    engine.finish_count()
     comparison = _compare(engine, ev_base, ev_best, spec.alpha)
     improved = bool(comparison.get("better"))
     result = write_outputs(
@@ -248,35 +257,21 @@ async def _optimise(engine: Engine, folder: Path, manifest: dict[str, Any]) -> O
     )
     manifest["status"] = "finished"
     manifest["finished_at"] = time.time()
-    _write_json(folder / MANIFEST, manifest)
+    if engine.warnings:
+        manifest["warnings"] = engine.warnings
+    write_manifest(folder, manifest)
     return result
 
 
 def _compare(engine: Engine, ev_base: Evaluation, ev_best: Evaluation, alpha: float) -> dict[str, Any]:
-    """``assay compare``'s paired test of best (B) against the original (A) on the test split."""
-    from assay.results.compare import compare_runs
+    """The paired test of best (B) against the original (A) on the test split, on the outcomes candidates are
+    ranked by (an error is a failure on either side): the means it states differ by the difference it tests."""
+    from assay.optimize.final import compare_outcomes, sample_ids
 
     if ev_base.run_dir == ev_best.run_dir:
         return {"same": True, "better": False, "diff": 0.0, "p_value": None, "ci": None, "test": "none"}
-    comp = compare_runs(ev_base.run_dir, ev_best.run_dir, alpha=alpha)
-    for m in comp.metrics:
-        if m.metric == engine.metric.name and m.filter == engine.filter:
-            return {
-                "same": False,
-                "better": m.better,
-                "worse": m.worse,
-                "diff": m.diff,
-                "ci": m.ci,
-                "p_value": m.p_value,
-                "test": m.test,
-                "n_shared": m.n_shared,
-                "mean_a": m.mean_a,
-                "mean_b": m.mean_b,
-                "improved_ids": m.improved_ids,
-                "regressed_ids": m.regressed_ids,
-                "warnings": comp.warnings,
-            }
-    raise OptimizeError(f"the test runs share no {engine.metric.name},{engine.filter} metric to compare")
+    ids = sample_ids(ev_best.run_dir, engine.task.name, ev_best.indices)
+    return compare_outcomes(ev_base, ev_best, alpha=alpha, task=engine.task.name, ids=ids)
 
 
 def optimize(task: Any = None, model: Any = None, **kwargs: Any) -> OptimizationResult:
@@ -287,9 +282,13 @@ def optimize(task: Any = None, model: Any = None, **kwargs: Any) -> Optimization
 
 
 def _check_run_settings(settings: dict[str, Any]) -> None:
-    """``run_settings`` are RunSettings of every candidate run, less what the optimiser sets itself: a wrong key
-    is a ConfigError naming it (and the intended one), not pydantic's error from deep in the first run."""
+    """``run_settings`` are RunSettings of every candidate run, less what the optimiser sets itself: a wrong key or
+    value is a ConfigError naming it (and the intended key), not pydantic's error from deep in the first run."""
+    from pydantic import ValidationError
+
     from assay.api import check_settings
+    from assay.results.operational import validate_prices
+    from assay.runner.settings import RunSettings
 
     try:
         check_settings(settings, call="assay.optimize")
@@ -298,3 +297,15 @@ def _check_run_settings(settings: dict[str, Any]) -> None:
     own = sorted({"output_dir", "progress"} & set(settings))
     if own:
         raise ConfigError(f"run_settings: {', '.join(own)} is set by the optimiser for each candidate run")
+    try:
+        RunSettings.model_validate(settings)
+    except ValidationError as err:
+        e = err.errors()[0]
+        where = ".".join(str(p) for p in e["loc"])
+        raise ConfigError(f"run_settings: {where}: {e['msg']} (got {e.get('input')!r})") from None
+    validate_prices(settings.get("prices"))
+    if settings.get("executor", "local") != "local":
+        raise ConfigError(
+            "run_settings: executor: candidate runs use the local executor (the optimiser counts every model call "
+            "against its budget as it is sent, in this process)"
+        )

@@ -16,21 +16,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import AssayError
+from assay.optimize.budget import Budget, BudgetExhausted, CallLog, CountingModel
 from assay.optimize.candidate import Candidate, apply, diff, original_texts
 from assay.optimize.journal import Journal
+from assay.optimize.readout import failures, interval, run_ops
 from assay.optimize.spec import OptimizeSpec
 from assay.optimize.splits import subset_file
 from assay.tasks.hashing import sha256_hex
 
 if TYPE_CHECKING:
     from assay.models.base import Model
+    from assay.runner.retry import RetryPolicy
     from assay.tasks import Task
 
-MAX_FIELD = 2000  # characters of an input, output or feedback kept for the optimiser
-
-
-class BudgetExhausted(Exception):
-    """The next step would pass the budget of model calls."""
+__all__ = ["BudgetExhausted", "Engine", "Evaluation", "OptimizeError", "interval", "run_ops"]
 
 
 class OptimizeError(AssayError):
@@ -73,21 +72,6 @@ class Evaluation:
         return math.fsum(self.values)
 
 
-def interval(values: list[float], confidence: float = 0.95) -> tuple[float | None, float | None, float | None]:
-    """Mean and the interval a run reports for such scores (Wilson for pass/fail, else the studentized bootstrap,
-    clipped to [0, 1]; seeded, so a replay shows the same figures)."""
-    import numpy as np
-
-    from assay.results.intervals import headline_interval
-
-    if not values:
-        return None, None, None
-    x = np.asarray(values, dtype=np.float64)
-    binary = bool(np.all((x == 0.0) | (x == 1.0)))
-    ci, _ = headline_interval(x, binary=binary, iters=2000, rng=np.random.default_rng(0), confidence=confidence)
-    return float(x.mean()), (ci[0] if ci else None), (ci[1] if ci else None)
-
-
 class Engine:
     """Everything a strategy may do that costs model calls, journaled; ``used`` counts calls so far (replayed too)."""
 
@@ -109,24 +93,71 @@ class Engine:
         self.optimizer = optimizer
         self.spec = spec
         self.splits = splits
-        self.budget = budget
         self.run_settings = run_settings
         self.journal = journal
+        self.calls = Budget(budget, CallLog(folder))
         self.rows: list[dict[str, Any]] = list(task.dataset.rows)
         self.base_config = task.to_config()
         self.original = original_texts(task.config, spec.components)
         self.metric = task.metric(spec.metric or task.metrics[0].name)
         self.filter = spec.filter or (self.metric.filters or task.filters)[0]
-        self.used = 0
-        self.budget_usd: float | None = None  # optional: stop before a step once this much has been spent
-        self.spent_usd = 0.0
+        self.task_calls = 0  # calls of the task model charged to the budget (candidate runs)
         self.optimizer_calls = 0
+        self.final_calls = 0  # calls of the final comparison on the test split (not charged)
         self.iteration = 0
+        self.warnings: list[str] = []  # said in the output and recorded in optimization.json and summary.json
         self._seen: Counter[str] = Counter()
         self._charged: set[str] = set()  # evaluations paid for (or replayed) in this session: a repeat is free
         self._trials = 0
         self.target_field = task.fields.target
         self.log: Callable[[str], None] | None = None
+
+    @property
+    def used(self) -> int:
+        """Model calls charged to the budget so far (every attempt, retries and calls cut off by a kill too)."""
+        return self.calls.used
+
+    @property
+    def budget(self) -> int:
+        """The budget of model calls."""
+        return self.calls.limit
+
+    @property
+    def budget_usd(self) -> float | None:
+        """The optional dollar cap: no step starts once this much has been spent."""
+        return self.calls.usd_limit
+
+    @budget_usd.setter
+    def budget_usd(self, value: float | None) -> None:
+        self.calls.usd_limit = value
+
+    @property
+    def spent_usd(self) -> float:
+        """Dollars spent so far (with prices)."""
+        return self.calls.spent_usd
+
+    def warn(self, message: str) -> None:
+        """A warning the user must see: logged now, and kept for optimization.json and summary.json."""
+        if message not in self.warnings:
+            self.warnings.append(message)
+            if self.log is not None:
+                self.log(f"warning: {message}")
+
+    def close(self) -> None:
+        """Close the call log."""
+        self.calls.log.close()
+
+    def finish_count(self) -> None:
+        """Count calls earlier sessions made for steps this one never reached (nothing paid for goes unreported)."""
+        done = {f"eval {e['key']}" for e in self.journal.of_kind("eval")}
+        done |= {f"propose {e['key']}" for e in self.journal.of_kind("propose")}
+        left = self.calls.unreplayed(done)
+        for step, n in left.items():
+            self.calls.used += n
+            if step.startswith("propose "):
+                self.optimizer_calls += n
+            else:
+                self.task_calls += n
 
     # ---- candidates ----------------------------------------------------------------------------------------
 
@@ -147,25 +178,35 @@ class Engine:
             config["fewshot"] = {**fewshot, "source": {"path": str(train)}}
         return Task.from_config(config, source=f"candidate {cand.id} of task {self.task.name!r}")
 
-    # ---- evaluation ----------------------------------------------------------------------------------------
+    # ---- the budget ----------------------------------------------------------------------------------------
 
-    def _charge(self, calls: int) -> None:
-        if self.used + calls > self.budget:
-            raise BudgetExhausted(f"{self.used} of {self.budget} model calls used; the next step needs {calls}")
-        if self.budget_usd is not None and self.spent_usd >= self.budget_usd:
-            raise BudgetExhausted(f"${self.spent_usd:.4f} of ${self.budget_usd:.4f} spent")
+    def afford(self, calls: int) -> None:
+        """Raise BudgetExhausted unless ``calls`` more fit the budget: a step is begun only when it can be finished."""
+        self.calls.check(calls)
 
-    def _spend_eval(self, ev: Evaluation) -> None:
-        self.used += ev.calls
-        self.spent_usd += float(ev.ops.get("model_cost_usd") or 0.0) + float(ev.ops.get("judge_cost_usd") or 0.0)
+    def eval_cost(self, cand: Candidate, split: str, indices: list[int] | None = None) -> int:
+        """The calls :meth:`evaluate` needs at least (none for an evaluation already paid for in this session)."""
+        rows = sorted(self.splits[split] if indices is None else indices)
+        return 0 if _eval_key(cand, split, rows) in self._charged else len(rows) * self.task.repeats
 
-    def _spend_propose(self, input_tokens: int, output_tokens: int) -> None:
-        self.used += 1
-        self.optimizer_calls += 1
+    def _spend_usd(self, ev: Evaluation) -> None:
+        self.calls.spent_usd += float(ev.ops.get("model_cost_usd") or 0.0) + float(ev.ops.get("judge_cost_usd") or 0)
+
+    def _spend_propose_usd(self, input_tokens: int, output_tokens: int) -> None:
         prices = (self.run_settings.get("prices") or {}).get(self.optimizer.name if self.optimizer else "")
         if prices:
             cost = input_tokens * prices.get("input", 0.0) + output_tokens * prices.get("output", 0.0)
-            self.spent_usd += cost / 1e6
+            self.calls.spent_usd += cost / 1e6
+
+    def retry_policy(self) -> RetryPolicy:
+        """How the optimiser model's calls are retried: the candidate runs' attempts and timeout."""
+        from assay.runner.retry import RetryPolicy
+        from assay.runner.settings import RunSettings
+
+        settings = RunSettings.model_validate(self.run_settings)  # checked when the optimisation started
+        return RetryPolicy(max_attempts=settings.max_attempts, timeout_s=settings.timeout_s or 60.0)
+
+    # ---- evaluation ----------------------------------------------------------------------------------------
 
     async def evaluate(
         self, cand: Candidate, split: str, indices: list[int] | None = None, *, label: str = "", charge: bool = True
@@ -177,17 +218,25 @@ class Engine:
         allowed = set(self.splits[split])
         if not set(rows) <= allowed:
             raise OptimizeError(f"rows outside the {split} split were asked for")
-        key = sha256_hex({"cid": cand.id, "split": split, "rows": rows})[:20]
+        key = _eval_key(cand, split, rows)
         hit = self.journal.get("eval", key)
         if hit is not None:  # a replay after a resume (charged as it was then), or a repeat (no call: free)
             ev = _from_entry(hit)
-            if charge and key not in self._charged:
+            if key not in self._charged:
                 self._charged.add(key)
-                self._spend_eval(ev)
+                if charge:
+                    self.calls.used += ev.calls
+                    self.task_calls += ev.calls
+                    self._spend_usd(ev)
+                else:
+                    self.final_calls += ev.calls
             return ev
         if charge:
-            self._charge(len(rows) * self.task.repeats)
-        ev = await self._run(cand, split, rows, key, label or split)
+            self.calls.check(len(rows) * self.task.repeats)
+        step = f"eval {key}"
+        earlier = self.calls.claim_earlier(step, charge=charge)  # calls a killed session made for this run
+        ev = await self._run(cand, split, rows, key, label or split, step, charge)
+        ev.calls += earlier
         entry = {
             "kind": "eval",
             "key": key,
@@ -202,12 +251,17 @@ class Engine:
             "charged": charge,
         }
         self.journal.append(entry)
+        self._charged.add(key)
         if charge:
-            self._charged.add(key)
-            self._spend_eval(ev)
+            self.task_calls += ev.calls
+            self._spend_usd(ev)
+        else:
+            self.final_calls += ev.calls
         return ev
 
-    async def _run(self, cand: Candidate, split: str, rows: list[int], key: str, label: str) -> Evaluation:
+    async def _run(
+        self, cand: Candidate, split: str, rows: list[int], key: str, label: str, step: str, charge: bool
+    ) -> Evaluation:
         from assay.api import arun_outcome, resolve_model
         from assay.results import load_run
 
@@ -215,26 +269,29 @@ class Engine:
         out_dir = self.folder / "runs" / f"{label}-{cand.id}-{key[:6]}"
         existing = sorted(p for p in out_dir.glob("*/run.json")) if out_dir.is_dir() else []
         model = resolve_model(cand.model if cand.model is not None else self.model, [task])
+        counted = CountingModel(model, self.calls, step, charge=charge)
         if existing:  # started before an interruption: resume it, keeping what finished
-            outcome = await arun_outcome(None, model, resume=existing[0].parent, **_runtime(self.run_settings))
+            outcome = await arun_outcome(None, counted, resume=existing[0].parent, **_runtime(self.run_settings))
         else:
-            outcome = await arun_outcome(task, model, output_dir=out_dir, progress=False, **self.run_settings)
+            outcome = await arun_outcome(task, counted, output_dir=out_dir, progress=False, **self.run_settings)
+        if counted.exhausted:  # retries took the last calls: the run stopped before its end
+            raise BudgetExhausted(f"the budget of {self.budget} model calls ran out inside {outcome.run_dir}")
         if outcome.status != "finished":
             raise OptimizeError(f"the evaluation run {outcome.run_dir} ended {outcome.status}: {outcome.message}")
         run = load_run(outcome.run_dir)
         values = run.sample_values(task.name, self.filter, self.metric.name).as_dict()
         scores = {rows[doc_id]: v for doc_id, v in values.items()}
         ops = run_ops(run.operational)
-        failures = _failures(run, task.name, self.filter, self.metric.name, rows) if split == "train" else []
-        calls = int(ops["model_requests"] - ops["model_cache_hits"])
-        return Evaluation(cand.id, split, rows, scores, str(outcome.run_dir), calls, ops, failures)
+        found = failures(run, task.name, self.filter, self.metric.name, rows) if split == "train" else []
+        return Evaluation(cand.id, split, rows, scores, str(outcome.run_dir), counted.calls, ops, found)
 
     # ---- the optimiser model -------------------------------------------------------------------------------
 
     async def propose(self, prompt: str, purpose: str) -> str:
-        """One optimiser-model call (journaled by prompt and occurrence): its reply text."""
-        from assay.models.base import Request
-        from assay.runner.retry import RetryPolicy, call_with_retries
+        """One optimiser-model request (journaled by prompt and occurrence): its reply text. Each attempt is
+        counted (and logged) before it is sent; a model that does not answer ends the optimisation (resumable)."""
+        from assay.models.base import ModelError, Request, Response
+        from assay.runner.retry import call_with_retries
 
         if self.optimizer is None:
             raise OptimizeError(f"the {self.spec.strategy} strategy needs an optimiser model (--optimizer-model)")
@@ -243,13 +300,33 @@ class Engine:
         key = f"{digest}#{self._seen[digest]}"
         hit = self.journal.get("propose", key)
         if hit is not None:
-            self._spend_propose(int(hit.get("input_tokens") or 0), int(hit.get("output_tokens") or 0))
+            attempts = int(hit.get("attempts") or 1)
+            self.calls.used += attempts
+            self.optimizer_calls += attempts
+            self._spend_propose_usd(int(hit.get("input_tokens") or 0), int(hit.get("output_tokens") or 0))
             return str(hit["text"])
-        self._charge(1)
+        self.calls.check(1)
+        step = f"propose {key}"
+        made = self.calls.claim_earlier(step, charge=True)  # attempts a killed session sent for this request
         request = Request(sample_id=f"optimizer-{purpose}", messages=[{"role": "user", "content": prompt}])
-        t0 = time.perf_counter()
         optimizer = self.optimizer
-        response, attempts = await call_with_retries(lambda: optimizer.generate(request), RetryPolicy())
+
+        async def attempt() -> Response:
+            nonlocal made
+            self.calls.call(step, charge=True, durable=True)  # logged (and fsynced) before it is sent
+            made += 1
+            return await optimizer.generate(request)
+
+        t0 = time.perf_counter()
+        try:
+            response, _ = await call_with_retries(attempt, self.retry_policy())
+        except ModelError as err:
+            raise OptimizeError(
+                f"the optimiser model {optimizer.name!r} did not answer: {err}. The calls made are counted; fix the "
+                "model (or --optimizer-base-url) and resume"
+            ) from None
+        finally:
+            self.optimizer_calls += made
         text = response.text or ""
         self.journal.append(
             {
@@ -261,10 +338,10 @@ class Engine:
                 "input_tokens": response.usage.input_tokens,
                 "output_tokens": response.usage.output_tokens,
                 "seconds": time.perf_counter() - t0,
-                "attempts": attempts,
+                "attempts": made,
             }
         )
-        self._spend_propose(response.usage.input_tokens, response.usage.output_tokens)
+        self._spend_propose_usd(response.usage.input_tokens, response.usage.output_tokens)
         return text
 
     # ---- bookkeeping ---------------------------------------------------------------------------------------
@@ -339,6 +416,10 @@ def _runtime(settings: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in settings.items() if k in RUNTIME_SETTINGS} | {"progress": False}
 
 
+def _eval_key(cand: Candidate, split: str, rows: list[int]) -> str:
+    return sha256_hex({"cid": cand.id, "split": split, "rows": rows})[:20]
+
+
 def _from_entry(entry: dict[str, Any]) -> Evaluation:
     scores = {int(k): v for k, v in entry["scores"].items()}
     return Evaluation(
@@ -351,48 +432,3 @@ def _from_entry(entry: dict[str, Any]) -> Evaluation:
         entry.get("ops") or {},
         entry.get("failures") or [],
     )
-
-
-def run_ops(operational: dict[str, Any]) -> dict[str, Any]:
-    """A run's operational figures summed per role: requests, cache hits, tokens, p95 latency, cost."""
-    out: dict[str, Any] = {}
-    for role in ("model", "judge"):
-        figures = list(((operational.get("roles") or {}).get(role) or {}).values())
-        out[f"{role}_requests"] = sum(int(f.get("requests") or 0) for f in figures)
-        out[f"{role}_cache_hits"] = sum(int(f.get("cache_hits") or 0) for f in figures)
-        out[f"{role}_tokens"] = sum(int(f.get("input_tokens") or 0) + int(f.get("output_tokens") or 0) for f in figures)
-        costs = [f.get("cost_usd") for f in figures if f.get("cost_usd") is not None]
-        out[f"{role}_cost_usd"] = math.fsum(costs) if costs else None
-        p95 = [float(p) for f in figures if (p := (f.get("latency_s") or {}).get("p95")) is not None]
-        out[f"{role}_latency_p95"] = max(p95) if p95 else None
-    return out
-
-
-def _clip(value: Any) -> str:
-    text = value if isinstance(value, str) else "" if value is None else str(value)
-    return text if len(text) <= MAX_FIELD else text[: MAX_FIELD - 3] + "..."
-
-
-def _failures(run: Any, task: str, filter_name: str, metric: str, rows: list[int]) -> list[dict[str, Any]]:
-    """Each training sample's input, output, score, reason and feedback (passing ones too, marked by score)."""
-    out: list[dict[str, Any]] = []
-    for rec in run.task_records(task):
-        fr = rec.filters.get(filter_name)
-        verdicts = (fr.verdicts.get(metric) if fr is not None else None) or []
-        first = verdicts[0] if verdicts else {}
-        response = rec.responses[0] if rec.responses else None
-        score = fr.scores.get(metric) if fr is not None else None
-        out.append(
-            {
-                "row": rows[rec.doc_id],
-                "sample_id": rec.sample_id,
-                "input": _clip(rec.prompt),
-                "output": _clip(response.text if response is not None else rec.error),
-                "target": rec.target if isinstance(rec.target, str | int | float) else _clip(rec.target),
-                "score": score,
-                "passed": fr.passed.get(metric) if fr is not None else None,
-                "reason": _clip(first.get("reason") or first.get("error")),
-                "feedback": _clip(first.get("feedback")),
-            }
-        )
-    return out

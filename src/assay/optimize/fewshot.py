@@ -23,18 +23,31 @@ def _demo(engine: Engine, row: int, output: str | None = None) -> dict[str, Any]
     return demo
 
 
-async def _pool(engine: Engine, rng: random.Random, base: Candidate) -> list[dict[str, Any]]:
-    """The demos to choose from: training rows, or (bootstrap) the ones the model answered correctly."""
+async def _pool(engine: Engine, rng: random.Random, base: Candidate) -> tuple[list[dict[str, Any]], str]:
+    """The demos to choose from and how they were chosen: training rows (``random``), or (``bootstrap``) the rows
+    the model answered correctly, with its own outputs as the answers."""
     train = list(engine.splits["train"])
-    if engine.spec.fewshot.method != "bootstrap" or engine.target_field is None:
-        return [_demo(engine, r) for r in train]
+    method = engine.spec.fewshot.method
+    if method != "bootstrap":
+        return [_demo(engine, r) for r in train], method
+    if engine.target_field is None:
+        engine.warn(
+            "fewshot.method bootstrap needs the task's target field (fields.target) to show the model's own "
+            "outputs as answers; the demos are training rows as labelled instead (method random)"
+        )
+        return [_demo(engine, r) for r in train], "random"
     rows = sorted(rng.sample(train, min(MAX_BOOTSTRAP_ROWS, len(train))))
     ev = await engine.evaluate(base, "train", rows, label="bootstrap")
     engine.record_trial(base, ev, iteration=0, origin="bootstrap", parent=None, accepted=True)
     passing = [f for f in ev.failures if f.get("passed") and isinstance(f.get("output"), str)]
-    if not passing:  # nothing passed: fall back to the rows with their own targets
-        return [_demo(engine, r) for r in train]
-    return [_demo(engine, int(f["row"]), str(f["output"]).strip()) for f in passing]
+    if not passing:
+        engine.warn(
+            f"fewshot bootstrap: none of the {len(rows)} training rows it ran passed "
+            f"{engine.metric.name}, so there are no outputs of the model's own to show; the demos are training "
+            "rows as labelled instead (method random). Fix the task first, or set fewshot.method: random"
+        )
+        return [_demo(engine, r) for r in train], "random"
+    return [_demo(engine, int(f["row"]), str(f["output"]).strip()) for f in passing], method
 
 
 async def run_fewshot(engine: Engine) -> dict[str, tuple[Candidate, Evaluation]]:
@@ -48,7 +61,7 @@ async def run_fewshot(engine: Engine) -> dict[str, tuple[Candidate, Evaluation]]
         ev = await engine.evaluate(base, "val", label="val")
         results[base.id] = (base, ev)
         engine.record_trial(base, ev, iteration=0, origin="original", parent=None, accepted=True)
-        pool = await _pool(engine, rng, base)
+        pool, origin = await _pool(engine, rng, base)
         k = min(spec.max_demos, len(pool))
         if spec.method == "greedy":
             await _greedy(engine, base, pool, k, results, rng)
@@ -59,10 +72,10 @@ async def run_fewshot(engine: Engine) -> dict[str, tuple[Candidate, Evaluation]]
                 cand = Candidate(dict(base.components), demos, dict(base.params), base.model)
                 if cand.id in results:
                     continue
-                engine.record_candidate(cand, parents=[base], origin=spec.method, note=f"{k} demos")
+                engine.record_candidate(cand, parents=[base], origin=origin, note=f"{k} demos")
                 ev = await engine.evaluate(cand, "val", label="val")
                 results[cand.id] = (cand, ev)
-                engine.record_trial(cand, ev, iteration=i + 1, origin=spec.method, parent=base.id, accepted=True)
+                engine.record_trial(cand, ev, iteration=i + 1, origin=origin, parent=base.id, accepted=True)
     except BudgetExhausted:
         pass
     return results

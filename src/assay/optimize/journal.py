@@ -11,8 +11,16 @@ import os
 from pathlib import Path
 from typing import Any
 
+from assay.errors import ConfigError
+
 JOURNAL = "journal.jsonl"
 DURABLE = frozenset({"propose"})  # entries fsynced one by one
+# what a replay reads of each kind of entry, with its JSON type
+REQUIRED: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "eval": {"cid": str, "split": str, "rows": list, "scores": dict, "run_dir": str, "calls": int},
+    "propose": {"text": str},
+    "candidate": {"candidate": dict, "parents": list},
+}
 
 
 class Journal:
@@ -33,11 +41,28 @@ class Journal:
         if lines and lines[-1]:  # a torn last line (killed mid-write): drop it
             good = len(raw) - len(lines[-1])
             lines = lines[:-1]
-        for line in lines:
+        for number, line in enumerate(lines, 1):
             if not line.strip():
                 continue
-            entry = json.loads(line)
-            self.entries[(entry["kind"], entry["key"])] = entry
+            try:
+                entry = json.loads(line)
+            except ValueError as err:  # JSONDecodeError, or bytes that are not UTF-8
+                raise ConfigError(
+                    f"{self.path}:{number}: not a journal entry ({err}); the file was edited or damaged. Only a cut "
+                    "last line (a kill mid-write) is dropped on resume; fix or delete this line to resume"
+                ) from None
+            if not isinstance(entry, dict) or not isinstance(entry.get("kind"), str) or "key" not in entry:
+                raise ConfigError(
+                    f"{self.path}:{number}: not a journal entry (a JSON object with 'kind' and 'key'); the file was "
+                    "edited or damaged: fix or delete this line to resume"
+                )
+            for name, kind in REQUIRED.get(entry["kind"], {}).items():
+                if not isinstance(entry.get(name), kind) or isinstance(entry.get(name), bool):
+                    raise ConfigError(
+                        f"{self.path}:{number}: a {entry['kind']} entry without a valid {name!r}; the file was edited "
+                        "or damaged: fix or delete this line to resume"
+                    )
+            self.entries[(entry["kind"], str(entry["key"]))] = entry
             self.order.append(entry)
         if good != len(raw):
             with self.path.open("r+b") as fh:

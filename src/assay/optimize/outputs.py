@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 from assay.optimize.candidate import apply
-from assay.optimize.engine import interval
 from assay.optimize.journal import JOURNAL
-from assay.results.document import _scrub as scrub
+from assay.optimize.manifest import recorded_config
+from assay.optimize.readout import interval
 
 if TYPE_CHECKING:
     from assay.optimize.candidate import Candidate
@@ -86,7 +86,7 @@ def cost_by_role(tables: dict[str, Any], prices: dict[str, Any] | None, optimize
             "cost_usd": usd(charged, "judge_cost_usd"),
         },
         "optimizer": {
-            "calls": len(props),
+            "calls": sum(int(p.get("attempts") or 1) for p in props),
             "tokens": opt_in + opt_out,
             "cost_usd": (opt_in * price["input"] + opt_out * price["output"]) / 1e6 if price else None,
         },
@@ -133,19 +133,26 @@ def _yaml(config: dict[str, Any]) -> str:
 
 def _summary(engine: Engine, best: Candidate, base: Candidate, ev_base: Evaluation, ev_best: Evaluation,
              comparison: dict[str, Any], improved: bool) -> str:  # fmt: skip
+    """The headline: the two test means, their difference and the test, all of the same outcomes (an errored
+    sample is a failure on either side), so the means differ by the difference stated."""
     metric = f"{engine.metric.name},{engine.filter}"
-    b, _, _ = interval(ev_base.values)
-    w, _, _ = interval(ev_best.values)
     n = len(ev_best.values)
     if best.id == base.id:
+        b, _, _ = interval(ev_base.values)
         return (
             f"no candidate beat the original task on the validation split; the task is unchanged "
             f"({metric} on the test split: {b:.3f}, n={n})"
         )
     p = comparison.get("p_value")
     ci = comparison.get("ci") or [math.nan, math.nan]
-    shown = f"{w:.3f} vs {b:.3f} for the original (n={n}, {metric}), difference {comparison.get('diff', 0):+.3f} "
-    shown += f"[{ci[0]:+.3f}, {ci[1]:+.3f}], {comparison.get('test')} p={p:.3g}" if p is not None else ""
+    errors = [f"{k} {'by the original' if who == 'a' else 'by the candidate'}"
+              for who in ("a", "b") if (k := comparison.get(f"errored_{who}"))]  # fmt: skip
+    counted = f"; errored samples count as failures: {', '.join(errors)}" if errors else ""
+    shown = (
+        f"{comparison['mean_b']:.3f} vs {comparison['mean_a']:.3f} for the original (n={n}, {metric}{counted}), "
+        f"difference {comparison['diff']:+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}]"
+    )
+    shown += f", {comparison.get('test')} p={p:.3g}" if p is not None else ""
     if improved:
         return f"improved: candidate {best.id} scores {shown} on the held-out test split"
     return (
@@ -179,8 +186,8 @@ def write_outputs(
         for c in tables["candidates"]
     ]  # fmt: skip
     _atomic(folder / "lineage.json", json.dumps(lineage, indent=2, ensure_ascii=False))
-    original_cfg = scrub(engine.base_config)  # the winning task file never holds a literal key of the task's model
-    best_cfg = scrub(apply(engine.base_config, best, engine.original, engine.target_field))
+    original_cfg = recorded_config(engine.base_config)  # never a literal key or a URL's credentials
+    best_cfg = recorded_config(apply(engine.base_config, best, engine.original, engine.target_field))
     original_yaml, best_yaml = _yaml(original_cfg), _yaml(best_cfg)
     _atomic(folder / "best_task.yaml", best_yaml)
     _atomic(
@@ -197,10 +204,10 @@ def write_outputs(
     calls = {
         "budget": engine.budget,
         "used": engine.used,
-        "task_model": costs["task_model"]["calls"],
-        "optimizer": costs["optimizer"]["calls"],
+        "task_model": engine.task_calls,  # every attempt sent, retries too: used = task_model + optimizer
+        "optimizer": engine.optimizer_calls,
         "judge": costs["judge"]["calls"],
-        "final_test": costs["final_test"]["calls"],
+        "final_test": engine.final_calls,
         "budget_usd": engine.budget_usd,
         "spent_usd": engine.spent_usd if engine.run_settings.get("prices") else None,
     }
@@ -223,6 +230,7 @@ def write_outputs(
         calls=calls,
         cost_usd={role: c["cost_usd"] for role, c in costs.items()},
         pareto=pareto_rows,
+        warnings=list(engine.warnings),
     )
     summary = {**result.to_dict(), "cost_by_role": costs, "optimizer_model": optimizer_spec}
     _atomic(folder / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False, default=str))

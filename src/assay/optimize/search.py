@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import ConfigError
 from assay.optimize.candidate import Candidate
 from assay.optimize.engine import BudgetExhausted, Engine, Evaluation
-from assay.optimize.spec import OptimizeSpec, ParamSpec
+from assay.optimize.spec import MAX_GRID_POINTS, OptimizeSpec, ParamSpec
 
 if TYPE_CHECKING:
     import optuna
@@ -26,21 +26,27 @@ Z = 1.959964  # 95% two-sided normal quantile, for the Wilson bound of a partial
 
 
 def wilson_upper(mean: float, n: int, z: float = Z) -> float:
-    """The upper Wilson bound of a mean score in [0, 1] over ``n`` samples (sound at 0 and 1, unlike the t-interval)."""
+    """The upper Wilson bound of a mean score in [0, 1] over ``n`` samples (sound at 0 and 1, unlike the t-interval).
+
+    At a perfect score the bound is exactly 1 (the formula's rounding gave 0.9999999999999999, below a perfect best,
+    so a perfect partial score was pruned); never below the mean itself."""
     if n == 0:
         return 1.0
     p = min(max(mean, 0.0), 1.0)
+    if p >= 1.0:
+        return 1.0
     centre = p + z * z / (2 * n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return (centre + half) / (1 + z * z / n)
+    return min(1.0, max(p, (centre + half) / (1 + z * z / n)))
 
 
 def clearly_worse(partial: list[Evaluation], best: float | None) -> bool:
-    """Prune: even the upper 95% bound of the partial validation score is below the best finished trial's score."""
+    """Prune: even the upper 95% bound of the partial validation score is below the best finished trial's score
+    (a trial that could still tie the best is kept)."""
     values = [v for ev in partial for v in ev.values]
     if best is None or not values:
         return False
-    return wilson_upper(math.fsum(values) / len(values), len(values)) < best
+    return wilson_upper(math.fsum(values) / len(values), len(values)) < best - 1e-12
 
 
 @dataclass
@@ -72,20 +78,20 @@ def _import_optuna() -> Any:
 
 
 def _grid(space: dict[str, ParamSpec]) -> dict[str, list[Any]]:
+    """Each parameter's grid values (the spec refused grids without an end or past MAX_GRID_POINTS points)."""
     grid: dict[str, list[Any]] = {}
     for name, p in space.items():
+        size = p.grid_size()
+        if size is None or size > MAX_GRID_POINTS:
+            raise ConfigError(f"optimize.space.{name}: the grid sampler needs 'choices' or a 'step' for floats")
         if p.type == "choice":
             choices = list(p.choices or [])
             primitive = all(c is None or isinstance(c, bool | int | float | str) for c in choices)
             grid[name] = choices if primitive else list(range(len(choices)))
-        elif p.step is not None and p.low is not None and p.high is not None:
-            n = math.floor((p.high - p.low) / p.step + 1e-9) + 1
-            values = [p.low + i * p.step for i in range(n)]
-            grid[name] = [int(v) for v in values] if p.type == "int" else [round(v, 10) for v in values]
-        elif p.type == "int" and p.low is not None and p.high is not None:
-            grid[name] = list(range(int(p.low), int(p.high) + 1))
         else:
-            raise ConfigError(f"optimize.space.{name}: the grid sampler needs 'choices' or a 'step' for floats")
+            low, step = float(p.low or 0), float(p.step or 1)
+            values = [low + i * step for i in range(size)]
+            grid[name] = [int(v) for v in values] if p.type == "int" else [round(v, 10) for v in values]
     return grid
 
 
@@ -227,6 +233,11 @@ async def run_search(engine: Engine) -> list[TrialResult]:
                 break
             continue
         repeats = 0
+        try:  # a trial is begun only when the budget covers its whole validation (a partial one cannot win)
+            engine.afford(len(val) * engine.task.repeats)
+        except BudgetExhausted:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+            break
         engine.record_candidate(cand, parents=[base], origin=f"search:{spec.sampler}")
         result = TrialResult(number, cand, None)
         tried[cand.id] = result

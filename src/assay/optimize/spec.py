@@ -3,6 +3,7 @@ on the command line or from Python), validated with errors that name the task fi
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -36,15 +37,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+MAX_GRID_POINTS = 10_000  # a grid of more points is refused: each point is a trial costing a validation run
+
+
 class ParamSpec(_Strict):
     """One dimension of a search space: a float or int range (optionally log-scale or stepped) or a choice,
     active only ``when`` other parameters have the given value(s)."""
 
     type: Literal["float", "int", "choice"]
-    low: float | None = None
-    high: float | None = None
+    low: float | None = Field(default=None, allow_inf_nan=False)
+    high: float | None = Field(default=None, allow_inf_nan=False)
     log: bool = False
-    step: float | None = None
+    step: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     choices: list[Any] | None = None
     when: dict[str, Any] = Field(default_factory=dict)
 
@@ -58,6 +62,11 @@ class ParamSpec(_Strict):
             return self
         if self.low is None or self.high is None:
             raise ValueError(f"a {self.type} range needs 'low' and 'high'")
+        if self.type == "int":
+            for key in ("low", "high", "step"):
+                value = getattr(self, key)
+                if value is not None and value != int(value):
+                    raise ValueError(f"an int range takes whole numbers; {key} is {value:g}")
         if self.low > self.high:
             raise ValueError(f"low ({self.low}) is above high ({self.high})")
         if self.log and self.low <= 0:
@@ -65,6 +74,17 @@ class ParamSpec(_Strict):
         if self.log and self.step is not None:
             raise ValueError("give either 'log' or 'step', not both")
         return self
+
+    def grid_size(self) -> int | None:
+        """How many values a grid takes of this parameter (None: a float range without a step has no grid)."""
+        if self.type == "choice":
+            return len(self.choices or ())
+        assert self.low is not None and self.high is not None
+        if self.step is not None:
+            return math.floor((self.high - self.low) / self.step + 1e-9) + 1
+        if self.type == "int":
+            return int(self.high) - int(self.low) + 1
+        return None
 
 
 class SplitSpec(_Strict):
@@ -215,28 +235,100 @@ def _check_against_task(task: Task, spec: OptimizeSpec, given: dict[str, Any]) -
         raise error(("space",), "the search strategy needs a 'space' of parameters to search")
     if spec.strategy != "search" and len(spec.objectives) > 1:
         raise error(("objectives",), "several objectives apply to the search strategy only")
+    settable = known_params(task)
     for name, param in spec.space.items():
         if name == "model" and param.type != "choice":
             raise error(("space", name), "'model' is a choice among model specs")
+        if name not in settable:
+            from assay.tasks.loader import did_you_mean
+
+            names = sorted(settable)
+            raise error(
+                ("space", name),
+                f"not a generation parameter{did_you_mean(name, names)}; known: {', '.join(names)}. "
+                "A parameter of your own server is searched once the task's generation: section sets it",
+            )
         for i, choice in enumerate(param.choices or ()):
             secret = _credential(choice)
             if secret is not None:
                 raise error(
                     ("space", name, "choices", i),
-                    f"holds a credential ({secret!r}), which would be written to the optimisation folder (trials, "
+                    f"holds a credential ({secret}), which would be written to the optimisation folder (trials, "
                     "lineage, journal); name an environment variable instead (api_key_env: MY_KEY)",
                 )
+        problem = _bad_value(name, param)
+        if problem is not None:
+            raise error(("space", name, *problem[0]), problem[1])
+    if spec.strategy == "search" and spec.sampler == "grid":
+        problem = _bad_grid(spec.space)
+        if problem is not None:
+            raise error(("space", *problem[0]), problem[1])
+
+
+def known_params(task: Task) -> set[str]:
+    """What a search space may set: the model, the standard generation parameters, and any the task sets."""
+    from assay.models.openai_compat import STANDARD_PARAMS
+    from assay.tasks.config import GenerationConfig
+
+    standard = set(STANDARD_PARAMS) - {"stream"}  # only false is allowed: nothing to search
+    return {"model", *standard, *GenerationConfig.model_fields, *task.config.generation.params()}
+
+
+def _bad_value(name: str, param: ParamSpec) -> tuple[tuple[Any, ...], str] | None:
+    """Where a parameter's range ends or choices are not values the task's generation section accepts (a
+    temperature below 0), and why."""
+    from assay.tasks.config import GenerationConfig
+
+    if name not in GenerationConfig.model_fields:
+        return None
+    values: list[tuple[str, int | None, Any]] = [("choices", i, c) for i, c in enumerate(param.choices or ())]
+    values += [(key, None, getattr(param, key)) for key in ("low", "high") if getattr(param, key) is not None]
+    for key, index, value in values:
+        if param.type == "int" and isinstance(value, float):
+            value = int(value)
+        try:
+            GenerationConfig.model_validate({name: value})
+        except ValidationError as err:
+            where = (key,) if index is None else (key, index)
+            return where, f"{value!r} is not a valid {name}: {err.errors()[0]['msg']}"
+    return None
+
+
+def _bad_grid(space: dict[str, ParamSpec]) -> tuple[tuple[Any, ...], str] | None:
+    """Why a grid cannot be enumerated: a float range without a step, or more than MAX_GRID_POINTS points."""
+    total = 1
+    sizes = []
+    for name, param in space.items():
+        size = param.grid_size()
+        if size is None:
+            return (name,), "the grid sampler needs 'choices' or a 'step' for floats"
+        sizes.append(f"{name}: {size}")
+        total *= size
+    if total > MAX_GRID_POINTS:
+        return (), (
+            f"the grid has {total:,} points ({', '.join(sizes)}), more than {MAX_GRID_POINTS:,}; give a larger "
+            "'step' or fewer choices, or use the tpe or random sampler"
+        )
+    return None
 
 
 def _credential(value: Any) -> str | None:
-    """The first key of ``value`` (a model spec, nested) that names a credential, such as ``api_key``."""
-    from assay.secrets import is_secret_config_key, looks_secret
+    """Where ``value`` (a model spec, nested) holds a credential: a key such as ``api_key``, or a URL with a
+    password or a secret query value (``assay.secrets`` decides what looks like one)."""
+    from assay.secrets import has_redactions, is_secret_config_key, looks_secret
 
     if isinstance(value, dict):
         for key, inner in value.items():
             if key != "api_key_env" and (looks_secret(key) or is_secret_config_key(key)):
-                return str(key)
+                return repr(str(key))
             found = _credential(inner)
             if found is not None:
                 return found
+    if isinstance(value, list):
+        for inner in value:
+            found = _credential(inner)
+            if found is not None:
+                return found
+    if isinstance(value, str) and "://" in value and has_redactions(value):
+        return "in a URL"
     return None
