@@ -13,6 +13,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 RAY = str(Path(sys.executable).parent / "ray")
@@ -62,6 +63,11 @@ class Node:
 
     def log_text(self) -> str:
         return self.log.read_text(errors="replace")
+
+    def port(self, flag: str) -> int:
+        """The port this node was started with for ``flag`` (e.g. ``--node-manager-port``)."""
+        args = [str(arg) for arg in self.proc.args]  # type: ignore[union-attr]
+        return int(args[args.index(flag) + 1])
 
     def processes(self) -> list[int]:
         """PIDs of this node's processes: its session, and any process whose command line names its temp dir."""
@@ -155,3 +161,55 @@ class LocalCluster:
             if node.proc.poll() is None or node.processes():
                 node.kill()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+_HOLD = """
+import sys, ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+ray.init(address=sys.argv[1], logging_level="WARNING")
+ports = {int(p) for p in sys.argv[2:]}
+nodes = [n for n in ray.nodes() if n["Alive"] and (not ports or n["NodeManagerPort"] in ports)]
+
+
+@ray.remote
+class Hold:
+    def ready(self):
+        return True
+
+
+holds = [
+    Hold.options(
+        num_cpus=n["Resources"].get("CPU", 0),
+        scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False),
+    ).remote()
+    for n in nodes
+]
+ray.wait([h.ready.remote() for h in holds], num_returns=len(holds), timeout=30)  # a node just lost never answers
+print("held", flush=True)
+sys.stdin.readline()  # until the test closes it: then this driver ends and Ray frees what it held
+"""
+
+
+@contextlib.contextmanager
+def holding_cpus(cluster: LocalCluster, *nodes: Node) -> Iterator[None]:
+    """Another job holding every CPU of ``nodes`` (default: every live node) while the block runs."""
+    ports = [node.port("--node-manager-port") for node in nodes]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, cluster.address, *map(str, ports)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=cluster.env(),
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "held", "the CPUs could not be held"
+        yield
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -185,7 +185,10 @@ def test_a_task_asking_for_gpus_the_cluster_lacks_is_a_clear_error(tmp_path: Pat
         cmd = _cmd(task, server, cluster)
         out = subprocess.run(cmd, cwd=tmp_path, env=_env(tmp_path, cluster), capture_output=True, text=True)
     assert out.returncode == 2, out.stderr
-    wanted = "each Ray worker asks for 1 GPU(s) (--ray-num-gpus or a task's resources:) but the cluster has 0"
+    wanted = (
+        "each Ray worker asks for 1 GPU(s) (--ray-num-gpus or a task's resources:) but no live node of the cluster "
+        "has that many (the most one has: 0)"
+    )
     assert wanted in out.stderr
 
 

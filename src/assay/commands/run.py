@@ -151,6 +151,7 @@ def ray_options(
     num_cpus: float | None,
     num_gpus: float | None,
     shard_size: int | None = None,
+    start_timeout_s: float | None = None,
 ) -> dict[str, Any]:
     """The ``--ray-*`` options given, as RunSettings' ``ray`` section (empty when none is given)."""
     given = {
@@ -159,6 +160,7 @@ def ray_options(
         "num_cpus": num_cpus,
         "num_gpus": num_gpus,
         "shard_size": shard_size,
+        "start_timeout_s": start_timeout_s,
     }
     return {key: value for key, value in given.items() if value is not None}
 
@@ -185,6 +187,12 @@ _EXECUTOR_OPTIONS = (
         type=click.IntRange(min=1),
         help="Samples sent to a Ray worker at a time (default: its share of --concurrency, at most 64, for model "
         "calls; 1,024 for offline scoring).",
+    ),
+    click.option(
+        "--ray-start-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        help="Seconds each Ray worker may take to start, or to come back once lost (default 60); the run goes on "
+        "with the workers that did, and stops (samples kept pending) when none did.",
     ),
     click.option(
         "--processes",
@@ -353,6 +361,7 @@ def run_command(
     ray_num_cpus: float | None,
     ray_num_gpus: float | None,
     ray_shard_size: int | None,
+    ray_start_timeout: float | None,
     processes: int | None,
     quiet: bool,
     fmt: str,
@@ -384,7 +393,7 @@ def run_command(
         "processes": processes,
         "name": name,
     }
-    ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus, ray_shard_size)
+    ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus, ray_shard_size, ray_start_timeout)
     if ray:
         settings["ray"] = ray
     if resume is None:

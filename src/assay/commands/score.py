@@ -46,6 +46,7 @@ def score_command(
     ray_num_cpus: float | None,
     ray_num_gpus: float | None,
     ray_shard_size: int | None,
+    ray_start_timeout: float | None,
     processes: int | None,
     quiet: bool,
     fmt: str,
@@ -62,7 +63,7 @@ def score_command(
         raise click.UsageError("--in-place rewrites RUN_DIR; it takes no --output")
     try:
         tasks = load_tasks(list(task_files)) if task_files else None
-        ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus, ray_shard_size)
+        ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus, ray_shard_size, ray_start_timeout)
         outcome = run_sync(
             rescore(
                 run_dir,

@@ -36,6 +36,9 @@ class RayOptions(BaseModel):
     num_cpus: float | None = Field(default=None, ge=0)
     num_gpus: float | None = Field(default=None, ge=0)
     shard_size: int | None = Field(default=None, ge=1)  # samples per shard; None: the worker's share of concurrency
+    # how long each worker may take to start, or to come back after it was lost; None: 60 s. The run goes on with
+    # the workers that started; none started: it stops with its samples pending
+    start_timeout_s: float | None = Field(default=None, gt=0)
 
 
 def require_ray() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, Generic, TypeVar, cast
 
 S = TypeVar("S")
@@ -45,15 +45,28 @@ class ShardQueue(Generic[S]):
         self.settled()
 
 
-async def feed_all(queue: ShardQueue[Any], feeders: list[Coroutine[Any, Any, None]]) -> None:
-    """Run the feeders until every shard is finished; the first feeder that raises stops the others and raises."""
+async def feed_all(
+    queue: ShardQueue[Any],
+    feeders: list[Coroutine[Any, Any, None]],
+    none_left: Callable[[], BaseException] | None = None,
+) -> None:
+    """Run the feeders until every shard is finished; the first feeder that raises stops the others and raises.
+    A feeder may end early (its worker was given up); once every one has ended with shards left, ``none_left()``
+    is raised (there is nobody left to run them)."""
     jobs: list[asyncio.Task[Any]] = [asyncio.create_task(feeder) for feeder in feeders]
     finished: asyncio.Task[Any] = asyncio.create_task(queue.done.wait())
     try:
-        await asyncio.wait({finished, *jobs}, return_when=asyncio.FIRST_COMPLETED)
-        for job in jobs:
-            if job.done() and not job.cancelled() and job.exception() is not None:
-                raise cast(BaseException, job.exception())
+        running = set(jobs)
+        while running:
+            done, running = await asyncio.wait({finished, *running}, return_when=asyncio.FIRST_COMPLETED)
+            for job in done:
+                if job is not finished and not job.cancelled() and job.exception() is not None:
+                    raise cast(BaseException, job.exception())
+            if finished.done():
+                return
+            running.discard(finished)
+        if not queue.settled():
+            raise (none_left() if none_left is not None else RuntimeError("every shard feeder ended early"))
     finally:
         for job in [finished, *jobs]:
             job.cancel()

@@ -13,7 +13,6 @@ would send some records twice and, with a different completion order, lose other
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import dataclasses
 import logging
@@ -33,11 +32,20 @@ from assay.models.base import Model, Request, Response
 from assay.runner.cache import ResponseCache
 from assay.runner.executors import RayOptions
 from assay.runner.executors.dispatch import ShardQueue, feed_all, next_shard
+from assay.runner.executors.ray_pool import LOST as _LOST
+from assay.runner.executors.ray_pool import (
+    WorkerLostError,
+    WorkerPool,
+    check_resources,
+    demand,
+    start_timeout,
+    worker_count,
+)
 from assay.runner.executors.ray_worker import Finished, ShardWorker, local_key
 from assay.runner.pending import runs, tasks_of
 from assay.runner.progress import RunProgress
 from assay.runner.rundir import SampleWriter
-from assay.runner.scheduler import RunStats, Scheduler, SchedulerConfig, WorkerLost
+from assay.runner.scheduler import RunStats, Scheduler, SchedulerConfig
 
 if TYPE_CHECKING:
     from assay.tasks import Sample, Task
@@ -45,22 +53,10 @@ if TYPE_CHECKING:
 SHARDS_PER_WORKER = 2  # shards in flight per worker: the next one is there when the current one ends
 MAX_SHARD_ATTEMPTS = 4  # a shard whose workers died this often fails the run (resume redoes its samples)
 MAX_SHARD_SIZE = 64
-# failures that mean "the worker (or its node) is gone", not "the code raised": the shard is sent again
-_LOST = (
-    ray.exceptions.RayActorError,
-    ray.exceptions.ObjectLostError,
-    ray.exceptions.WorkerCrashedError,
-    ray.exceptions.OwnerDiedError,
-    ray.exceptions.ObjectReconstructionFailedError,
-)
 # what the driver counts itself from each record it writes; every other counter comes from the workers' shards
 _DRIVER_COUNTED = frozenset(
     {"written", "errors", "evaluator_errors", "cache_hits", "seconds", "first_error", "first_evaluator_error"}
 )
-
-
-class WorkerLostError(WorkerLost):
-    """A shard's samples could not be finished: the workers running them died too many times."""
 
 
 @dataclass
@@ -153,19 +149,6 @@ def with_resources(options: RayOptions, tasks: list[Task]) -> RayOptions:
     )
 
 
-def _check_resources(options: RayOptions) -> None:
-    """A worker that asks for more than the cluster has would wait for ever: say so now."""
-    total = ray.cluster_resources()
-    for name, wanted in (("CPU", options.num_cpus or 0.0), ("GPU", options.num_gpus or 0.0)):
-        have = float(total.get(name, 0.0))
-        if wanted > have:
-            flag = f"--ray-num-{name.lower()}s"
-            raise ConfigError(
-                f"each Ray worker asks for {wanted:g} {name}(s) ({flag} or a task's resources:) but the cluster "
-                f"has {have:g}; lower it or add nodes that have them"
-            )
-
-
 class RayExecutor(Scheduler):
     """Runs a run's samples on Ray worker actors and writes every record here, in the driver."""
 
@@ -185,6 +168,7 @@ class RayExecutor(Scheduler):
         self.shards_redone = 0
         self._share_of: list[int] = []
         self._refs: list[Any] = []  # the workers' constructor arguments, kept alive so a restart can read them
+        self.pool: WorkerPool | None = None
 
     async def run(self, work: Sequence[tuple[Task, Sample]]) -> RunStats:
         """Process every (task, sample) pair on the cluster; records are written here as they come back."""
@@ -193,27 +177,22 @@ class RayExecutor(Scheduler):
             return self.stats
         self.options = with_resources(self.options, tasks_of(work))
         connected = connect(self.options)
-        actors: list[Any] = []
         try:
-            _check_resources(self.options)
-            actors = self._start_workers(work)
-            await self._wait_ready(actors)
-            await self._dispatch(work, actors)
+            check_resources(self.options)
+            self.pool = self._start_workers(work)
+            await self._dispatch(work, self.pool)
             self._check_error_rate(final=True)
         finally:
             self.stats.seconds = time.perf_counter() - started
-            await _stop(actors)
+            if self.pool is not None:
+                await self.pool.stop()
             if connected:
                 ray.shutdown()
         return self.stats
 
-    def _worker_count(self) -> int:
-        if self.options.workers is not None:
-            return self.options.workers
-        cpus = float(ray.cluster_resources().get("CPU", 1.0))
-        return max(1, int(cpus // self.options.num_cpus) if self.options.num_cpus else int(cpus))
-
-    def _start_workers(self, work: Sequence[tuple[Task, Sample]]) -> list[Any]:
+    def _start_workers(self, work: Sequence[tuple[Task, Sample]]) -> WorkerPool:
+        """Create the worker actors (as many as fit on the live nodes, unless --ray-workers says); each is fed once
+        it has started (see :class:`WorkerPool`)."""
         tasks = {task.name: task for task in tasks_of(work)}
         try:
             tasks_ref = ray.put([_for_workers(t) for t in tasks.values()])
@@ -232,30 +211,33 @@ class RayExecutor(Scheduler):
             scheduling_strategy="SPREAD",  # across nodes: a lost node takes as few workers with it as it can
         )
         actors = []
-        for share in _shares(self.config.concurrency, self._worker_count()):
+        for share in _shares(self.config.concurrency, worker_count(self.options)):
             config = dataclasses.replace(self.config, concurrency=share, max_error_rate=None)
             actors.append(remote.remote(tasks_ref, model_ref, config))
-        self.workers_started = len(actors)
         self._share_of = _shares(self.config.concurrency, len(actors))
-        return actors
+        timeout_s = start_timeout(self.options)
+        wants = demand(self.options)
+        return WorkerPool(actors, timeout_s=timeout_s, wants=wants, concurrency=self.config.concurrency, shares=_shares)
 
-    async def _wait_ready(self, actors: list[Any]) -> None:
-        try:
-            await asyncio.gather(*(actor.ready.remote() for actor in actors))
-        except ray.exceptions.RayActorError as err:
-            raise ConfigError(
-                f"a Ray worker could not start (is assay installed on every node, with the same version?): {err}"
-            ) from None
-
-    async def _dispatch(self, work: Sequence[tuple[Task, Sample]], actors: list[Any]) -> None:
-        """Shards cut from the work as workers free up (the driver never holds the whole run), lost ones first."""
+    async def _dispatch(self, work: Sequence[tuple[Task, Sample]], pool: WorkerPool) -> None:
+        """Shards cut from the work as workers free up (the driver never holds the whole run), lost ones first;
+        each worker is fed from the moment it has started."""
         size = self.options.shard_size or min(MAX_SHARD_SIZE, max(1, min(self._share_of)))
         queue: ShardQueue[_Shard] = ShardQueue(_shards(work, size))
-        await feed_all(queue, [self._feed(actor, queue) for actor in actors for _ in range(SHARDS_PER_WORKER)])
+        feeders = [self._feed(i, queue) for i in range(len(pool.actors)) for _ in range(SHARDS_PER_WORKER)]
+        try:
+            await feed_all(queue, [pool.watch(), *feeders], pool.none_left)
+        finally:
+            self.workers_started = len(pool.started)
 
-    async def _feed(self, actor: Any, queue: ShardQueue[_Shard]) -> None:
-        """Keep one of ``actor``'s shard slots busy; after losing the worker, hand the shard's unfinished samples
-        back to the queue (other workers take them) and wait until Ray has restarted the worker."""
+    async def _feed(self, i: int, queue: ShardQueue[_Shard]) -> None:
+        """Once worker ``i`` has started, keep one of its shard slots busy; after losing the worker, hand the
+        shard's unfinished samples back to the queue (other workers take them) and wait (bounded) until Ray has
+        restarted it; a worker that did not start, or come back, in time is given up."""
+        assert self.pool is not None
+        pool, actor = self.pool, self.pool.actors[i]
+        if not await pool.up(i):
+            return
         while (shard := await next_shard(queue)) is not None:
             missing: list[Sample] | None = None
             try:
@@ -265,8 +247,8 @@ class RayExecutor(Scheduler):
             finally:
                 queue.busy -= 1
                 queue.poke()
-            if missing is not None:
-                await _restarted(actor)
+            if missing is not None and not await pool.back(i):
+                return
 
     def _redo(self, queue: ShardQueue[_Shard], shard: _Shard, missing: list[Sample]) -> None:
         """Send a shard's unfinished samples again; a shard that keeps killing workers is split, to isolate the
@@ -366,30 +348,3 @@ class RayExecutor(Scheduler):
                 self.cache.put(self.cache.key(self.model, requests[local]), response, model=self.model)
             except Exception as err:  # a full disk or a locked cache loses a cache entry, never the sample
                 self.cache_failures.append(f"{type(err).__name__}: {err}")
-
-
-async def _restarted(actor: Any, poll_s: float = 0.5) -> None:
-    """Wait until a lost worker answers again (Ray restarts it, on its node or another one, once it notices)."""
-    while True:
-        try:
-            await actor.ready.remote()
-            return
-        except _LOST:
-            await asyncio.sleep(poll_s)
-
-
-async def _stop(actors: list[Any]) -> None:
-    """Close the workers' connections (briefly), then end them."""
-    if not actors:
-        return
-    closing = [actor.close.remote() for actor in actors]
-    await asyncio.wait([asyncio.ensure_future(_quietly(c)) for c in closing], timeout=5)
-    for actor in actors:
-        ray.kill(actor, no_restart=True)
-
-
-async def _quietly(ref: Any) -> None:
-    try:
-        await ref
-    except Exception:
-        return

@@ -12,7 +12,6 @@ over the same columnar scorer (``python -m benchmarks.bench_ray engines``).
 
 from __future__ import annotations
 
-import asyncio
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -24,17 +23,16 @@ import ray.exceptions
 from assay.errors import AssayError, ConfigError
 from assay.runner.executors import RayOptions
 from assay.runner.executors.dispatch import ShardQueue, feed_all, next_shard
-from assay.runner.executors.ray import (
-    _LOST,
-    MAX_SHARD_ATTEMPTS,
-    SHARDS_PER_WORKER,
+from assay.runner.executors.ray import MAX_SHARD_ATTEMPTS, SHARDS_PER_WORKER, _for_workers, connect, with_resources
+from assay.runner.executors.ray_pool import LOST as _LOST
+from assay.runner.executors.ray_pool import (
     WorkerLostError,
-    _check_resources,
-    _for_workers,
-    _restarted,
-    _stop,
-    connect,
-    with_resources,
+    WorkerPool,
+    check_resources,
+    close_and_kill,
+    demand,
+    start_timeout,
+    worker_count,
 )
 from assay.runner.executors.ray_worker import OfflineWorker
 from assay.runner.executors.shards import OfflineShard, Scored
@@ -72,15 +70,15 @@ class OfflinePool:
         self.workers_started = 0
         self.shards_redone = 0
         self._actors: list[Any] = []
+        self._pool: WorkerPool | None = None
         self._connected = False
         self._refs: list[Any] = []
 
     async def __aenter__(self) -> OfflinePool:
         self._connected = connect(self.options)
         try:
-            _check_resources(self.options)
+            check_resources(self.options)
             self._actors = self._start()
-            await self._wait_ready()
         except BaseException:
             await self.__aexit__()
             raise
@@ -88,18 +86,15 @@ class OfflinePool:
 
     async def __aexit__(self, *_: object) -> None:
         try:
-            await _stop(self._actors)
+            if self._pool is not None:
+                await self._pool.stop()
+            else:
+                await close_and_kill([], self._actors)  # never scored: none was waited for
         finally:
-            self._actors = []
+            self._actors, self._pool = [], None
             if self._connected:
                 ray.shutdown()
                 self._connected = False
-
-    def _worker_count(self) -> int:
-        if self.options.workers is not None:
-            return self.options.workers
-        cpus = float(ray.cluster_resources().get("CPU", 1.0))
-        return max(1, int(cpus // self.options.num_cpus) if self.options.num_cpus else int(cpus))
 
     def _start(self) -> list[Any]:
         try:
@@ -116,28 +111,31 @@ class OfflinePool:
             max_concurrency=SHARDS_PER_WORKER,
             scheduling_strategy="SPREAD",
         )
-        actors = [remote.remote(tasks_ref, self.max_response_chars) for _ in range(self._worker_count())]
-        self.workers_started = len(actors)
-        return actors
-
-    async def _wait_ready(self) -> None:
-        try:
-            await asyncio.gather(*(actor.ready.remote() for actor in self._actors))
-        except ray.exceptions.RayActorError as err:
-            raise ConfigError(
-                f"a Ray worker could not start (is assay installed on every node, with the same version?): {err}"
-            ) from None
+        return [remote.remote(tasks_ref, self.max_response_chars) for _ in range(worker_count(self.options))]
 
     async def score(self, shards: Iterator[OfflineShard], on_scored: Callable[[OfflineShard, Scored], None]) -> None:
-        """Score every shard of ``shards`` (read as workers free up) and call ``on_scored`` with each, here."""
+        """Score every shard of ``shards`` (read as workers free up, each once it has started) and call
+        ``on_scored`` with each, here."""
+        if self._pool is None:
+            timeout_s = start_timeout(self.options)
+            self._pool = WorkerPool(self._actors, timeout_s=timeout_s, wants=demand(self.options))
+        pool = self._pool
         queue: ShardQueue[OfflineShard] = ShardQueue(shards)
-        feeders = [self._feed(actor, queue, on_scored) for actor in self._actors for _ in range(SHARDS_PER_WORKER)]
-        await feed_all(queue, feeders)
+        feeders = [self._feed(i, queue, on_scored) for i in range(len(pool.actors)) for _ in range(SHARDS_PER_WORKER)]
+        try:
+            await feed_all(queue, [pool.watch(), *feeders], pool.none_left)
+        finally:
+            self.workers_started = len(pool.started)
 
     async def _feed(
-        self, actor: Any, queue: ShardQueue[OfflineShard], on_scored: Callable[[OfflineShard, Scored], None]
+        self, i: int, queue: ShardQueue[OfflineShard], on_scored: Callable[[OfflineShard, Scored], None]
     ) -> None:
-        """Keep one of ``actor``'s slots busy; a shard lost with its worker goes back for any worker to take."""
+        """Once worker ``i`` has started, keep one of its slots busy; a shard lost with its worker goes back for
+        any worker to take, and a worker that did not start, or come back, in time is given up."""
+        assert self._pool is not None
+        pool, actor = self._pool, self._pool.actors[i]
+        if not await pool.up(i):
+            return
         while (shard := await next_shard(queue)) is not None:
             try:
                 scored = await self._score(actor, shard)
@@ -148,8 +146,8 @@ class OfflinePool:
             finally:
                 queue.busy -= 1
                 queue.poke()
-            if scored is None:
-                await _restarted(actor)
+            if scored is None and not await pool.back(i):
+                return
 
     async def _score(self, actor: Any, shard: OfflineShard) -> Scored | None:
         try:

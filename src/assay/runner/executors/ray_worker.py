@@ -5,6 +5,7 @@ scoring shards of already answered samples (predictions runs, re-scores) with th
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
@@ -15,6 +16,7 @@ from assay.models.base import Model, Request, Response
 from assay.record import SampleRecord
 from assay.runner.cache import ResponseCache
 from assay.runner.executors.shards import Scored, scored
+from assay.runner.limiter import AttemptLimiter
 from assay.runner.offline import Answered, score_records
 from assay.runner.progress import RunProgress
 from assay.runner.retry import RetryBudget
@@ -126,6 +128,16 @@ class ShardWorker:
     def ready(self) -> tuple[str, int]:
         """Where this worker runs (node id, pid): the driver waits for it before sending work."""
         return ray.get_runtime_context().get_node_id(), os.getpid()
+
+    def share(self, concurrency: int) -> None:
+        """Take a new share of the run's concurrency: the run goes on with fewer workers than it started, and the
+        run's total stays what was asked for."""
+        self.config = dataclasses.replace(self.config, concurrency=concurrency)
+        limit = self._limit
+        if isinstance(limit, AttemptLimiter):  # the shards running now share it: grow (or shrink) its cap in place
+            grown = max(0, concurrency - limit.concurrency)  # what 429s took stays taken
+            limit.concurrency = concurrency
+            limit.limit = max(1.0, min(float(concurrency), limit.limit + grown))
 
     def _share_limit(self, scheduler: Scheduler) -> None:
         attr = "limiter" if hasattr(scheduler, "limiter") else "_slots"
