@@ -83,3 +83,39 @@ def redact_spec(value: Any) -> Any:
     if isinstance(value, str) and "://" in value:
         return redact_url(value)
     return value
+
+
+# a URL inside free text: up to whitespace, quotes, brackets or a closing angle (a repr, a log line, XML)
+_URL_IN_TEXT = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>()\[\]{}`\\]+")
+# ``name=value`` / ``"name": "value"`` / ``name: value`` for a credential-named key, as reprs and messages show them
+_ASSIGNED = re.compile(
+    r"""(?P<head>(?P<quote>['"]?)(?P<name>[A-Za-z_][\w-]*)(?P=quote)\s*(?:=|:(?!//))\s*)"""
+    r"""(?P<value>'[^']*'|"[^"]*"|[^\s'",;&)\]}]*[^\s'",;&)\]}.:!?])"""
+)
+_BEARER = re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}")
+
+
+def _url_in_text(match: re.Match[str]) -> str:
+    url = match[0]
+    core = url.rstrip(".,:;!?")  # the sentence's punctuation, not the URL's
+    return redact_url(core) + url[len(core) :]
+
+
+def _assigned(match: re.Match[str]) -> str:
+    bare = match["value"].strip("'\"")
+    if not is_secret_config_key(match["name"]) or bare == REDACTED or bare.lower() in ("bearer", "basic"):
+        return match[0]
+    value = match["value"]
+    quote = value[0] if value[:1] in ("'", '"') else ""
+    return f"{match['head']}{quote}{REDACTED}{quote}"
+
+
+def redact_text(text: str) -> str:
+    """Free text (an error message, a traceback, a test report) without credentials: every URL in it through
+    :func:`redact_url`, the values of credential-named keys (``api_key='…'``, ``"token": "…"``) and ``Bearer``
+    tokens replaced by ``***``. What is written for people to read goes through this."""
+    if not text:
+        return text
+    out = _URL_IN_TEXT.sub(_url_in_text, text)
+    out = _BEARER.sub(lambda m: f"{m[1]} {REDACTED}", out)
+    return _ASSIGNED.sub(_assigned, out)

@@ -1,11 +1,15 @@
 """Evaluations as test assertions: ``assert_eval`` runs a task (or inline cases) and fails with the failing samples'
 reasons and feedback, the metric's interval and the run folder; ``SampleCase.check`` judges one sample's output.
 
-Thin over the public API (``assay.api.run``); the pytest plugin only adds where runs go and per-sample parametrising.
+Thin over the public API (``assay.api.run``); the pytest plugin adds where runs go, per-sample parametrising and
+the isolation of each evaluation from the test session (:mod:`assay.testing.isolation`). Every message written
+goes through :func:`assay.secrets.redact_text`: a model spec's credentials never reach a report or JUnit file.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import re
 from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
@@ -13,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.errors import ConfigError
+from assay.errors import AssayError, ConfigError
+from assay.secrets import redact_text
 
 if TYPE_CHECKING:
     from assay.models.base import Request
@@ -23,17 +28,25 @@ if TYPE_CHECKING:
 MAX_SHOWN = 5
 CLIP = 160
 
-# Set by the pytest plugin while a test runs: where runs go, and a callback that records the run folder.
+GATES = ("mean", "each")
+
+# Set by the pytest plugin while a test runs: where runs go, a callback that records the run folder, one that notes
+# that the test evaluated something, and how evaluations are isolated from the session (None: not at all).
 RUNS_DIR: ContextVar[Path | None] = ContextVar("assay_runs_dir", default=None)
 ON_RUN: ContextVar[Any] = ContextVar("assay_on_run", default=None)
+ON_EVAL: ContextVar[Any] = ContextVar("assay_on_eval", default=None)
+ISOLATION: ContextVar[str | None] = ContextVar("assay_isolation", default=None)
 
 
 class EvalAssertionError(AssertionError):
     """An evaluation fell short; the message lists the metrics below their thresholds and the failing samples."""
 
     def __init__(self, message: str, run_dir: Path | None = None) -> None:
-        super().__init__(message)
+        super().__init__(redact_text(message))
         self.run_dir = run_dir
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.run_dir))
 
 
 def _clip(value: Any) -> str:
@@ -130,11 +143,51 @@ def _interval(entry: Mapping[str, Any]) -> str:
     return f"{round(100 * float(entry.get('confidence', 0.95)))}% CI [{ci[0]:.3f}, {ci[1]:.3f}] ({method})"
 
 
-def check_run(run: Run, min_score: Mapping[str, float], *, use: str = "mean", max_errors: int | None = 0) -> list[str]:
-    """The problems that make ``run`` fail ``min_score`` (empty when it passes). ``use`` is "mean" (the point
-    figure) or "ci_low" (the interval's lower bound must clear the threshold: the stricter, honest check)."""
+def _below_each(
+    run: Run, task: str, metric: str, filter_name: str, threshold: float, higher_is_better: bool
+) -> tuple[int, int, list[str]]:
+    """For the ``each`` gate: how many scored samples miss ``threshold``, of how many, and lines showing them."""
+    lines: list[str] = []
+    missed = scored = 0
+    for rec in run.task_records(task):
+        fr = rec.filters.get(filter_name)
+        score = fr.scores.get(metric) if fr is not None else None
+        if score is None:  # errored or not applicable: counted apart (max_errors), never a miss
+            continue
+        scored += 1
+        if score >= threshold if higher_is_better else score <= threshold:
+            continue
+        missed += 1
+        if missed > MAX_SHOWN:
+            continue
+        verdicts = fr.verdicts.get(metric, []) if fr is not None else []
+        v = next((v for v in verdicts if not v.get("passed")), verdicts[0] if verdicts else {})
+        output = fr.filtered[0] if fr is not None and fr.filtered else None
+        lines.append(f"  - sample {rec.sample_id!r}: {metric} = {score:.3f}; prompt {_clip(rec.prompt[-CLIP:])}")
+        lines.append(f"      output {_clip(output)}  expected {_clip(rec.target)}")
+        lines.append(f"      reason: {_clip(v.get('reason'))}")
+        if v.get("feedback"):
+            lines.append(f"      feedback: {_clip(v['feedback'])}")
+    if missed > MAX_SHOWN:
+        lines.append(f"  … and {missed - MAX_SHOWN} more sample(s) below the threshold")
+    return missed, scored, lines
+
+
+def check_run(
+    run: Run, min_score: Mapping[str, float], *, use: str = "mean", max_errors: int | None = 0, gate: str = "mean"
+) -> list[str]:
+    """The problems that make ``run`` fail ``min_score`` (empty when it passes).
+
+    ``gate="mean"`` checks the figure over the samples: ``use`` is "mean" (the point figure) or "ci_low" (the
+    interval's lower bound must clear the threshold: the stricter, honest check). ``gate="each"`` asks every
+    scored sample to clear the threshold on its own (as DeepEval's test cases do); errored samples are counted apart,
+    by ``max_errors``, in both gates."""
     if use not in ("mean", "ci_low"):
         raise ConfigError(f"use: 'mean' or 'ci_low', got {use!r}")
+    if gate not in GATES:
+        raise ConfigError(f"gate: 'mean' (the figure over the samples) or 'each' (every sample), got {gate!r}")
+    if gate == "each" and use != "mean":
+        raise ConfigError("use='ci_low' is a check of the figure over the samples: it goes with gate='mean'")
     problems: list[str] = []
     tasks = run.settings.get("tasks", {})
     for task, info in tasks.items():
@@ -148,8 +201,15 @@ def check_run(run: Run, min_score: Mapping[str, float], *, use: str = "mean", ma
                 checked = value if use == "mean" else (ci[0] if ci else None)
                 errored = int(entry.get("n_errored", 0))
                 hib = entry.get("higher_is_better", True)
-                ok = checked is not None and (checked >= threshold if hib else checked <= threshold)
                 too_many_errors = max_errors is not None and errored > max_errors
+                if gate == "each":
+                    problems.extend(
+                        _each_problems(run, task, metric, filter_name, threshold, bool(hib), entry, too_many_errors)
+                    )
+                    if too_many_errors:
+                        problems.append(f"  {errored} sample(s) errored (allowed: {max_errors})")
+                    continue
+                ok = checked is not None and (checked >= threshold if hib else checked <= threshold)
                 if ok and not too_many_errors:
                     continue
                 shown = "no value" if checked is None else f"{checked:.3f}"
@@ -169,22 +229,95 @@ def check_run(run: Run, min_score: Mapping[str, float], *, use: str = "mean", ma
     return problems
 
 
+def _each_problems(
+    run: Run,
+    task: str,
+    metric: str,
+    filter_name: str,
+    threshold: float,
+    hib: bool,
+    entry: Mapping[str, Any],
+    too_many_errors: bool,
+) -> list[str]:
+    missed, scored, lines = _below_each(run, task, metric, filter_name, threshold, hib)
+    if not missed and scored and not too_many_errors:
+        return []
+    op = ">=" if hib else "<="
+    head = f"{task}: {missed} of {scored} sample(s) miss {metric} {op} {threshold} (gate each)"
+    if not scored:
+        head = f"{task}: no sample was scored on {metric} (gate each)"
+    head += f"  [mean {metric} = {_fmt(entry.get('mean'))}; {int(entry.get('n_errored', 0))} errored"
+    head += f"; filter {filter_name}]" if filter_name != "none" else "]"
+    return [head, *lines]
+
+
+def _fmt(value: Any) -> str:
+    return "no value" if value is None else f"{float(value):.3f}"
+
+
 def _runs_dir(output_dir: str | Path | None) -> Path:
     if output_dir is not None:
         return Path(output_dir)
     return RUNS_DIR.get() or Path("runs") / "pytest"
 
 
-def _finish(run: Run, min_score: Mapping[str, float] | None, use: str, max_errors: int | None) -> Run:
+def _finish(run: Run, min_score: Mapping[str, float] | None, use: str, max_errors: int | None, gate: str) -> Run:
     __tracebackhide__ = True
     callback = ON_RUN.get()
     if callback is not None:
         callback(run.path)
-    problems = check_run(run, min_score or {}, use=use, max_errors=max_errors)
+    problems = check_run(run, min_score or {}, use=use, max_errors=max_errors, gate=gate)
     if problems:
         message = "evaluation below threshold\n" + "\n".join(problems) + f"\nrun folder: {run.path}"
         raise EvalAssertionError(message, run.path)
     return run
+
+
+def _noted() -> None:
+    callback = ON_EVAL.get()
+    if callback is not None:
+        callback()
+
+
+def _redacted(err: AssayError) -> AssayError:
+    """An assay error of the evaluation (a run that failed, a bad task) with its message redacted and without the
+    frames it came through, whose arguments (a model spec with its key) a test report would print."""
+    err.args = tuple(redact_text(a) if isinstance(a, str) else a for a in err.args)
+    return err.with_traceback(None)
+
+
+def _run_dir_of(task: Task, model: Any, runs: Path, settings: dict[str, Any]) -> Path:
+    """Run the evaluation and return its folder, without loading the results (the caller loads them)."""
+    from assay.api import RunFailed, arun_outcome, run_sync
+    from assay.api import run as run_eval
+
+    if "format" in settings or "quiet" in settings:  # what only assay.run does: print the table, …
+        return run_eval(task, model, output_dir=runs, **settings).path
+    outcome = run_sync(arun_outcome(task, model, output_dir=runs, **settings))
+    if outcome.stopped_by is not None:
+        raise RunFailed(outcome)
+    return outcome.run_dir
+
+
+def _evaluate(task: Task, model: Any, output_dir: str | Path | None, settings: dict[str, Any]) -> Run:
+    """Run the evaluation, isolated from the test session as the pytest plugin says (:mod:`assay.testing.isolation`)."""
+    __tracebackhide__ = True
+    from assay.api import run as run_eval
+    from assay.results import load_run
+
+    _noted()
+    runs = _runs_dir(output_dir)
+    settings.setdefault("progress", False)
+    mode = ISOLATION.get()
+    try:
+        if mode is None:
+            return run_eval(task, model, output_dir=runs, **settings)
+        from assay.testing.isolation import isolated
+
+        path = isolated(mode, lambda: _run_dir_of(task, model, runs, settings), runs)
+    except AssayError as err:
+        raise _redacted(err) from None
+    return load_run(path)
 
 
 def assert_eval(
@@ -194,23 +327,34 @@ def assert_eval(
     min_score: Mapping[str, float] | None = None,
     evaluators: Sequence[Any] | None = None,
     use: str = "mean",
+    gate: str = "mean",
     max_errors: int | None = 0,
     output_dir: str | Path | None = None,
     **settings: Any,
 ) -> Run:
     """Evaluate ``model`` on a task (object, file or config) or on inline cases and assert on the figures.
 
-    ``min_score`` maps metric -> threshold (a maximum for lower-is-better metrics such as ``ter``). Raises
-    :class:`EvalAssertionError` naming each metric that falls short, its interval, the failing samples' reasons
-    and feedback, and the run folder (kept). Returns the :class:`~assay.results.Run` when it passes.
+    ``min_score`` maps metric -> threshold (a maximum for lower-is-better metrics such as ``ter``). ``gate="mean"``
+    (the default) asks the figure over the samples to clear it (``use="ci_low"``: its interval's lower bound);
+    ``gate="each"`` asks every sample to clear it on its own. Raises :class:`EvalAssertionError` naming each metric
+    that falls short, its interval, the failing samples' reasons and feedback, and the run folder (kept). Returns the
+    :class:`~assay.results.Run` when it passes. ``settings`` are :func:`assay.run`'s keywords.
     """
     __tracebackhide__ = True
-    from assay.api import run as run_eval
-
     task = _as_task(task_or_cases, evaluators)
-    settings.setdefault("progress", False)
-    run = run_eval(task, model, output_dir=_runs_dir(output_dir), **settings)
-    return _finish(run, min_score, use, max_errors)
+    _check_gate(use, gate)
+    run = _evaluate(task, model, output_dir, settings)
+    return _finish(run, min_score, use, max_errors, gate)
+
+
+def _check_gate(use: str, gate: str) -> None:
+    """Refuse a bad ``use`` / ``gate`` before anything is run (check_run checks them again on the run)."""
+    if gate not in GATES:
+        raise ConfigError(f"gate: 'mean' (the figure over the samples) or 'each' (every sample), got {gate!r}")
+    if use not in ("mean", "ci_low"):
+        raise ConfigError(f"use: 'mean' or 'ci_low', got {use!r}")
+    if gate == "each" and use != "mean":
+        raise ConfigError("use='ci_low' is a check of the figure over the samples: it goes with gate='mean'")
 
 
 async def aassert_eval(
@@ -220,6 +364,7 @@ async def aassert_eval(
     min_score: Mapping[str, float] | None = None,
     evaluators: Sequence[Any] | None = None,
     use: str = "mean",
+    gate: str = "mean",
     max_errors: int | None = 0,
     output_dir: str | Path | None = None,
     **settings: Any,
@@ -229,9 +374,19 @@ async def aassert_eval(
     from assay.api import arun
 
     task = _as_task(task_or_cases, evaluators)
-    settings.setdefault("progress", False)
-    run = await arun(task, model, output_dir=_runs_dir(output_dir), **settings)
-    return _finish(run, min_score, use, max_errors)
+    _check_gate(use, gate)
+    if ISOLATION.get() is not None:  # forked (or guarded) from a worker thread, while this loop goes on
+        context = contextvars.copy_context()
+        loop = asyncio.get_running_loop()
+        run = await loop.run_in_executor(None, lambda: context.run(_evaluate, task, model, output_dir, settings))
+    else:
+        _noted()
+        settings.setdefault("progress", False)
+        try:
+            run = await arun(task, model, output_dir=_runs_dir(output_dir), **settings)
+        except AssayError as err:
+            raise _redacted(err) from None
+    return _finish(run, min_score, use, max_errors, gate)
 
 
 @dataclass(frozen=True)
@@ -290,6 +445,7 @@ class SampleCase:
                         failures.append(f"{label}: {_clip(v.get('reason'))}")
                         if v.get("feedback"):
                             failures.append(f"  feedback: {_clip(v['feedback'])}")
+        _noted()
         if failures:
             shown = _clip(response.text)
             if response.tool_calls:
