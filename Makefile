@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint typecheck pytest bench clean browser
+.PHONY: demo test lint typecheck pytest bench clean browser sandbox
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,16 @@ browser:
 	  else echo "note: /usr/bin/chromium is missing, so the browser tests will be skipped"; fi; \
 	fi
 
-pytest: $(STAMP) browser
+# code_exec runs model-written code under Debian's bubblewrap (bwrap); installed when missing and root.
+sandbox:
+	@if ! command -v bwrap >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian's bubblewrap for code_exec's sandbox"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap >/dev/null; \
+	  else echo "note: bwrap is missing, so code_exec cannot run and its tests will be skipped"; fi; \
+	fi
+
+pytest: $(STAMP) browser sandbox
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest

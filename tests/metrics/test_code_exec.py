@@ -18,6 +18,9 @@ from assay.errors import ConfigError
 from assay.evaluators.code.code_exec import OPT_IN_ENV, extract_code
 from assay.tasks import Task
 from assay.verdict import Verdict
+from tests.metrics.sandbox_support import needs_bwrap
+
+pytestmark = needs_bwrap
 
 ROOT = os.geteuid() == 0
 

@@ -9,9 +9,11 @@ from typing import Any
 import pytest
 
 from assay import evaluators
-from assay.errors import ConfigError
 from assay.evaluators.code import programs, wire
 from assay.verdict import Verdict
+from tests.metrics.sandbox_support import needs_bwrap
+
+pytestmark = needs_bwrap
 
 
 def _exec(code: str, expected: Any, context: dict[str, Any] | None = None, **options: Any) -> Verdict:
@@ -189,9 +191,3 @@ def test_mbpp_row_with_setup_code() -> None:
     right = "import heapq as hq\ndef heap_smallest(nums, n):\n    return hq.nsmallest(n, nums)\n"
     assert _exec(right, row).passed
     assert not _exec("def heap_smallest(nums, n):\n    return sorted(nums)[-n:]\n", row).passed
-
-
-def test_without_bubblewrap_the_evaluator_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ASSAY_BWRAP", "/nonexistent/bwrap")
-    with pytest.raises(ConfigError, match=r"apt-get install bubblewrap"):
-        evaluators.get("code_exec", allow_untrusted_code=True)

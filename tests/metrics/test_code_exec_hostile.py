@@ -20,6 +20,9 @@ import pytest
 
 from assay import evaluators
 from assay.verdict import Verdict
+from tests.metrics.sandbox_support import needs_bwrap
+
+pytestmark = needs_bwrap
 
 ROOT = os.geteuid() == 0
 ALWAYS_EQUAL = """

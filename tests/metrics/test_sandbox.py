@@ -13,6 +13,9 @@ import pytest
 
 from assay.evaluators.code import ExecResult, Limits, Sandbox
 from assay.evaluators.code.bwrap import HOST_UID, find_host
+from tests.metrics.sandbox_support import needs_bwrap
+
+pytestmark = needs_bwrap
 
 ROOT = os.geteuid() == 0
 T = TypeVar("T")
