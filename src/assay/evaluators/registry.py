@@ -35,6 +35,16 @@ _BUILTIN_MODULES: dict[str, str] = {
     "rougeLsum": "assay.evaluators.generation",
     "semantic_similarity": "assay.evaluators.semantic",
     "code_exec": "assay.evaluators.code.code_exec",
+    "acc": "assay.evaluators.loglikelihood.choice",
+    "acc_norm": "assay.evaluators.loglikelihood.choice",
+    "acc_bytes": "assay.evaluators.loglikelihood.choice",
+    "acc_mutual_info": "assay.evaluators.loglikelihood.choice",
+    "mc1": "assay.evaluators.loglikelihood.choice",
+    "mc2": "assay.evaluators.loglikelihood.choice",
+    "perplexity": "assay.evaluators.loglikelihood.perplexity",
+    "word_perplexity": "assay.evaluators.loglikelihood.perplexity",
+    "byte_perplexity": "assay.evaluators.loglikelihood.perplexity",
+    "bits_per_byte": "assay.evaluators.loglikelihood.perplexity",
 }
 
 _REGISTRY: dict[str, type[Evaluator]] = {}

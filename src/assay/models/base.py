@@ -7,6 +7,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from assay.models.loglikelihood import LoglikelihoodQuery
+
 Message = dict[str, Any]  # an OpenAI-style chat message: {"role": ..., "content": ..., ...}
 
 
@@ -39,6 +41,8 @@ class Request(BaseModel):
     repeat: int = 0
     doc: dict[str, Any] = Field(default_factory=dict)  # the dataset row, for Python agents
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # set for a task whose output_type scores text instead of generating it (assay.models.loglikelihood)
+    loglikelihood: LoglikelihoodQuery | None = None
 
 
 class Response(BaseModel):

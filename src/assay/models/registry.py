@@ -26,6 +26,9 @@ _BUILTIN: dict[str, str] = {
     "openai": "assay.models.openai_compat:OpenAIModel",
     "python": "assay.models.python:PythonModel",
     "predictions": "assay.models.predictions:PredictionsModel",
+    "hf": "assay.models.hf:HFModel",
+    "openai-completions": "assay.models.completions:CompletionsModel",
+    "vllm": "assay.models.vllm:VLLMModel",
 }
 _REGISTERED: dict[str, type[Model]] = {}
 _entry_points_loaded = False

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from assay.data.spec import DatasetSpec
 from assay.errors import ConfigError
+from assay.models.loglikelihood import OutputType
 from assay.tasks.loader import ConfigContext, KeyPath, did_you_mean
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
@@ -125,6 +126,10 @@ class TaskConfig(_Strict):
     filters: list[FilterConfig] = Field(default_factory=list)
     repeats: int = Field(default=1, ge=1)
     repeat_reduction: RepeatReduction | None = None  # how a sample's repeats combine in results (default: mean)
+    # lm-eval's output types: generate text (the default), or score given text by its log-likelihood
+    output_type: OutputType = "generate_until"
+    choices: list[Any] | dict[str, Any] | str | None = None  # multiple_choice: a list, a field or a Jinja template
+    target_delimiter: str = " "  # multiple_choice: between the context and each choice, as lm-eval's
     evaluators: list[Any] = Field(default_factory=list)  # checked by assay.tasks.metrics
     model: dict[str, Any] | None = None
     optimize: dict[str, Any] | None = None  # what `assay optimize` may change; checked by assay.optimize.spec
@@ -144,6 +149,10 @@ class TaskConfig(_Strict):
             raise ValueError("give either 'template' (one user message) or 'messages' (a chat), not both")
         if self.system is not None and self.messages and any(m.role == "system" for m in self.messages):
             raise ValueError("'system' is given and 'messages' has a system message too; keep one")
+        if self.output_type == "multiple_choice" and self.choices is None:
+            raise ValueError("output_type multiple_choice needs 'choices': a list, a field or a Jinja template")
+        if self.choices is not None and self.output_type != "multiple_choice":
+            raise ValueError(f"'choices' is for output_type multiple_choice, and this task's is {self.output_type}")
         return self
 
 

@@ -30,7 +30,7 @@ def request_payload(task: Task) -> dict[str, Any]:
         else:
             source = {"dataset": "same", "seed": fs.seed}
         fewshot = {"n": fs.shots, "source": source, "separator": fs.separator, "delimiter": fs.target_delimiter}
-    return {
+    payload = {
         "schema": HASH_SCHEMA,
         "dataset": task.dataset.content_hash,
         "fields": task.fields.to_config(),
@@ -43,6 +43,12 @@ def request_payload(task: Task) -> dict[str, Any]:
         "response_format": task.response_format,
         "repeats": task.repeats,
     }
+    if cfg.output_type != "generate_until":  # only then: the hashes of every generating task stay as they were
+        payload["output_type"] = cfg.output_type
+        payload["choices"] = cfg.choices
+        payload["target_delimiter"] = cfg.target_delimiter
+        payload["unconditional"] = any(m.evaluator.name == "acc_mutual_info" for m in task.metrics)
+    return payload
 
 
 def hash_payload(task: Task) -> dict[str, Any]:
@@ -80,6 +86,12 @@ def task_config(task: Task) -> dict[str, Any]:
     for key in ("template", "system"):
         if getattr(cfg, key) is not None:
             out[key] = getattr(cfg, key)
+    if cfg.output_type != "generate_until":
+        out["output_type"] = cfg.output_type
+        if cfg.choices is not None:
+            out["choices"] = cfg.choices
+        if cfg.target_delimiter != " ":
+            out["target_delimiter"] = cfg.target_delimiter
     if cfg.messages is not None:
         out["messages"] = [m.model_dump() for m in cfg.messages]
     if cfg.fewshot is not None:

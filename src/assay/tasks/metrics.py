@@ -44,7 +44,7 @@ class MetricSpec:
             config["metric"] = self.name
         if self.higher_is_better != default_higher_is_better(self.evaluator):
             config["higher_is_better"] = self.higher_is_better
-        if self.expected != "target":
+        if self.expected != default_expected(self.evaluator):
             config["expected"] = self.expected
         if self.filters is not None:
             config["filters"] = list(self.filters)
@@ -60,6 +60,12 @@ class MetricSpec:
 def default_higher_is_better(evaluator: Evaluator) -> bool:
     """The evaluator's own ``higher_is_better`` attribute, True when it has none."""
     return bool(getattr(evaluator, "higher_is_better", True))
+
+
+def default_expected(evaluator: Evaluator) -> str:
+    """What the evaluator compares with unless told: its ``default_expected`` ("none" for TruthfulQA's mc1, whose
+    gold is the first choice), else the target."""
+    return str(getattr(evaluator, "default_expected", "target"))
 
 
 def default_aggregation(evaluator: Evaluator) -> str:
@@ -122,7 +128,7 @@ def _build_one(entry: Any, path: KeyPath, ctx: ConfigContext, pipelines: list[st
     if isinstance(entry, MetricSpec):
         spec = entry
     elif isinstance(entry, Evaluator):
-        spec = MetricSpec(entry.name, entry, default_higher_is_better(entry))
+        spec = MetricSpec(entry.name, entry, default_higher_is_better(entry), default_expected(entry))
     elif isinstance(entry, str):
         spec = _from_mapping({"name": entry}, path, ctx)
     elif isinstance(entry, dict):
@@ -160,7 +166,7 @@ def _from_mapping(entry: dict[str, Any], path: KeyPath, ctx: ConfigContext) -> M
     hib = entry.get("higher_is_better", default_higher_is_better(evaluator))
     if not isinstance(hib, bool):
         raise ctx.error((*path, "higher_is_better"), f"must be true or false, got {hib!r}")
-    expected = entry.get("expected", "target")
+    expected = entry.get("expected", default_expected(evaluator))
     if expected is None:  # YAML `expected: null`: nothing from the row, as `expected: none`
         expected = "none"
     try:

@@ -67,6 +67,18 @@ class Prompt:
     fewshot: FewshotConfig | None = None
     # a few-shot example renders the same way every time it is shown: (id, kind) -> (example, rendering)
     _shots: dict[tuple[int, str], tuple[Sample, Any]] = field(default_factory=dict, repr=False)
+    # the answer shown after a few-shot example (a multiple-choice task shows the gold choice); default: its target
+    answer: Callable[[Sample], str] | None = None
+    # what else a row must give (a multiple-choice row its choices), checked wherever the prompt is rendered
+    row_check: Callable[[Sample], None] | None = None
+
+    def _answer(self, shot: Sample) -> str:
+        if self.answer is None:
+            return _target(shot)
+        try:
+            return self.answer(shot)
+        except Exception as err:
+            raise RenderError(None, err, {}, shot) from err
 
     def _shot(self, shot: Sample, kind: str, make: Callable[[], Any]) -> Any:
         hit = self._shots.get((id(shot), kind))
@@ -86,6 +98,8 @@ class Prompt:
     def screens(self) -> bool:
         """True when :meth:`cannot_fail` can ever be True: one plain template, no system or chat messages."""
         template = self.template
+        if self.row_check is not None:
+            return False
         return template is not None and template.plain is not None and self.system is None and self.messages is None
 
     def cannot_fail(self, sample: Sample) -> bool:
@@ -140,6 +154,11 @@ class Prompt:
 
     def render(self, sample: Sample, shots: list[Sample]) -> list[Message]:
         """The messages for ``sample``; raises RenderError naming the template that failed."""
+        if self.row_check is not None:
+            try:
+                self.row_check(sample)
+            except Exception as err:
+                raise RenderError(None, err, {}) from err
         laid_out = self.uses_fewshot_variable
         ctx = sample_context(sample, shots if laid_out else [])  # examples' contexts only where a template reads them
         auto = [] if laid_out else shots
@@ -163,7 +182,7 @@ class Prompt:
 
         def block(shot: Sample) -> str:
             body = _render(template, example_context(shot), shot) if template is not None else _input_text(shot)
-            return body + delimiter + _target(shot)
+            return body + delimiter + self._answer(shot)
 
         parts = [self._shot(shot, "text", partial(block, shot)) for shot in shots]
         sep = self.fewshot.separator
@@ -180,7 +199,7 @@ class Prompt:
         def shot_turns(shot: Sample) -> list[Message]:
             ectx = example_context(shot)
             rendered = [{"role": role, "content": _render(t, ectx, shot)} for role, t in turns]
-            return [*rendered, {"role": "assistant", "content": _target(shot)}]
+            return [*rendered, {"role": "assistant", "content": self._answer(shot)}]
 
         for shot in shots:
             out.extend(dict(m) for m in self._shot(shot, "chat", partial(shot_turns, shot)))
@@ -197,7 +216,7 @@ class Prompt:
                 if not is_messages(shot.input):
                     raise RenderError(None, "a few-shot example's input is not a message list", {}, shot)
                 out.extend(dict(m) for m in shot.input)
-                out.append({"role": "assistant", "content": _target(shot)})
+                out.append({"role": "assistant", "content": self._answer(shot)})
             out.extend(dict(m) for m in value)
             return out
         kind = "missing" if value is None else f"a {type(value).__name__}"

@@ -14,11 +14,13 @@ from assay.errors import ConfigError, DataError
 from assay.models.base import Message, Request, Response
 from assay.tasks import identity
 from assay.tasks.config import TaskConfig, check_tools, expand_shorthands, validate_config
-from assay.tasks.fewshot import FewshotSampler
+from assay.tasks.fewshot import FewshotSampler, shot_target
 from assay.tasks.filters import NO_FILTER, FilterPipeline, build_step
 from assay.tasks.hashing import sha256_hex
 from assay.tasks.lazy_samples import LazySamples, RowCheck, SampleView
 from assay.tasks.loader import ConfigContext, KeyPath, read_task_file
+from assay.tasks.loglikelihood import DEFAULT_METRICS, ChoiceSource, QueryBuilder, gold_text
+from assay.tasks.loglikelihood import check_config as check_loglikelihood_config
 from assay.tasks.metrics import MetricSpec, build_metrics, expected_value
 from assay.tasks.prompt import Prompt, RenderError
 from assay.tasks.sample import FieldMap, Sample, has_path
@@ -144,9 +146,13 @@ class Task:
         self.fewshot_spec: DatasetSpec | None = None
         if cfg.fewshot is not None and cfg.fewshot.source is not None:
             self.fewshot_spec = self._resolve_spec(cfg.fewshot.source, ("fewshot", "source"))
+        self.output_type: str = cfg.output_type
+        check_loglikelihood_config(cfg, ctx)
         self.prompt = self._build_prompt(cfg)
         self._pipelines = self._build_filters(cfg)
-        self.metrics: list[MetricSpec] = build_metrics(cfg.evaluators, ctx, self.filters)
+        entries = cfg.evaluators or list(DEFAULT_METRICS.get(cfg.output_type, ()))  # lm-eval's defaults
+        self.metrics: list[MetricSpec] = build_metrics(entries, ctx, self.filters)
+        self._queries = self._build_queries(cfg)
         check_tools(cfg, ctx)
         self._dataset: Dataset | None = None
         self._samples: Sequence[Sample] | None = None
@@ -174,6 +180,8 @@ class Task:
         return compile_template(source, self._ctx.where(path))
 
     def _build_prompt(self, cfg: TaskConfig) -> Prompt:
+        if cfg.output_type == "loglikelihood_rolling":  # no prompt: the target is scored alone
+            return Prompt(self._template("", ("fields", "target")), row_check=self._check_row)
         template = self._template(cfg.template, ("template",)) if cfg.template is not None else None
         system = self._template(cfg.system, ("system",)) if cfg.system is not None else None
         messages = None
@@ -181,7 +189,28 @@ class Task:
             messages = tuple(
                 (m.role, self._template(m.content, ("messages", i, "content"))) for i, m in enumerate(cfg.messages)
             )
-        return Prompt(template, system, messages, cfg.fewshot)
+        answer = self._gold_text if cfg.output_type == "multiple_choice" else None
+        fixed = isinstance(cfg.choices, list | dict)  # the same choices for every row: nothing to check per row
+        check = self._check_row if cfg.output_type != "generate_until" and not fixed else None
+        return Prompt(template, system, messages, cfg.fewshot, answer=answer, row_check=check)
+
+    def _check_row(self, sample: Sample) -> None:
+        """A row's choices or scored text can be read (wherever its prompt is checked before a run)."""
+        if self._queries is not None:
+            self._queries.query(sample, "")
+
+    def _build_queries(self, cfg: TaskConfig) -> QueryBuilder | None:
+        if cfg.output_type == "generate_until":
+            return None
+        source = ChoiceSource.build(cfg.choices, self._ctx) if cfg.output_type == "multiple_choice" else None
+        mutual = any(m.evaluator.name == "acc_mutual_info" for m in self.metrics)
+        return QueryBuilder(cfg.output_type, source, cfg.target_delimiter, mutual)
+
+    def _gold_text(self, shot: Sample) -> str:
+        """A multiple-choice few-shot example's answer: its gold choice's text (lm-eval's layout)."""
+        assert self._queries is not None and self._queries.source is not None
+        text = gold_text(shot, self._queries.source.choices(shot))
+        return text if text is not None else shot_target(shot)
 
     def _build_filters(self, cfg: TaskConfig) -> list[FilterPipeline]:
         pipelines: list[FilterPipeline] = []
@@ -285,9 +314,17 @@ class Task:
                         path, f"the first row ({self.dataset.where(0)}) has no {source} field {field!r}"
                     ) from None
         try:
-            self._render(first)
+            if self.output_type != "loglikelihood_rolling":  # a rolling task scores its target alone: no prompt
+                self._render(first)
         except RenderError as err:
             raise self._render_error(err, first, ConfigError) from None
+        if self._queries is not None:
+            try:
+                self._queries.query(first, "")
+            except (DataError, RenderError) as err:
+                key = "choices" if self.output_type == "multiple_choice" else "fields"
+                detail = err.error if isinstance(err, RenderError) else err
+                raise self._ctx.error((key,), f"the first row ({self.dataset.where(0)}): {detail}") from None
         self._validated = True
 
     def samples(self, limit: int | None = None, shuffle_seed: int | None = None) -> Sequence[Sample]:
@@ -355,6 +392,8 @@ class Task:
         """
         if not 0 <= repeat < self.repeats:
             raise ValueError(f"repeat must be in [0, {self.repeats}), got {repeat}")
+        if self._queries is not None:
+            return self._scoring_request(sample)
         try:
             messages = self._render(sample)
         except RenderError as err:
@@ -368,6 +407,27 @@ class Task:
             repeat=repeat,
             doc=sample.doc,
             metadata=sample.metadata,
+        )
+
+    def _scoring_request(self, sample: Sample) -> Request:
+        """The request of a task that scores text: the rendered prompt is the context (none when rolling)."""
+        assert self._queries is not None
+        messages: list[Message] = []
+        if self.output_type != "loglikelihood_rolling":
+            try:
+                messages = self._render(sample)
+            except RenderError as err:
+                raise self._render_error(err, sample, DataError) from None
+        context = str(messages[0].get("content") or "") if messages else ""
+        try:
+            query = self._queries.query(sample, context)
+        except RenderError as err:
+            raise self._render_error(err, sample, DataError) from None
+        except DataError as err:
+            where = self._dataset.where(sample.doc_id) if self._dataset is not None else f"sample {sample.id!r}"
+            raise DataError(f"{where}: {err}") from None
+        return Request(
+            sample_id=sample.id, messages=messages, doc=sample.doc, metadata=sample.metadata, loglikelihood=query
         )
 
     def params_for(self, repeat: int = 0) -> dict[str, Any]:

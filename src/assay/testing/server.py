@@ -1,8 +1,10 @@
 """A real OpenAI-compatible HTTP server on 127.0.0.1 for tests, benchmarks and offline runs of a task.
 
-It speaks the standard chat-completions protocol (``POST /v1/chat/completions``, ``GET /v1/models``), answers with
-scripted or echoed replies, and injects seeded faults (429 with Retry-After, 500, dropped connections, slow replies),
-so clients, retries and runners are exercised over real sockets. Run it in a thread (:class:`OpenAITestServer`) or
+It speaks the standard chat-completions protocol (``POST /v1/chat/completions``, ``GET /v1/models``) and the legacy
+completions one (``POST /v1/completions``, with ``echo`` and scripted per-token ``logprobs`` for log-likelihood
+clients: :mod:`assay.testing.logprobs`), answers with scripted or echoed replies, and injects seeded faults (429
+with Retry-After, 500, dropped connections, slow replies), so clients, retries and runners are exercised over real
+sockets. Run it in a thread (:class:`OpenAITestServer`) or
 as a process: ``python -m assay.testing.server --port 8000 --latency 0.05``.
 """
 
@@ -28,7 +30,10 @@ from aiohttp import web
 from assay.errors import ConfigError
 
 Reply = Callable[[dict[str, Any]], Any]  # request JSON -> str | dict (or an awaitable of one)
+# /v1/completions: (one prompt: text or token ids, the request JSON) -> str | dict with COMPLETION_KEYS
+CompletionReply = Callable[[str | list[int], dict[str, Any]], Any]
 REPLY_KEYS = frozenset({"text", "tool_calls", "finish_reason", "usage", "status", "error", "headers"})
+COMPLETION_KEYS = frozenset({"text", "logprobs", "finish_reason", "prompt_tokens", "completion_tokens"})
 FAULT_KINDS = ("drop", "slow")
 
 
@@ -132,6 +137,11 @@ class OpenAITestServer:
     those ``response_format`` types: another type gets HTTP 400, and a scripted reply to a supported JSON type must
     be what such a server would send (a JSON object; under ``json_schema``, valid against the schema), or the
     request fails with HTTP 500 naming the broken script. ``None`` (the default) takes any and checks nothing.
+
+    ``completion`` answers ``/v1/completions``, once per prompt of the request (a text or a list of token ids):
+    a str (the text made), or a dict with ``text``, ``logprobs`` (OpenAI's ``{tokens, token_logprobs,
+    top_logprobs, text_offset}``, e.g. from :func:`assay.testing.logprobs.logprob_reply`), ``finish_reason`` and
+    token counts. The default echoes a text prompt (with ``echo``) and makes no text; faults apply as to chat.
     """
 
     def __init__(
@@ -146,8 +156,10 @@ class OpenAITestServer:
         models: tuple[str, ...] = ("assay-test",),
         max_logged: int = 10_000,
         response_formats: Collection[str] | None = None,
+        completion: CompletionReply | None = None,
     ) -> None:
         self.reply = reply
+        self.completion = completion
         self.response_formats = None if response_formats is None else frozenset(response_formats)
         self.latency_s = latency_s
         self.faults = faults or FaultPlan()
@@ -178,13 +190,13 @@ class OpenAITestServer:
 
     @property
     def status_counts(self) -> dict[int | str, int]:
-        """Chat-completion requests per outcome: HTTP status, or "drop" for closed connections."""
+        """Requests (chat and completions) per outcome: HTTP status, or "drop" for closed connections."""
         with self._lock:
             return dict(self._status_counts)
 
     @property
     def requests(self) -> list[dict[str, Any]]:
-        """The JSON bodies of the last ``max_logged`` chat-completion requests, oldest first."""
+        """The JSON bodies of the last ``max_logged`` requests (chat and completions), oldest first."""
         with self._lock:
             return list(self._bodies)
 
@@ -247,6 +259,7 @@ class OpenAITestServer:
     async def _setup(self) -> None:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat)
+        app.router.add_post("/v1/completions", self._completions)
         app.router.add_get("/v1/models", self._models)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
         await self._runner.setup()
@@ -261,6 +274,34 @@ class OpenAITestServer:
         return web.json_response({"object": "list", "data": data})
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        return await self._answer(request, _check_request, self._chat_reply)
+
+    async def _completions(self, request: web.Request) -> web.StreamResponse:
+        return await self._answer(request, _check_completion_request, self._completion_reply)
+
+    async def _chat_reply(self, body: dict[str, Any]) -> web.Response:
+        reply = self.reply(body) if callable(self.reply) else self.reply
+        if inspect.isawaitable(reply):
+            reply = await reply
+        if self.response_formats is not None:
+            _check_format(body, reply)
+        return _completion(body, reply)
+
+    async def _completion_reply(self, body: dict[str, Any]) -> web.Response:
+        replies = []
+        for prompt in _prompts(body["prompt"]):
+            reply = self.completion(prompt, body) if self.completion is not None else None
+            if inspect.isawaitable(reply):
+                reply = await reply
+            replies.append(reply)
+        return _text_completion(body, replies)
+
+    async def _answer(
+        self,
+        request: web.Request,
+        check: Callable[[Any], str | None],
+        answer: Callable[[dict[str, Any]], Any],
+    ) -> web.StreamResponse:
         raw = await request.read()
         authorization = request.headers.get("Authorization")
         problem: str | None
@@ -269,7 +310,7 @@ class OpenAITestServer:
         except ValueError as err:
             body, problem = None, f"request body is not JSON: {err}"
         else:
-            problem = _check_request(body)
+            problem = check(body)
         with self._lock:
             self.requests_total += 1
             self.last_authorization = authorization
@@ -294,12 +335,7 @@ class OpenAITestServer:
         if delay > 0:
             await asyncio.sleep(delay)
         try:
-            reply = self.reply(body) if callable(self.reply) else self.reply
-            if inspect.isawaitable(reply):
-                reply = await reply
-            if self.response_formats is not None:
-                _check_format(body, reply)
-            return self._count(_completion(body, reply))
+            return self._count(await answer(body))
         except Exception as err:  # a broken reply script is reported to the client, loudly
             return self._count(_error(500, f"reply function failed: {type(err).__name__}: {err}"))
 
@@ -341,6 +377,74 @@ def _check_request(body: Any) -> str | None:
     if tools is not None and not isinstance(tools, list):
         return "'tools' must be a list"
     return None
+
+
+def _check_completion_request(body: Any) -> str | None:
+    if not isinstance(body, dict):
+        return "request body must be a JSON object"
+    if not isinstance(body.get("model"), str):
+        return "'model' must be a string"
+    if body.get("stream"):
+        return "streaming is not supported by the assay test server"
+    try:
+        _prompts(body.get("prompt"))
+    except ValueError as err:
+        return str(err)
+    return None
+
+
+def _prompts(prompt: Any) -> list[str | list[int]]:
+    """The prompts of a completions request: a text, token ids, or a list of either."""
+    if isinstance(prompt, str):
+        return [prompt]
+    if isinstance(prompt, list) and prompt and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt):
+        return [prompt]
+    if isinstance(prompt, list) and prompt:
+        out: list[str | list[int]] = []
+        for item in prompt:
+            if isinstance(item, str) or (
+                isinstance(item, list) and item and all(isinstance(t, int) and not isinstance(t, bool) for t in item)
+            ):
+                out.append(item)
+            else:
+                raise ValueError("'prompt' items must be texts or non-empty lists of token ids")
+        return out
+    raise ValueError("'prompt' must be a text, a list of token ids, or a non-empty list of those")
+
+
+def _text_completion(body: dict[str, Any], replies: list[Any]) -> web.Response:
+    """The completions response: one choice per prompt, in order."""
+    choices, prompt_tokens, completion_tokens = [], 0, 0
+    for index, (prompt, reply) in enumerate(zip(_prompts(body["prompt"]), replies, strict=True)):
+        if reply is None:
+            reply = {"text": (prompt if isinstance(prompt, str) else "") if body.get("echo") else ""}
+        if isinstance(reply, str):
+            reply = {"text": reply}
+        if not isinstance(reply, dict):
+            raise TypeError(f"a completion reply must be a str or dict, got {type(reply).__name__}")
+        unknown = sorted(set(reply) - COMPLETION_KEYS)
+        if unknown:
+            raise ValueError(f"unknown completion reply key(s) {unknown}; known: {sorted(COMPLETION_KEYS)}")
+        text = str(reply.get("text") or "")
+        made = len(prompt) if isinstance(prompt, list) else len(prompt.split())
+        prompt_tokens += int(reply.get("prompt_tokens", made))
+        completion_tokens += int(reply.get("completion_tokens", len(text.split())))
+        choice = {"index": index, "text": text, "logprobs": reply.get("logprobs"), "finish_reason": "length"}
+        choice["finish_reason"] = reply.get("finish_reason") or "length"
+        choices.append(choice)
+    out = {
+        "id": f"cmpl-{hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]}",
+        "object": "text_completion",
+        "created": int(time.time()),
+        "model": body["model"],
+        "choices": choices,
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    }
+    return web.json_response(out)
 
 
 def _unsupported_format(body: dict[str, Any], supported: frozenset[str]) -> str | None:
