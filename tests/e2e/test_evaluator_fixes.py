@@ -146,3 +146,70 @@ def test_tool_usage_judges_a_qa_agent_whose_target_is_the_answer(tmp_path: Path)
     by_id = {line["sample_id"]: line for line in sample_lines(run_dir)}
     last = by_id["q5"]["filters"]["none"]["verdicts"]["tool_usage"][0]
     assert "forbidden:calculator" in last["reason"] and "is not a tool-call expectation" in str(last["details"])
+
+
+HALF_BROKEN = '''
+def half(output, expected):
+    """Raises on the answers to odd questions: an evaluator that errors on half the samples."""
+    if int(expected) % 4 == 3:
+        raise ValueError("cannot judge " + output)
+    return output.strip() == expected
+'''
+
+
+def write_score_inputs(tmp_path: Path, n: int) -> tuple[Path, Path]:
+    """A task of n additions over a predictions file, and a changed task whose evaluator errors on half of them."""
+    from tests.e2e.e2e_support import write_task
+
+    task = write_task(tmp_path, n)
+    with open(tmp_path / "preds.jsonl", "w") as fh:
+        for i in range(n):
+            fh.write(json.dumps({"id": f"q{i}", "prediction": str(2 * i + 1)}) + "\n")
+    (tmp_path / "half_broken.py").write_text(HALF_BROKEN)
+    changed = yaml.safe_load(task.read_text())
+    changed["evaluators"] = [{"name": "custom", "fn": "half_broken:half", "metric": "half"}]
+    changed_path = tmp_path / "changed.yaml"
+    changed_path.write_text(yaml.safe_dump(changed, sort_keys=False))
+    return task, changed_path
+
+
+@pytest.mark.parametrize(("n", "processes"), [(10, "1"), (2 * 8192 + 100, "2")])  # here; in forked processes
+def test_score_applies_the_error_limit_and_exit_codes_of_run(tmp_path: Path, n: int, processes: str) -> None:
+    task, changed = write_score_inputs(tmp_path, n)
+    run = run_cli("run", str(task), "--model", "predictions:preds.jsonl", "-q", "-o", "runs", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    run_dir = only_run_dir(tmp_path / "runs")
+    args = ("score", str(run_dir), "--task", str(changed), "-q", "--processes", processes)
+
+    failed = run_cli(*args, "-o", str(tmp_path / "failed"), cwd=tmp_path, timeout=300)
+    assert failed.returncode == 1, failed.stderr  # before: 0, with half the verdicts errored
+    half = n // 2
+    assert (
+        f"failed: {half} of {n} samples failed (0 model errors, {half} evaluator errors), above the allowed "
+        "error rate 10% of --max-error-rate" in failed.stderr
+    )
+    assert "first evaluator error: add/q1: half: custom function half_broken:half raised ValueError" in failed.stderr
+    assert len(sample_lines(only_run_dir(tmp_path / "failed"))) == n  # the re-scored folder is written whole
+    assert "Traceback" not in failed.stderr
+
+    if n > 10:
+        return  # the forked path counts alike; the limit itself is the same code
+    allowed = run_cli(*args, "-o", str(tmp_path / "allowed"), "--max-error-rate", "0.6", cwd=tmp_path, timeout=300)
+    assert allowed.returncode == 0, allowed.stderr
+    assert f"0 model errors (logged), {half} evaluator errors in {n} samples" in allowed.stderr
+
+
+def test_score_uses_the_limit_the_run_recorded(tmp_path: Path) -> None:
+    task, changed = write_score_inputs(tmp_path, 10)
+    run = run_cli(
+        "run", str(task), "--model", "predictions:preds.jsonl", "-q", "-o", "runs", "--max-error-rate", "0.5",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    run_dir = only_run_dir(tmp_path / "runs")
+    within = run_cli("score", str(run_dir), "--task", str(changed), "-q", "--in-place", cwd=tmp_path)
+    assert within.returncode == 0, within.stderr  # 5 of 10 is within the run's own 50 %
+    stricter = run_cli("score", str(run_dir), "--task", str(changed), "-q", "--max-error-rate", "0.1", cwd=tmp_path)
+    assert stricter.returncode == 1 and "above the allowed error rate 10%" in stricter.stderr
+    bad = run_cli("score", str(run_dir), "--task", str(tmp_path / "add.yaml"), "--in-place", "-o", "x", cwd=tmp_path)
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr

@@ -8,6 +8,11 @@ Exit codes (documented in the README, consistent with ``assay compare`` and ``as
 - 3: the run stopped before its end and can be resumed once the cause is fixed (the model refused the key or
   does not exist: 401/403/404; the disk is full; scoring processes or Ray workers died; an unexpected error);
 - 130: interrupted (Ctrl-C); finished samples are kept.
+
+``assay score`` applies the same limit to the re-scored samples (:func:`error_rate_problem`; by default the limit
+the run recorded): 0 within it; 1 above it (the re-scored folder is written whole, as a finished run's is); 2
+nothing was re-scored (a bad task file or option, not a run folder, a corrupt samples file); 3 scoring processes
+or Ray workers died (the original run is untouched).
 """
 
 from __future__ import annotations
@@ -28,6 +33,21 @@ DEFAULT_MAX_ERROR_RATE = 0.1
 # Characters of each answer kept in samples.jsonl. 256 Ki characters hold about 64k tokens, more than the output
 # limit of today's models, so only runaway or garbage answers are cut; a 20 MB answer costs 256 KB on disk.
 DEFAULT_MAX_RESPONSE_CHARS = 256 * 1024
+
+
+def error_rate_problem(
+    done: int, model_errors: int, evaluator_errors: int, limit: float | None, first: str | None, *, final: bool = True
+) -> str | None:
+    """Why ``done`` samples with these failures (a sample counts once: its model error, else its error verdict) are
+    past ``--max-error-rate`` ``limit`` (None: no limit), or None within it: the one rule of run and score."""
+    failed = model_errors + evaluator_errors
+    if limit is None or not done or failed / done <= limit:
+        return None
+    return (
+        f"{'failed' if final else 'stopped'}: {failed} of {done} samples failed ({model_errors} model errors, "
+        f"{evaluator_errors} evaluator errors), above the allowed error rate {limit:.0%} of --max-error-rate"
+        + (f" (first error: {first})" if first else "")
+    )
 
 
 def exit_code(outcome: Any) -> int:

@@ -27,7 +27,7 @@ from assay.record import RunManifest
 from assay.runner.executors import EXECUTORS, RayOptions, require_ray
 from assay.runner.executors.processes import can_fork, default_processes
 from assay.runner.lock import run_lock
-from assay.runner.offline import CHUNK, Answered, encode, score_records
+from assay.runner.offline import CHUNK, Answered, encode, score_records, verdict_error
 from assay.runner.pending import runs
 from assay.runner.rundir import (
     SAMPLES,
@@ -37,6 +37,7 @@ from assay.runner.rundir import (
     remove_leftovers,
     write_manifest,
 )
+from assay.runner.scheduler import RunStats
 from assay.runner.session import RESULTS_OPTIONS, close_evaluators, new_run_dir, task_judges
 
 if TYPE_CHECKING:
@@ -47,11 +48,16 @@ _PARTIAL = ".samples.jsonl.rescoring"  # an in-place re-score writes here, then 
 
 @dataclass(frozen=True)
 class Rescored:
-    """Where the re-scored run is and how many samples it holds."""
+    """Where the re-scored run is, how many samples it holds, and how many of them failed as ``assay run`` counts
+    them (a logged model error, else an error verdict; a sample counts once), with the first of each."""
 
     run_dir: Path
     samples: int
     in_place: bool
+    errors: int = 0
+    evaluator_errors: int = 0
+    first_error: str | None = None
+    first_evaluator_error: str | None = None
 
 
 def _sample_for(record: dict[str, Any], samples: Sequence[Sample]) -> Sample:
@@ -165,30 +171,44 @@ class _How:
     processes: int
 
 
-async def _rescore_into(source: Path, writer: SampleWriter, by_name: dict[str, Task], how: _How) -> int:
+def _count(stats: RunStats, task: str, names: Sequence[str], scored: Any) -> None:
+    """Count a scored chunk's failed samples in ``stats`` as the runner does (``scored``: its Scored)."""
+    for name, model_error, evaluator_error in zip(names, scored.model_errors, scored.evaluator_errors, strict=True):
+        if model_error is not None or evaluator_error is not None:
+            stats.count_errors(f"{task}/{name}", model_error, evaluator_error)
+
+
+async def _rescore_into(
+    source: Path, writer: SampleWriter, by_name: dict[str, Task], how: _How, stats: RunStats
+) -> int:
     """Score every logged record of ``source`` with ``by_name``'s tasks and append it to ``writer``: here (in forked
     worker processes when there is more than a chunk and the evaluators allow it), or on Ray workers fed shards of
-    records; either way their encoded lines are appended here, the one writer."""
+    records; either way their encoded lines are appended here, the one writer, and their failures counted in
+    ``stats``."""
     samples = {name: task.samples() for name, task in by_name.items()}
     if how.ray is not None:
-        return await _rescore_on_ray(source, writer, by_name, samples, how.ray)
+        return await _rescore_on_ray(source, writer, by_name, samples, how.ray, stats)
     if how.processes > 1 and can_fork(list(by_name.values())):
         chunks = _logged_lines(source, by_name, samples, CHUNK)
         first = next(chunks, None)
         second = next(chunks, None) if first is not None else None
         if first is not None and second is not None:
-            return await _rescore_in_processes(source, writer, by_name, chain([first, second], chunks), how.processes)
+            lines = chain([first, second], chunks)
+            return await _rescore_in_processes(source, writer, by_name, lines, how.processes, stats)
     pending, count = _chunks(source, by_name), 0
     while True:
         with gc_paused():  # a chunk read, scored and freed before the GC is on again (see _rescore_next)
-            done = await _rescore_next(pending, samples, writer)
+            done = await _rescore_next(pending, samples, writer, stats)
         if done is None:
             return count
         count += done
 
 
 async def _rescore_next(
-    chunks: Iterator[tuple[Task, list[dict[str, Any]]]], samples: dict[str, Sequence[Sample]], writer: SampleWriter
+    chunks: Iterator[tuple[Task, list[dict[str, Any]]]],
+    samples: dict[str, Sequence[Sample]],
+    writer: SampleWriter,
+    stats: RunStats,
 ) -> int | None:
     """Read, score and append the next chunk of logged records: how many (None when there are no more). Its
     objects are freed as this returns: were they alive when the GC is on again, its first collection would walk
@@ -199,6 +219,11 @@ async def _rescore_next(
     task, records = chunk
     scored = await score_records(task, [_answered(r, samples[task.name]) for r in records])
     writer.write_lines([encode(record) for record in scored])
+    for record in scored:
+        model_error = next((e for e in record.get("response_errors") or [] if e), None)
+        evaluator_error = None if model_error is not None else verdict_error(record["filters"])
+        if model_error is not None or evaluator_error is not None:
+            stats.count_errors(f"{task.name}/{record.get('sample_id')}", model_error, evaluator_error)
     return len(records)
 
 
@@ -208,6 +233,7 @@ async def _rescore_in_processes(
     by_name: dict[str, Task],
     chunks: Iterator[tuple[Task, list[LoggedLine]]],
     processes: int,
+    stats: RunStats,
 ) -> int:
     from assay.runner.executors.processes import Done, ProcessPool
     from assay.runner.executors.shards import OfflineShard
@@ -218,6 +244,7 @@ async def _rescore_in_processes(
         nonlocal count
         writer.write_lines(done.scored.lines)
         count += len(done.scored.lines)
+        _count(stats, chunk.task.name, [_name(chunk, i) for i in range(len(chunk.items))], done.scored)
 
     with ProcessPool(processes, list(by_name.values())) as pool:
         await pool.score((OfflineShard(task, lines, source=str(source)) for task, lines in chunks), write)
@@ -230,6 +257,7 @@ async def _rescore_on_ray(
     by_name: dict[str, Task],
     samples: dict[str, Sequence[Sample]],
     options: RayOptions,
+    stats: RunStats,
 ) -> int:
     from assay.runner.executors.ray_offline import OFFLINE_SHARD, OfflinePool
     from assay.runner.executors.shards import OfflineShard
@@ -244,10 +272,17 @@ async def _rescore_on_ray(
         nonlocal count
         writer.write_lines(scored.lines)
         count += len(scored.lines)
+        _count(stats, shard.task.name, [_name(shard, i) for i in range(len(shard.items))], scored)
 
     async with OfflinePool(options, list(by_name.values()), max_response_chars=None, renders=False) as pool:
         await pool.score(shards, write)
     return count
+
+
+def _name(shard: Any, i: int) -> str:
+    """A logged line's sample id (as the task has it), else where the line is."""
+    sample, _, lineno = shard.items[i]
+    return str(sample.id) if sample is not None else f"line {lineno}"
 
 
 def _tasks_for(run_dir: Path, manifest: RunManifest, tasks: list[Task] | None) -> dict[str, Task]:
@@ -332,18 +367,19 @@ async def _in_place(
     from assay.results import write_results
 
     partial = run_dir / _PARTIAL
+    stats = RunStats()
     with run_lock(run_dir, action="re-score"):
         remove_leftovers(run_dir)
         try:
             partial.unlink(missing_ok=True)
             with SampleWriter(partial) as writer:
-                count = await _rescore_into(run_dir / SAMPLES, writer, by_name, how)
+                count = await _rescore_into(run_dir / SAMPLES, writer, by_name, how, stats)
             os.replace(partial, run_dir / SAMPLES)  # the old records stay whole until the new ones are complete
         finally:
             partial.unlink(missing_ok=True)
         write_manifest(run_dir, _updated(manifest, by_name))
         write_results(run_dir, processes=how.processes, **options)
-    return Rescored(run_dir, count, True)
+    return _rescored(run_dir, count, True, stats)
 
 
 async def _new_folder(
@@ -359,6 +395,7 @@ async def _new_folder(
 
     target = new_run_dir(output_dir if output_dir is not None else run_dir.parent, list(by_name.values()))
     started = time.perf_counter()
+    stats = RunStats()
     try:
         with run_lock(target, action="re-score into"):
             fresh = _updated(manifest, by_name)
@@ -366,7 +403,7 @@ async def _new_folder(
             fresh.status, fresh.finished_at, fresh.rescored_from = "running", None, str(run_dir.resolve())
             write_manifest(target, fresh)
             with SampleWriter(target / SAMPLES) as writer:
-                count = await _rescore_into(run_dir / SAMPLES, writer, by_name, how)
+                count = await _rescore_into(run_dir / SAMPLES, writer, by_name, how, stats)
             fresh.status, fresh.finished_at = "finished", time.time()
             fresh.total_seconds = time.perf_counter() - started
             write_manifest(target, fresh)
@@ -374,4 +411,10 @@ async def _new_folder(
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)  # a half-written re-score is of no use; the original is intact
         raise
-    return Rescored(target, count, False)
+    return _rescored(target, count, False, stats)
+
+
+def _rescored(run_dir: Path, count: int, in_place: bool, stats: RunStats) -> Rescored:
+    return Rescored(
+        run_dir, count, in_place, stats.errors, stats.evaluator_errors, stats.first_error, stats.first_evaluator_error
+    )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import AssayError
 from assay.models.base import Model, ModelError, Request, Response
 from assay.record import SampleRecord, judge_cache_hits
-from assay.runner.exits import DEFAULT_MAX_RESPONSE_CHARS
+from assay.runner.exits import DEFAULT_MAX_RESPONSE_CHARS, error_rate_problem
 from assay.runner.limiter import AttemptLimiter
 from assay.runner.progress import RunProgress
 from assay.runner.retry import RetryBudget, RetryPolicy, attempt_once, next_wait
@@ -332,14 +332,10 @@ class Scheduler:
         if limit is None or not done or (not final and stats.written < self.config.min_samples_for_error_rate):
             return
         model_errors, evaluator_errors = stats.errors + prior_model, stats.evaluator_errors + prior_evaluator
-        failed = model_errors + evaluator_errors
-        if failed / done > limit:
-            first = stats.first_error or stats.first_evaluator_error
-            raise ErrorRateExceeded(
-                f"{'failed' if final else 'stopped'}: {failed} of {done} samples failed ({model_errors} model "
-                f"errors, {evaluator_errors} evaluator errors), above the allowed error rate {limit:.0%} of "
-                "--max-error-rate" + (f" (first error: {first})" if first else "")
-            )
+        first = stats.first_error or stats.first_evaluator_error
+        problem = error_rate_problem(done, model_errors, evaluator_errors, limit, first, final=final)
+        if problem is not None:
+            raise ErrorRateExceeded(problem)
 
     async def _fetch(self, task: Task, sample: Sample, place: Place | None = None) -> Fetched:
         started_at = time.time()

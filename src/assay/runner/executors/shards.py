@@ -36,11 +36,13 @@ class OfflineShard:
 
 class Scored(NamedTuple):
     """A scored offline shard as a worker sends it back: each record's samples.jsonl line (encoded, so the driver
-    only appends them), its first error verdict and how many of its answers were stored cut."""
+    only appends them), its first error verdict, how many of its answers were stored cut, and its first model
+    error (a re-score counts its failed samples as the runner does)."""
 
     lines: list[bytes]
     evaluator_errors: list[str | None]
     truncated: list[int]
+    model_errors: list[str | None]
 
 
 def scored(records: Sequence[dict[str, Any]], lines: list[bytes] | None = None) -> Scored:
@@ -49,4 +51,5 @@ def scored(records: Sequence[dict[str, Any]], lines: list[bytes] | None = None) 
         lines if lines is not None else [encode(record) for record in records],
         [verdict_error(record["filters"]) for record in records],
         [sum(r is not None and r.get("truncated_from") is not None for r in rec["responses"]) for rec in records],
+        [next((e for e in rec.get("response_errors") or () if e), None) for rec in records],
     )
