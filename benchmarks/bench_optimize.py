@@ -94,9 +94,9 @@ async def plain(base_url: str, n: int) -> float:
 
 def warm_up() -> None:
     """Import everything an optimisation uses, so that one-time import costs are not counted per evaluation."""
-    import assay.optimize.final
     import assay.optimize.reflective
     import assay.report.table
+    import assay.results.compare
     import assay.results.writer
     import assay.runner.session  # noqa: F401
     from assay.tasks import load_task

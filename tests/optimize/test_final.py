@@ -63,7 +63,9 @@ async def test_the_headline_counts_errors_as_failures_in_its_means_difference_an
     assert result.best != result.baseline  # the candidate won on validation
     assert not result.improved and not comp["better"]  # errors dropped: 6 wins, 0 losses, p = 0.031, "improved"
     assert comp["test"] == "mcnemar" and comp["p_value"] == pytest.approx(0.5078125)  # 6 wins vs 3 losses
-    assert (comp["n"], comp["improved"], comp["regressed"], comp["errored_b"]) == (20, 6, 3, 3)
+    assert comp["errors"] == "as_failure" and "an errored sample counting as a failure" in comp["outcomes"]
+    counts = (comp["n_shared"], len(comp["improved_ids"]), len(comp["regressed_ids"]), comp["errored_b"])
+    assert counts == (20, 6, 3, 3)
     assert comp["mean_a"] == pytest.approx(9 / 20) and comp["mean_b"] == pytest.approx(12 / 20)
     assert comp["mean_b"] - comp["mean_a"] == pytest.approx(comp["diff"]) == pytest.approx(3 / 20)
     # the means shown are the test figures reported beside them (errors as failures there too)
@@ -73,6 +75,6 @@ async def test_the_headline_counts_errors_as_failures_in_its_means_difference_an
     assert result.summary.startswith("no candidate beat the baseline significantly")
     summary = json.loads((result.folder / "summary.json").read_text())
     assert summary["test"]["comparison"]["p_value"] == comp["p_value"] and summary["improved"] is False
-    assert len(comp["regressed_ids"]) == 3 and all(i.startswith("q") for i in comp["regressed_ids"])
+    assert all(i.startswith("q") for i in comp["regressed_ids"])
     tests = [e for e in journal(result.folder) if e["kind"] == "eval" and e["split"] == "test"]
     assert len(tests) == 2 and server.requests_total == result.calls["used"] + result.calls["final_test"]

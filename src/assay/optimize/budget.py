@@ -127,7 +127,7 @@ class CountingModel(Model):
             self.budget.call(self.step, charge=self.charge)
         except BudgetExhausted as err:
             self.exhausted = True
-            raise ModelError(f"the optimisation's {err}", fatal=True) from None
+            raise ModelError(f"not sent: {err}, so the optimisation stops here", fatal=True) from None
         self.calls += 1
         return await self.inner.generate(request)
 

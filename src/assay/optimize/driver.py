@@ -22,6 +22,7 @@ from assay.optimize.engine import Engine, Evaluation, OptimizeError
 from assay.optimize.journal import Journal
 from assay.optimize.manifest import (
     MANIFEST,
+    check_run_settings,
     check_splits,
     finite_budget_usd,
     needs_model_again,
@@ -107,7 +108,7 @@ async def aoptimize(
     from assay.tasks import Task
 
     settings = dict(run_settings or {})
-    _check_run_settings(settings)
+    check_run_settings(settings)
     folder: Path | None
     if resume is not None:
         folder = Path(resume)
@@ -132,10 +133,7 @@ async def aoptimize(
         budget = int(manifest["budget"])
         budget_usd = manifest.get("budget_usd")
         settings = {**manifest["run_settings"], **{k: v for k, v in (run_settings or {}).items() if k != "prices"}}
-        try:
-            _check_run_settings(settings)
-        except ConfigError as err:
-            raise ConfigError(f"{path}: {err}") from None
+        check_run_settings(settings)
         splits = {k: list(v) for k, v in manifest["splits"].items()}
         check_splits(path, splits, len(task_obj.dataset.rows))
     else:
@@ -264,14 +262,37 @@ async def _optimise(engine: Engine, folder: Path, manifest: dict[str, Any]) -> O
 
 
 def _compare(engine: Engine, ev_base: Evaluation, ev_best: Evaluation, alpha: float) -> dict[str, Any]:
-    """The paired test of best (B) against the original (A) on the test split, on the outcomes candidates are
-    ranked by (an error is a failure on either side): the means it states differ by the difference it tests."""
-    from assay.optimize.final import compare_outcomes, sample_ids
+    """``assay compare``'s paired test of best (B) against the original (A) on the test split, of the outcomes
+    candidates are ranked by (``errors="as_failure"``: an errored sample is a failure on either side), so the two
+    means it states differ by exactly the difference it tests."""
+    from assay.results.compare import compare_runs
 
     if ev_base.run_dir == ev_best.run_dir:
         return {"same": True, "better": False, "diff": 0.0, "p_value": None, "ci": None, "test": "none"}
-    ids = sample_ids(ev_best.run_dir, engine.task.name, ev_best.indices)
-    return compare_outcomes(ev_base, ev_best, alpha=alpha, task=engine.task.name, ids=ids)
+    comp = compare_runs(ev_base.run_dir, ev_best.run_dir, alpha=alpha, errors="as_failure")
+    for m in comp.metrics:
+        if m.metric == engine.metric.name and m.filter == engine.filter:
+            return {
+                "same": False,
+                "errors": m.errors,
+                "outcomes": m.outcomes,
+                "better": m.better,
+                "worse": m.worse,
+                "diff": m.diff,
+                "ci": m.ci,
+                "ci_method": m.ci_method,
+                "p_value": m.p_value,
+                "test": m.test,
+                "n_shared": m.n_shared,
+                "mean_a": m.mean_a,
+                "mean_b": m.mean_b,
+                "errored_a": m.n_errored_a,
+                "errored_b": m.n_errored_b,
+                "improved_ids": m.improved_ids,
+                "regressed_ids": m.regressed_ids,
+                "warnings": comp.warnings,
+            }
+    raise OptimizeError(f"the test runs share no {engine.metric.name},{engine.filter} metric to compare")
 
 
 def optimize(task: Any = None, model: Any = None, **kwargs: Any) -> OptimizationResult:
@@ -279,33 +300,3 @@ def optimize(task: Any = None, model: Any = None, **kwargs: Any) -> Optimization
     from assay.api import run_sync
 
     return run_sync(aoptimize(task, model, **kwargs))
-
-
-def _check_run_settings(settings: dict[str, Any]) -> None:
-    """``run_settings`` are RunSettings of every candidate run, less what the optimiser sets itself: a wrong key or
-    value is a ConfigError naming it (and the intended key), not pydantic's error from deep in the first run."""
-    from pydantic import ValidationError
-
-    from assay.api import check_settings
-    from assay.results.operational import validate_prices
-    from assay.runner.settings import RunSettings
-
-    try:
-        check_settings(settings, call="assay.optimize")
-    except ConfigError as err:
-        raise ConfigError(f"run_settings: {str(err).replace('keyword argument', 'setting')}") from None
-    own = sorted({"output_dir", "progress"} & set(settings))
-    if own:
-        raise ConfigError(f"run_settings: {', '.join(own)} is set by the optimiser for each candidate run")
-    try:
-        RunSettings.model_validate(settings)
-    except ValidationError as err:
-        e = err.errors()[0]
-        where = ".".join(str(p) for p in e["loc"])
-        raise ConfigError(f"run_settings: {where}: {e['msg']} (got {e.get('input')!r})") from None
-    validate_prices(settings.get("prices"))
-    if settings.get("executor", "local") != "local":
-        raise ConfigError(
-            "run_settings: executor: candidate runs use the local executor (the optimiser counts every model call "
-            "against its budget as it is sent, in this process)"
-        )

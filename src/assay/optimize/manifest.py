@@ -115,6 +115,10 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     except ValidationError as err:
         e = err.errors()[0]
         raise ConfigError(f"{path}: {_where(tuple(e['loc']))}: {e['msg']} {damaged}") from None
+    try:
+        check_run_settings(data["run_settings"])
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err} {damaged}") from None
     missing = [name for name in SPLIT_NAMES if not data["splits"].get(name)]
     if missing:
         raise ConfigError(f"{path}: splits.{missing[0]}: missing or empty {damaged}")
@@ -148,3 +152,33 @@ def finite_budget_usd(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
         raise ConfigError(f"budget_usd: expected a finite amount of US dollars above 0, got {value!r}")
     return float(value)
+
+
+def check_run_settings(settings: dict[str, Any]) -> None:
+    """``run_settings`` are RunSettings of every candidate run, less what the optimiser sets itself: a wrong key or
+    value is a ConfigError naming it (and the intended key), not pydantic's error from deep in the first run."""
+    from pydantic import ValidationError
+
+    from assay.api import check_settings
+    from assay.results.operational import validate_prices
+    from assay.runner.settings import RunSettings
+
+    try:
+        check_settings(settings, call="assay.optimize")
+    except ConfigError as err:
+        raise ConfigError(f"run_settings: {str(err).replace('keyword argument', 'setting')}") from None
+    own = sorted({"output_dir", "progress"} & set(settings))
+    if own:
+        raise ConfigError(f"run_settings: {', '.join(own)} is set by the optimiser for each candidate run")
+    try:
+        RunSettings.model_validate(settings)
+    except ValidationError as err:
+        e = err.errors()[0]
+        where = ".".join(str(p) for p in e["loc"])
+        raise ConfigError(f"run_settings: {where}: {e['msg']} (got {e.get('input')!r})") from None
+    validate_prices(settings.get("prices"))
+    if settings.get("executor", "local") != "local":
+        raise ConfigError(
+            "run_settings: executor: candidate runs use the local executor (the optimiser counts every model call "
+            "against its budget as it is sent, in this process)"
+        )

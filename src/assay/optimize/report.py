@@ -20,8 +20,10 @@ def is_optimization(path: Path) -> bool:
 
 def load_view(folder: Path) -> dict[str, Any]:
     """Everything a report shows, as plain data."""
+    from assay.optimize.manifest import read_manifest
+
     folder = Path(folder)
-    manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    manifest = read_manifest(folder)  # a damaged file is an error naming it and the key, not a traceback
     tables = read_tables(folder)
     summary_path = folder / "summary.json"
     summary = json.loads(summary_path.read_text(encoding="utf-8")) if summary_path.is_file() else None
@@ -204,7 +206,12 @@ def report_optimization(folder: Path, fmt: str, html_path: Path | None) -> None:
     """What ``assay report OPT_DIR`` prints (and writes, with ``--html``)."""
     import click
 
-    out = render_text(folder, fmt)
+    from assay.errors import AssayError
+
+    try:
+        out = render_text(folder, fmt)
+    except AssayError as err:  # a damaged optimization.json: its message, exit 2 (bad input), no traceback
+        raise click.BadParameter(str(err), param_hint="RUN_DIR") from None
     if isinstance(out, str):
         click.echo(out)
     else:
