@@ -200,11 +200,12 @@ class Engine:
 
     def retry_policy(self) -> RetryPolicy:
         """How the optimiser model's calls are retried: the candidate runs' attempts and timeout."""
-        from assay.runner.retry import RetryPolicy
+        from assay.runner.session import attempt_timeout
         from assay.runner.settings import RunSettings
 
         settings = RunSettings.model_validate(self.run_settings)  # checked when the optimisation started
-        return RetryPolicy(max_attempts=settings.max_attempts, timeout_s=settings.timeout_s or 60.0)
+        assert self.optimizer is not None
+        return settings.retry_policy(attempt_timeout(self.optimizer, settings))
 
     # ---- evaluation ----------------------------------------------------------------------------------------
 
