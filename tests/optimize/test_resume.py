@@ -81,12 +81,15 @@ def test_resume_after_sigkill_reaches_the_same_result(tmp_path: Path) -> None:
     # nothing that finished was asked again: only requests in flight at the kill (concurrency 2) are paid twice
     twice = task_srv.requests_total - ref_requests
     assert 0 <= twice <= 2
-    # and those are counted: every call the two sessions sent, the one cut off by the kill too (it was logged
-    # before it went out), is in the count, which is the uninterrupted run's plus the calls made twice
+    # and those are counted: every call the two sessions sent, those cut off by the kill too (each was logged
+    # before it went out), is in the count, which is the uninterrupted run's plus the calls made twice. A call
+    # logged an instant before the kill may never have reached the server: it is counted all the same (the count
+    # is never below what was sent, and exceeds it by at most the calls in flight)
     calls, ref_calls = summary["calls"], ref_summary["calls"]
-    assert task_srv.requests_total == calls["task_model"] + calls["final_test"]
+    extra = calls["task_model"] - ref_calls["task_model"]
+    assert twice <= extra <= 2 and calls["used"] == ref_calls["used"] + extra
+    assert task_srv.requests_total + extra - twice == calls["task_model"] + calls["final_test"]
     assert opt_srv.requests_total == calls["optimizer"] == ref_calls["optimizer"]
-    assert calls["used"] == ref_calls["used"] + twice and calls["task_model"] == ref_calls["task_model"] + twice
     assert killed_task > 0 and killed_opt >= 1
 
 
