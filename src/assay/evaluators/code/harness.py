@@ -47,13 +47,14 @@ async def _start_runner(fd: int, spec: dict[str, Any], limits: Limits) -> tuple[
     cwd = tempfile.mkdtemp(prefix="assay-tests-")
     body = {**spec, "fd": fd, "memory_mb": limits.memory_mb, "cpu_s": limits.cpu_seconds, "file_mb": limits.file_mb}
     body["sys_path"] = [p for p in sys.path if p]  # without site's start-up cost, tests import what assay can
+    loader, first = programs.launch("runner", f"{sys.version_info[0]}.{sys.version_info[1]}")
     try:
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-I",
             "-S",
             "-c",
-            programs.runner_program(),
+            loader,
             stdin=PIPE,
             stdout=PIPE,
             stderr=asyncio.subprocess.DEVNULL,
@@ -67,7 +68,7 @@ async def _start_runner(fd: int, spec: dict[str, Any], limits: Limits) -> tuple[
         shutil.rmtree(cwd, ignore_errors=True)
         raise SandboxError(f"cannot start the test process ({sys.executable}): {err}") from None
     assert proc.stdin is not None
-    proc.stdin.write(wire.encode(body).encode("ascii"))
+    proc.stdin.write(first + wire.encode(body).encode("ascii"))
     proc.stdin.close()
     return proc, cwd
 
@@ -101,8 +102,12 @@ async def run_tests(code: str, spec: dict[str, Any], limits: Limits, *, python: 
         served: SandboxProcess | None = None
         cwd = None
         try:
-            argv = [box.python, "-I", "-S", "-c", programs.serve_program(), str(theirs.fileno()), "solution.py"]
-            served = await box.spawn(argv, pass_fds=(theirs.fileno(),))
+            loader, first = programs.launch("serve", box.host.python_version)
+            argv = [box.python, "-I", "-S", "-c", loader, str(theirs.fileno()), "solution.py"]
+            served = await box.spawn(argv, stdin=PIPE, pass_fds=(theirs.fileno(),))
+            assert served.stdin is not None
+            served.stdin.write(first)  # then end of file: the code's input() sees nothing
+            served.stdin.close()
             runner, cwd = await _start_runner(ours.fileno(), spec, limits)
         finally:
             ours.close()
