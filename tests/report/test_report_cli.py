@@ -131,3 +131,75 @@ def test_two_runs_and_too_many(run_dir, tmp_path):
     assert res.exit_code == 2 and "expected one or two run folders" in res.output
     res = invoke(tmp_path / "b" / "nope")
     assert res.exit_code == 2
+
+
+# ------------------------------------------------------------------------------------------- torn / corrupt samples
+
+
+@pytest.fixture(scope="module")
+def real_run(tmp_path_factory):
+    """A finished run made by `assay run` over a predictions file (10 samples, results.json written)."""
+    from tests.e2e.e2e_support import only_run_dir, run_cli, write_task
+
+    root = tmp_path_factory.mktemp("real")
+    task = write_task(root, 10)
+    with open(root / "preds.jsonl", "w") as fh:
+        for i in range(10):
+            fh.write(json.dumps({"id": f"q{i}", "prediction": str(2 * i + 1) if i % 2 else "no"}) + "\n")
+    done = run_cli("run", str(task), "--model", "predictions:preds.jsonl", "-q", "-o", "runs", cwd=root)
+    assert done.returncode == 0, done.stderr
+    return only_run_dir(root / "runs")
+
+
+def damaged(real_run, tmp_path, how):
+    """A copy of the run whose samples.jsonl is torn (its last line cut) or corrupt (line 4 cut short)."""
+    import shutil
+
+    copy = tmp_path / how
+    shutil.copytree(real_run, copy)
+    samples = copy / "samples.jsonl"
+    data = samples.read_bytes()
+    if how == "torn":
+        samples.write_bytes(data[:-40])
+    else:
+        lines = data.split(b"\n")
+        lines[3] = lines[3][:50]
+        samples.write_bytes(b"\n".join(lines))
+    return copy
+
+
+@pytest.mark.parametrize("how", ["torn", "corrupt"])
+@pytest.mark.parametrize("fmt", ["rich", "markdown", "json"])
+def test_every_format_says_the_samples_file_is_torn_or_corrupt(real_run, tmp_path, how, fmt):
+    run = damaged(real_run, tmp_path, how)
+    res = invoke(run, "--format", fmt)
+    assert res.exit_code == 0, res.output  # the figures of results.json, with the note
+    text = res.stdout if fmt != "json" else " ".join(json.loads(res.stdout)["runs"][0]["notes"])
+    text = " ".join(text.split())  # rich wraps long notes
+    if how == "torn":
+        assert f"samples.jsonl is torn: line 10 of {run / 'samples.jsonl'} is an unfinished record" in text
+        assert "holds 9 finished sample(s) but results.json counts 10" in text
+    else:
+        assert f"samples.jsonl is corrupt: {run / 'samples.jsonl'}:4: invalid sample record" in text
+    assert "the figures shown are from results.json" in text
+
+
+def test_a_sound_run_has_no_samples_note(real_run):
+    res = invoke(real_run, "--format", "json")
+    assert res.exit_code == 0 and not any("samples.jsonl" in n for n in json.loads(res.stdout)["runs"][0]["notes"])
+
+
+@pytest.mark.parametrize("option", ["--html", "--junit"])
+def test_per_sample_outputs_of_a_corrupt_run_are_a_clean_error(real_run, tmp_path, option):
+    from tests.e2e.e2e_support import run_cli
+
+    run = damaged(real_run, tmp_path, "corrupt")
+    out = tmp_path / "out.file"
+    proc = run_cli("report", str(run), option, str(out), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"{option}: {run / 'samples.jsonl'}:4: invalid sample record" in proc.stderr
+    torn = damaged(real_run, tmp_path, "torn")  # a torn tail is skipped: the page / XML is written, with the note
+    proc = run_cli("report", str(torn), option, str(out), cwd=tmp_path)
+    assert proc.returncode == 0 and out.is_file(), proc.stderr
+    assert "samples.jsonl is torn" in " ".join(proc.stdout.split())

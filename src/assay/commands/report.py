@@ -2,7 +2,8 @@
 
 Exit codes: 0 fine; 1 a ``--fail-under`` threshold was missed (report) or a metric is significantly
 worse (compare); 2 a usage error (bad option, not a run folder, unknown metric, or two runs whose samples
-do not pair up by sample id and input).
+do not pair up by sample id and input), or ``--junit`` / ``--html`` of a run whose samples.jsonl is corrupt.
+A torn or corrupt samples.jsonl is noted (file and line) beside the figures results.json holds, in every format.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from assay.errors import AssayError
 from assay.report.pageselect import MAX_PAGE_SAMPLES
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from assay.results.compare import Comparison
@@ -122,7 +125,7 @@ def _html_writer() -> Any:
     return html.write_html
 
 
-def _print_run(run: Run, fmt: str, console: Console, title: str | None) -> None:
+def _print_run(run: Run, fmt: str, console: Console, title: str | None, samples_notes: list[str]) -> None:
     from rich.text import Text
 
     from assay.report.table import build_tables, operational_renderables, render_operational, render_table
@@ -132,7 +135,7 @@ def _print_run(run: Run, fmt: str, console: Console, title: str | None) -> None:
             console.rule(Text(title))
         for table in build_tables(run, width=console.width):
             console.print(table)
-        for note in json.loads(render_table(run, "json"))["notes"]:
+        for note in json.loads(render_table(run, "json"))["notes"] + samples_notes:
             console.print(Text("• " + note, style="yellow"))
         for part in operational_renderables(run):
             console.print(part)
@@ -140,17 +143,20 @@ def _print_run(run: Run, fmt: str, console: Console, title: str | None) -> None:
         if title:
             click.echo(f"## {title}\n" if fmt == "markdown" else "")
         click.echo(render_table(run, fmt))
+        if samples_notes:
+            click.echo("\n".join(f"- {note}" for note in samples_notes))
         ops = render_operational(run, "markdown")
         if ops:
             click.echo("\n" + ops)
 
 
-def _report_json(runs: list[Run], comparison: Comparison | None) -> str:
+def _report_json(runs: list[Run], comparison: Comparison | None, samples_notes: list[list[str]]) -> str:
     from assay.report.table import render_table
 
     out: list[dict[str, Any]] = []
-    for run in runs:
+    for run, notes in zip(runs, samples_notes, strict=True):
         table = json.loads(render_table(run, "json"))
+        table["notes"] = table["notes"] + notes
         entry = {"run": str(run.path), "run_id": run.manifest.run_id, "name": run.manifest.name}
         out.append({**entry, **table, "operational": run.operational})
     doc: dict[str, Any] = {"runs": out}
@@ -203,6 +209,10 @@ def report_command(
     thresholds = [parse_threshold(s) for s in fail_under]
     write_html = _html_writer() if html_path is not None else None
     runs = [_load(p) for p in run_dirs]
+    from assay.results.samplecheck import check_samples
+
+    # a torn or corrupt samples.jsonl is said beside the stored figures (file and line), in every format
+    checks = [check_samples(run) for run in runs]
     candidate = runs[-1]
     comparison = None
     if len(runs) == 2:
@@ -210,31 +220,40 @@ def report_command(
     failures = check_thresholds(candidate, thresholds)
     console = _console()
     if fmt == "json":
-        click.echo(_report_json(runs, comparison))
+        click.echo(_report_json(runs, comparison, [check.notes for check in checks]))
     else:
         for i, run in enumerate(runs):
             name = run.manifest.name  # a named run is labelled by its name (--name)
             title = f"run {name}" if name else None
             if len(runs) == 2:
                 title = f"{'AB'[i]}: {name} ({run.path})" if name else f"{'AB'[i]}: {run.path}"
-            _print_run(run, fmt, console, title)
+            _print_run(run, fmt, console, title, checks[i].notes)
         if comparison is not None:
             _print_comparison(comparison, fmt, console)
     if junit_path is not None:
         from assay.report.junit import write_junit
 
-        counts = write_junit(candidate, junit_path)
+        counts = _per_sample("--junit", lambda: write_junit(candidate, junit_path))
         click.echo(
             f"JUnit: {counts['tests']} tests, {counts['failures']} failures, {counts['errors']} errors -> {junit_path}",
             err=True,
         )
     if write_html is not None:
-        write_html(runs, html_path, compare=comparison, max_samples=html_samples)
+        _per_sample("--html", lambda: write_html(runs, html_path, compare=comparison, max_samples=html_samples))
         click.echo(f"HTML report -> {html_path}", err=True)
     if failures:
         for line in failures:
             click.echo(f"FAIL {line}", err=True)
         raise SystemExit(1)
+
+
+def _per_sample(option: str, write: Callable[[], Any]) -> Any:
+    """Write an output made of the per-sample records; a run whose records cannot be read (a corrupt samples.jsonl,
+    named by file and line) is a usage error (exit 2), not a traceback."""
+    try:
+        return write()
+    except AssayError as err:
+        raise UsageFailure(f"{option}: {err}") from None
 
 
 def _compare(run_a: Run, run_b: Run, **options: Any) -> Comparison:
