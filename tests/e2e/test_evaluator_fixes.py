@@ -213,3 +213,54 @@ def test_score_uses_the_limit_the_run_recorded(tmp_path: Path) -> None:
     assert stricter.returncode == 1 and "above the allowed error rate 10%" in stricter.stderr
     bad = run_cli("score", str(run_dir), "--task", str(tmp_path / "add.yaml"), "--in-place", "-o", "x", cwd=tmp_path)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+GSM_ROWS = [  # a GSM8K-like target (rationale, then '#### answer') and what a model says
+    ("7+5=<<7+5=12>>12\n#### 12", "The share is about 12%. #### 12"),
+    ("3*4=<<3*4=12>>12\n#### 12", "so the answer is 13"),
+    ("10/4=<<10/4=2.5>>2.5\n#### 2.5", "#### 2.5"),
+    ("50/100=<<50/100=0.5>>0.5\n#### 0.5", "It is 50%"),
+]
+
+
+def test_contains_numeric_and_exact_match_fixes_in_real_runs_on_both_paths(tmp_path: Path) -> None:
+    """contains any (1 of 2 found: 1.0), numeric percent (either), exact_match quoting the compared answer: the
+    offline batch path (predictions) and the per-sample path (a server) write the same verdicts."""
+    with open(tmp_path / "gsm.jsonl", "w") as fh:
+        for i, (target, _) in enumerate(GSM_ROWS):
+            number = target.rpartition("#### ")[2]
+            fh.write(json.dumps({"id": f"g{i}", "q": f"question {i}", "answer": target, "number": float(number)}))
+            fh.write("\n")
+    with open(tmp_path / "preds.jsonl", "w") as fh:
+        for i, (_, said) in enumerate(GSM_ROWS):
+            fh.write(json.dumps({"id": f"g{i}", "prediction": said}) + "\n")
+    task = {
+        "name": "gsm",
+        "dataset": {"path": "gsm.jsonl"},
+        "fields": {"id": "id", "input": "q", "target": "answer"},
+        "template": "{{ q }}",
+        "evaluators": [
+            {"name": "exact_match", "regexes_to_ignore": ["(?s).*#### "], "strip": True},
+            {"name": "numeric", "expected": "doc.number"},
+            {"name": "contains", "mode": "any", "substrings": ["####", "answer"]},
+        ],
+    }
+    (tmp_path / "gsm.yaml").write_text(yaml.safe_dump(task, sort_keys=False))
+    offline = run_cli("run", "gsm.yaml", "--model", "predictions:preds.jsonl", "-q", "-o", "offline", cwd=tmp_path)
+    said = {f"question {i}": text for i, (_, text) in enumerate(GSM_ROWS)}
+    with OpenAITestServer(lambda request: said[request["messages"][-1]["content"]]) as server:
+        online = run_cli(
+            "run", "gsm.yaml", "--model", "openai:assay-test", "--base-url", server.base_url, "-q", "-o", "online",
+            "--max-error-rate", "1", cwd=tmp_path,
+        )  # fmt: skip
+    assert offline.returncode == 0 and online.returncode == 0, offline.stderr + online.stderr
+    verdicts = []
+    for root in ("offline", "online"):
+        lines = {line["sample_id"]: line for line in sample_lines(only_run_dir(tmp_path / root))}
+        verdicts.append({k: lines[k]["filters"]["none"]["verdicts"] for k in sorted(lines)})
+    assert verdicts[0] == verdicts[1]
+    got = verdicts[0]
+    assert [got[f"g{i}"]["numeric"][0]["passed"] for i in range(4)] == [True, False, True, True]  # 50% is 0.5
+    assert [got[f"g{i}"]["contains"][0]["score"] for i in range(4)] == [1.0, 1.0, 1.0, 0.0]  # one of two: 1.0
+    wrong = got["g1"]["exact_match"][0]
+    assert wrong["feedback"] == "Answer with exactly '12'; the output was 'so the answer is 13'."
