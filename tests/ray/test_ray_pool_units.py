@@ -89,7 +89,7 @@ class _Worker:
             self.dead = True
             raise ray.exceptions.RayActorError()
         self.scored += [s.id for s, _, _ in items]
-        return Scored([s.id.encode() for s, _, _ in items], [None] * len(items), [0] * len(items))
+        return Scored([s.id.encode() for s, _, _ in items], [None] * len(items), [0] * len(items), [None] * len(items))
 
 
 def _pool(workers: list[_Worker], timeout_s: float) -> Any:

@@ -155,7 +155,7 @@ class _FakeWorker:
             if not self.forever:
                 self.kills -= doomed
             raise ray.exceptions.RayActorError()
-        return Scored([s.id.encode() for s, _, _ in items], [None] * len(items), [0] * len(items))
+        return Scored([s.id.encode() for s, _, _ in items], [None] * len(items), [0] * len(items), [None] * len(items))
 
 
 class _Method:
