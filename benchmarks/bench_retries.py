@@ -47,6 +47,7 @@ class Round:
     p99_s: float  # when 99 % of the samples were written
     busy: float  # mean attempts in flight until then
     cpu_s: float  # this process's CPU time (the server runs in another)
+    first_error: str | None  # what the first errored sample said
 
 
 async def _run(base_url: str, settings: RunSettings, out: Path) -> Round:
@@ -80,7 +81,8 @@ async def _run(base_url: str, settings: RunSettings, out: Path) -> Round:
     assert len(ids) == len(set(ids)) == len(work), "every sample exactly once"
     p99 = next((t for t, _, written in trace if written >= 0.99 * N), seconds)
     bulk = [busy for t, busy, _ in trace if t <= p99] or [0]
-    return Round(seconds, stats.errors, stats.requests + stats.retries, p99, statistics.fmean(bulk), cpu)
+    attempts = stats.requests + stats.retries
+    return Round(seconds, stats.errors, attempts, p99, statistics.fmean(bulk), cpu, stats.first_error)
 
 
 def _line(name: str, r: Round, clean: Round) -> str:
@@ -111,6 +113,8 @@ def main() -> None:
             print(f"round {i + 1}:", flush=True)
             for name, r in (("clean", clean), ("faults", faults), ("faults, 10 att.", tens)):
                 print(_line(name, r, clean), flush=True)
+                if r.first_error:
+                    print(f"    first error: {r.first_error[-120:]}")
                 if name != "clean":
                     ratios[name].append(r.seconds / clean.seconds)
                     errors[name].append(r.errors)

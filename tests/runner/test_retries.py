@@ -94,7 +94,7 @@ def test_retry_after_is_honoured_at_the_defaults(tmp_path: Path) -> None:
 
 
 def test_5xx_and_dropped_connections_are_retried_quickly(tmp_path: Path) -> None:
-    """Three 500s then an answer, at the default policy: the three waits are at most 50 + 100 + 200 ms. Before, they
+    """Three 500s then an answer, at the default policy: the three waits are at most 25 + 50 + 100 ms. Before, they
     were up to 0.5 + 1 + 2 s (1.75 s on average), so 20 samples all done within 1.5 s was next to impossible."""
     script = Script(lambda text, attempt: {"status": 500, "error": "boom"} if attempt <= 3 else None)
     with OpenAITestServer(script) as server:

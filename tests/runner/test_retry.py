@@ -160,15 +160,15 @@ def test_retry_after_is_the_wait_exactly_not_a_floor_under_the_backoff() -> None
 def test_the_default_backoffs_per_error_class() -> None:
     policy = RetryPolicy()
     fast = [policy.backoff(n, transient(status)) for n in (1, 2, 8) for status in (500, 503, None) for _ in range(50)]
-    assert all(0.0 <= d <= 2.0 for d in fast)  # 5xx and dropped connections: from 50 ms, capped at 2 s
-    assert all(0.0 <= policy.backoff(1, transient()) <= 0.05 for _ in range(50))
-    assert max(policy.backoff(20, transient()) for _ in range(200)) > 1.0  # the cap is reached, not exceeded
+    assert all(0.0 <= d <= 1.0 for d in fast)  # 5xx and dropped connections: from 25 ms, capped at 1 s
+    assert all(0.0 <= policy.backoff(1, transient()) <= 0.025 for _ in range(50))
+    assert max(policy.backoff(20, transient()) for _ in range(200)) > 0.5  # the cap is reached, not exceeded
     limited = ModelError("429", retryable=True, status=429)  # a 429 without Retry-After: from about 1 s
     assert all(0.5 <= policy.backoff(1, limited) <= 1.0 for _ in range(50))
     assert all(15.0 <= policy.backoff(10, limited) <= 30.0 for _ in range(50))
     exact = RetryPolicy(jitter=False)
     assert [exact.backoff(n, limited) for n in (1, 2, 3, 6, 7)] == [1.0, 2.0, 4.0, 30.0, 30.0]
-    assert [exact.backoff(n, transient()) for n in (1, 2, 3, 6, 7)] == [0.05, 0.1, 0.2, 1.6, 2.0]
+    assert [exact.backoff(n, transient()) for n in (1, 2, 3, 6, 7)] == [0.025, 0.05, 0.1, 0.8, 1.0]
 
 
 def test_full_jitter_stays_within_the_ceiling() -> None:

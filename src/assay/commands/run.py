@@ -240,7 +240,7 @@ def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) ->
     type=click.IntRange(min=1),
     default=8,  # assay.runner.retry.DEFAULT_MAX_ATTEMPTS (not imported: the CLI starts light)
     show_default=True,
-    help="Attempts per request: the first and its retries (5xx and dropped connections wait 50 ms doubling to 2 s; "
+    help="Attempts per request: the first and its retries (5xx and dropped connections wait 25 ms doubling to 1 s; "
     "a 429 waits its Retry-After exactly, else 1 s doubling to 30 s).",
 )
 @click.option(
