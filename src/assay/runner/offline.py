@@ -444,7 +444,7 @@ class OfflineScheduler(Scheduler):
             self.stats.seconds = time.perf_counter() - started
         return self.stats
 
-    def _answer(self, task: Task, samples: list[Sample]) -> list[Answered]:
+    def _answer_predictions(self, task: Task, samples: list[Sample]) -> list[Answered]:
         answered, requests = answer_all(cast("PredictionsModel", self.model), task, samples)
         self.stats.requests += requests
         return answered
@@ -453,7 +453,7 @@ class OfflineScheduler(Scheduler):
         ahead = self.scan_ahead
         before = ahead.reserve(task.name, len(samples)) if ahead is not None else 0
         started_at, t0 = time.time(), time.perf_counter()
-        answered = self._answer(task, samples)
+        answered = self._answer_predictions(task, samples)
         model_seconds = (time.perf_counter() - t0) / len(samples)
         limit = self.config.max_response_chars
         records = await score_records(

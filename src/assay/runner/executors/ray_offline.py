@@ -212,7 +212,7 @@ class RayOfflineExecutor(OfflineScheduler):
     def _answered(self, task: Task, samples: list[Sample]) -> OfflineShard:
         """A shard of samples with their answers from the predictions file (ModelError: none for that repeat)."""
         started_at, t0 = time.time(), time.perf_counter()
-        items = [(a.sample, a.responses, a.errors) for a in self._answer(task, samples)]
+        items = [(a.sample, a.responses, a.errors) for a in self._answer_predictions(task, samples)]
         return OfflineShard(task, items, started_at, (time.perf_counter() - t0) / len(samples))
 
     def _write(self, shard: OfflineShard, scored: Scored) -> None:
