@@ -25,6 +25,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "feedback": ("assay.commands.feedback:feedback_command", "Group failing samples' reasons into themes."),
     "view": ("assay.commands.view:view_command", "Serve the HTML report of runs on 127.0.0.1."),
     "cache": ("assay.commands.cache:cache_group", "Inspect or clear the response cache."),
+    "evaluators": ("assay.commands.reference:evaluators_group", "List the evaluators, or show one's options."),
     "optimize": (
         "assay.commands.optimize:optimize_command",
         "Improve a task's prompt, few-shot demos or settings within a budget.",
