@@ -18,7 +18,8 @@ class ToolCall(BaseModel):
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
     id: str | None = None
-    result: Any = None
+    result: Any = None  # the tool's message content once executed; None for a declared-only tool
+    error: str | None = None  # why the tool failed (raised, timed out), sent to the model as its message
 
 
 class Usage(BaseModel):
@@ -58,6 +59,11 @@ class Response(BaseModel):
     cached_at: float | None = None  # when a cached answer was first written (epoch seconds); None if fresh
     truncated_from: int | None = None  # the full length in characters when the stored text was cut
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # agents (assay.agents; format in the docs' transcript page): the whole conversation in OpenAI chat format,
+    # why the loop stopped, and the transcript index of each user message that opens a turn
+    transcript: list[Message] = Field(default_factory=list)
+    stop_reason: str | None = None
+    turns: list[int] = Field(default_factory=list)
 
 
 def display_name(described: dict[str, Any]) -> str:

@@ -1,0 +1,1 @@
+"""Agents: a tool loop as a Model that wraps a model and tools, and conversations (issue 26)."""
