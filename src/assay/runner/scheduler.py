@@ -201,6 +201,10 @@ class Scheduler:
             for t in leftover:
                 t.cancel()
             await asyncio.gather(*leftover, return_exceptions=True)
+            if "_agent_loops" in self.__dict__:
+                from assay.agents.running import close_loops
+
+                await close_loops(self)
             self.stats.seconds = time.perf_counter() - started
         return self.stats
 
@@ -272,9 +276,9 @@ class Scheduler:
         if place is not None:
             place.fetching(len(requests))
         if len(requests) == 1:
-            outcomes = [await self._request(requests[0], place)]
+            outcomes = [await self._request(requests[0], place, task)]
         else:
-            jobs = [asyncio.ensure_future(self._request(req, place)) for req in requests]
+            jobs = [asyncio.ensure_future(self._request(req, place, task)) for req in requests]
             try:
                 outcomes = list(await asyncio.gather(*jobs))
             except BaseException:
@@ -317,10 +321,15 @@ class Scheduler:
             eval_seconds=eval_seconds,
         )
 
-    async def _request(self, request: Request, place: Place | None = None) -> RequestOutcome:
+    async def _request(self, request: Request, place: Place | None = None, task: Task | None = None) -> RequestOutcome:
         """One request with its retries (:func:`assay.runner.retry.next_wait`): each attempt holds a place of the
-        limiter; backoff waits hold none, and park the sample when its other requests wait too."""
+        limiter; backoff waits hold none, and park the sample when its other requests wait too. A task with an
+        agent answers with a trajectory, each of its model calls one such request (:mod:`assay.agents.running`)."""
         try:
+            if task is not None and getattr(task, "agent", None) is not None:
+                from assay.agents.running import run_trajectory
+
+                return await run_trajectory(self, task, request, place)
             return await self._answer(request, place)
         finally:
             if place is not None:

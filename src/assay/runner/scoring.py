@@ -37,6 +37,18 @@ def nothing_to_judge(pipeline: str, reduces: bool, responses: list[Response | No
     return f"no response to evaluate: {failure}"
 
 
+LIMIT_STOPS = frozenset({"max_turns", "max_tool_calls", "token_budget", "time_limit"})  # assay.agents.transcript
+
+
+def limit_stop(responses: list[Response | None], index: int, reduces: bool) -> str | None:
+    """Why value ``index`` is a scored failure: its agent trajectory reached a limit (None when it did not)."""
+    chosen = responses if reduces else responses[index : index + 1]
+    for response in chosen:
+        if response is not None and response.stop_reason in LIMIT_STOPS:
+            return f"the agent stopped at its {response.stop_reason} limit before it answered"
+    return None
+
+
 async def _judge(evaluator: Evaluator, value: Any, expected: Any, context: dict[str, Any]) -> Verdict:
     """One verdict; an evaluator that raises (evaluate() already guards; an overriding aevaluate may not) errors."""
     try:
@@ -94,6 +106,10 @@ async def score_sample(
             for k, (value, mark) in enumerate(zip(values, marks, strict=True)):
                 if broken is not None:
                     verdicts.append(Verdict.errored(f"filter pipeline {filter_name!r} failed: {broken}"))
+                    continue
+                stopped = limit_stop(responses, k, pipeline.reduces)
+                if stopped is not None:  # a trajectory cut off by a limit fails, whatever its last words were
+                    verdicts.append(Verdict(score=0.0, passed=False, reason=stopped, details={"stopped": stopped}))
                     continue
                 if value is None:
                     why = nothing_to_judge(filter_name, pipeline.reduces, responses, k, failure)

@@ -121,7 +121,8 @@ class TaskConfig(_Strict):
     messages: list[MessageConfig] | None = None
     fewshot: FewshotConfig | None = None
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
-    tools: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None  # OpenAI schemas (declared only) and runnable tools (assay.tools.spec)
+    agent: dict[str, Any] | None = None  # the tool loop's limits (assay.agents.config.AgentConfig)
     response_format: dict[str, Any] | None = None
     filters: list[FilterConfig] = Field(default_factory=list)
     repeats: int = Field(default=1, ge=1)
@@ -268,6 +269,8 @@ def check_tools(cfg: TaskConfig, ctx: ConfigContext) -> None:
     import jsonschema
 
     for i, tool in enumerate(cfg.tools or ()):
+        if any(k in tool for k in ("python", "sandbox", "mcp")):
+            continue  # a runnable tool: checked by assay.agents.taskspec
         fn = tool.get("function")
         if tool.get("type") != "function" or not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise ctx.error(

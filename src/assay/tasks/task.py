@@ -56,6 +56,7 @@ class Task:
         fewshot: dict[str, Any] | int | None = None,
         generation: dict[str, Any] | None = None,
         tools: list[dict[str, Any]] | None = None,
+        agent: dict[str, Any] | None = None,
         response_format: dict[str, Any] | None = None,
         repeats: int = 1,
         repeat_reduction: str | None = None,
@@ -80,6 +81,7 @@ class Task:
             "fewshot": fewshot,
             "generation": generation,
             "tools": tools,
+            "agent": agent,
             "response_format": response_format,
             "repeats": repeats,
             "repeat_reduction": repeat_reduction,
@@ -154,6 +156,9 @@ class Task:
         self.metrics: list[MetricSpec] = build_metrics(entries, ctx, self.filters)
         self._queries = self._build_queries(cfg)
         check_tools(cfg, ctx)
+        from assay.agents.taskspec import build_agent
+
+        self.agent = build_agent(cfg, ctx)  # None unless the task has runnable tools or an agent: key
         self._dataset: Dataset | None = None
         self._samples: Sequence[Sample] | None = None
         self._sampler: FewshotSampler | None = None

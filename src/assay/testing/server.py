@@ -99,6 +99,58 @@ class ScriptedReplies:
         return self.default(request) if callable(self.default) else self.default
 
 
+@dataclass(frozen=True)
+class Conversation:
+    """A chat request read as a conversation: the last user message and what happened since it (tool results)."""
+
+    messages: list[dict[str, Any]]
+    user: str  # the text of the last user message
+    tool_results: list[dict[str, Any]]  # tool messages after it, in order: {"name", "content", "tool_call_id"}
+    tools: list[str]  # the names of the tools the request offers
+    user_turns: int  # user messages so far
+
+    @classmethod
+    def of(cls, request: Mapping[str, Any]) -> Conversation:
+        messages = [m for m in request.get("messages") or [] if isinstance(m, dict)]
+        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+        results = [
+            {"name": m.get("name"), "content": message_text(m), "tool_call_id": m.get("tool_call_id")}
+            for m in messages[last_user + 1 :]
+            if m.get("role") == "tool"
+        ]
+        names = [str((t.get("function") or {}).get("name")) for t in request.get("tools") or [] if isinstance(t, dict)]
+        user = message_text(messages[last_user]) if last_user >= 0 else ""
+        turns = sum(m.get("role") == "user" for m in messages)
+        return cls(messages, user, results, names, turns)
+
+
+class ConversationReplies:
+    """A reply function of the conversation so far: ``step(Conversation)`` gives the reply (str or reply dict), so
+    a scripted model can call a tool first and then answer with the tool's actual result (proving it ran)."""
+
+    def __init__(self, step: Callable[[Conversation], Any]) -> None:
+        self.step = step
+
+    def __call__(self, request: dict[str, Any]) -> Any:
+        return self.step(Conversation.of(request))
+
+
+def tool_then_answer(
+    calls: Callable[[str], list[dict[str, Any]]], answer: Callable[[str, list[str]], str]
+) -> ConversationReplies:
+    """A tool-calling model: for a new user message, the tool calls ``calls(user_text)`` (``[{"name",
+    "arguments"}]``; none: answer at once); once their results are back, ``answer(user_text, results)``."""
+
+    def step(conv: Conversation) -> Any:
+        if not conv.tool_results:
+            wanted = calls(conv.user)
+            if wanted:
+                return {"tool_calls": wanted}
+        return answer(conv.user, [r["content"] for r in conv.tool_results])
+
+    return ConversationReplies(step)
+
+
 def message_text(message: Mapping[str, Any]) -> str:
     """The text of a chat message whose content is a string or a list of parts."""
     content = message.get("content")

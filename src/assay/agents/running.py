@@ -1,0 +1,65 @@
+"""How the runner runs a task's trajectories: each model call goes through the request loop's cache, retries and
+attempt limiter (a request is the whole history so far), so an agent sample is cached per turn and retried per
+request as any other; the loop of each task is made once per run and its tools stopped at the end."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from assay.agents.loop import AgentLoop, TurnFailed
+from assay.models.base import Request, Response
+
+if TYPE_CHECKING:
+    from assay.runner.room import Place
+    from assay.runner.scheduler import RequestOutcome, Scheduler
+    from assay.tasks import Task
+
+
+def loop_for(scheduler: Scheduler, task: Task) -> AgentLoop:
+    """The run's AgentLoop of ``task`` (made at its first sample)."""
+    loops: dict[int, AgentLoop] = scheduler.__dict__.setdefault("_agent_loops", {})
+    loop = loops.get(id(task))
+    if loop is None:
+        assert task.agent is not None
+        loop = loops[id(task)] = AgentLoop(scheduler.model, task.agent.tools, task.agent.config)
+    return loop
+
+
+def scripted_turns(request: Request) -> list[str]:
+    """The later user turns a row scripts (``turns:``: texts or ``{content: ...}``), after the rendered prompt."""
+    turns = request.doc.get("turns") if isinstance(request.doc, dict) else None
+    if not isinstance(turns, list):
+        return []
+    out = []
+    for turn in turns:
+        out.append(str(turn.get("content", turn.get("user", ""))) if isinstance(turn, dict) else str(turn))
+    return out
+
+
+async def run_trajectory(scheduler: Scheduler, task: Task, request: Request, place: Place | None) -> RequestOutcome:
+    """One sample's trajectory; a model call that fails after its retries makes it an error sample."""
+    from assay.runner.scheduler import RequestOutcome
+
+    loop = loop_for(scheduler, task)
+
+    async def turn(turn_request: Request) -> tuple[Response, bool]:
+        outcome = await scheduler._answer(turn_request, place)
+        if outcome.error is not None or outcome.response is None:
+            raise TurnFailed(outcome.error or "no response")
+        return outcome.response, outcome.cached
+
+    user: Any = None
+    try:
+        response = await loop.run(request, turn, scripted_turns(request), user=user)
+    except TurnFailed as err:
+        return RequestOutcome(None, f"model call failed mid-trajectory: {err}", False)
+    except Exception as err:  # a broken tool server fails this sample, not the run
+        return RequestOutcome(None, f"agent loop failed: {type(err).__name__}: {err}", False)
+    return RequestOutcome(response, None, response.cached)
+
+
+async def close_loops(scheduler: Scheduler) -> None:
+    """Stop every task's run-long tools (MCP servers) when the run ends."""
+    loops: dict[int, AgentLoop] = scheduler.__dict__.pop("_agent_loops", {})
+    for loop in loops.values():
+        await loop.aclose()

@@ -1,0 +1,88 @@
+"""Python functions as tools: the JSON schema comes from the signature, type hints and the docstring's Args."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import typing
+from collections.abc import Callable
+from typing import Any
+
+from assay.tools.base import SampleTools, Tool, ToolError, as_text
+
+
+def _docstring(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
+    """The function's description and each parameter's (docstring_parser reads Google, NumPy, reST styles)."""
+    doc = inspect.getdoc(fn) or ""
+    if not doc:
+        return "", {}
+    try:
+        import docstring_parser
+    except ImportError:
+        raise ToolError(
+            "Python tools read their docstring with docstring-parser: pip install 'assay[agents]'"
+        ) from None
+    parsed = docstring_parser.parse(doc)
+    parts = [p for p in (parsed.short_description, parsed.long_description) if p]
+    params = {p.arg_name: p.description or "" for p in parsed.params}
+    return "\n\n".join(parts), params
+
+
+class PythonTool(Tool):
+    """A sync or async Python function; its arguments are checked (and coerced) against its type hints."""
+
+    def __init__(self, fn: Callable[..., Any], name: str | None = None) -> None:
+        from pydantic import TypeAdapter
+
+        self.fn = fn
+        self.name = name or fn.__name__
+        self.description, described = _docstring(fn)
+        hints = typing.get_type_hints(fn)
+        properties: dict[str, Any] = {}
+        required: list[str] = []
+        self._adapters: dict[str, TypeAdapter[Any]] = {}
+        for pname, param in inspect.signature(fn).parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            hint = hints.get(pname, Any)
+            adapter: TypeAdapter[Any] = TypeAdapter(hint)
+            self._adapters[pname] = adapter
+            schema = adapter.json_schema() if hint is not Any else {}
+            schema.pop("title", None)
+            if described.get(pname):
+                schema["description"] = described[pname]
+            if param.default is param.empty:
+                required.append(pname)
+            properties[pname] = schema
+        self.parameters = {"type": "object", "properties": properties, "required": required}
+        self._async = inspect.iscoroutinefunction(fn)
+
+    async def call(self, arguments: dict[str, Any], state: SampleTools) -> str:
+        from pydantic import ValidationError
+
+        unknown = sorted(set(arguments) - set(self._adapters))
+        if unknown:
+            raise ToolError(f"{self.name} takes no argument(s) {unknown}; it takes {sorted(self._adapters)}")
+        missing = [p for p in self.parameters["required"] if p not in arguments]
+        if missing:
+            raise ToolError(f"{self.name} needs argument(s) {missing}")
+        try:
+            kwargs = {k: self._adapters[k].validate_python(v) for k, v in arguments.items()}
+        except ValidationError as err:
+            raise ToolError(f"bad arguments for {self.name}: {err.errors()[0]['msg']}") from None
+        if self._async:
+            value = await self.fn(**kwargs)
+        else:
+            value = await asyncio.to_thread(self.fn, **kwargs)  # a slow sync tool must not stall other samples
+        return as_text(value)
+
+
+def function_tool(fn: Callable[..., Any] | Tool, name: str | None = None) -> Tool:
+    """A Tool for a function (a Tool is returned as is)."""
+    return fn if isinstance(fn, Tool) else PythonTool(fn, name)
+
+
+def tool(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Mark a function as a tool (optional: any function named in ``tools:`` is one); returns it unchanged."""
+    fn.__assay_tool__ = True  # type: ignore[attr-defined]
+    return fn

@@ -1,0 +1,64 @@
+"""Tools the agent tests name in their task files (``tools: [{python: "agent_tools:add"}]``)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+
+async def add(x: int, y: int) -> int:
+    """Add two numbers.
+
+    Args:
+        x: First number to add.
+        y: Second number to add.
+
+    Returns:
+        The sum of the two numbers.
+    """
+    return x + y
+
+
+def multiply(x: float, y: float = 1.0) -> float:
+    """Multiply two numbers (a sync tool).
+
+    Args:
+        x: The first factor.
+        y: The second factor.
+    """
+    return x * y
+
+
+def explode(reason: str) -> str:
+    """A tool that always raises.
+
+    Args:
+        reason: What to say.
+    """
+    raise RuntimeError(f"boom: {reason}")
+
+
+async def hang(seconds: float) -> str:
+    """A tool that takes too long.
+
+    Args:
+        seconds: How long to sleep.
+    """
+    await asyncio.sleep(seconds)
+    return "woke up"
+
+
+CONCURRENT: list[tuple[float, float]] = []
+
+
+async def slow_add(x: int, y: int) -> int:
+    """Add slowly, recording when it ran (to show parallel calls overlap).
+
+    Args:
+        x: First number.
+        y: Second number.
+    """
+    t0 = time.perf_counter()
+    await asyncio.sleep(0.3)
+    CONCURRENT.append((t0, time.perf_counter()))
+    return x + y

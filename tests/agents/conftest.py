@@ -1,0 +1,10 @@
+"""Agent tests: the test tools module is importable by name, as a task file beside it would find it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
