@@ -62,3 +62,16 @@ async def slow_add(x: int, y: int) -> int:
     await asyncio.sleep(0.3)
     CONCURRENT.append((t0, time.perf_counter()))
     return x + y
+
+
+def log_call(tag: str) -> str:
+    """Append ``tag`` to the file named by $AGENT_TOOL_LOG (to count tool runs across processes).
+
+    Args:
+        tag: What to write.
+    """
+    import os
+
+    with open(os.environ["AGENT_TOOL_LOG"], "a") as fh:
+        fh.write(tag + "\n")
+    return f"logged {tag}"

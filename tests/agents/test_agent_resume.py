@@ -1,0 +1,74 @@
+"""SIGKILL mid-run, then --resume: every trajectory is in samples.jsonl exactly once, and no finished trajectory
+runs its tools again."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from agent_support import write_agent_task
+
+from assay.testing.server import Conversation, ConversationReplies, OpenAITestServer
+from tests.e2e.e2e_support import assay_cmd, only_run_dir, sample_lines
+
+HERE = Path(__file__).parent
+
+
+def _step(conv: Conversation) -> Any:
+    tag = conv.user.split()[-1]
+    if not conv.tool_results:
+        return {"tool_calls": [{"name": "log_call", "arguments": {"tag": tag}}]}
+    return conv.tool_results[0]["content"]
+
+
+def test_sigkill_mid_run_then_resume_runs_every_trajectory_once(tmp_path: Path) -> None:
+    n = 40
+    rows = [{"id": f"s{i}", "input": f"log s{i}", "target": f"logged s{i}"} for i in range(n)]
+    task = write_agent_task(tmp_path, rows, tools=[{"python": "agent_tools:log_call"}])
+    log = tmp_path / "tool.log"
+    env = {**os.environ, "AGENT_TOOL_LOG": str(log), "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")])
+    with OpenAITestServer(ConversationReplies(_step), latency_s=0.05) as srv:
+        model = ["--model", "openai:assay-test", "--base-url", srv.base_url]
+        cmd = assay_cmd("run", str(task), *model, "-o", "runs", "-q", "-c", "2", "--no-cache")
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        runs = tmp_path / "runs"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found = list(runs.glob("*/samples.jsonl")) if runs.exists() else []
+            if found and len(found[0].read_bytes().splitlines()) >= 8:
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        run_dir = only_run_dir(runs)
+        before = [
+            json.loads(line)["sample_id"]
+            for line in (run_dir / "samples.jsonl").read_bytes().splitlines()
+            if line.endswith(b"}")
+        ]
+        assert 8 <= len(before) < n
+        ran_before = Counter(log.read_text().split())
+        resumed = subprocess.run(
+            assay_cmd("run", "--resume", str(run_dir), "-q"),
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert resumed.returncode == 0, resumed.stderr
+    lines = sample_lines(run_dir)
+    assert Counter(line["sample_id"] for line in lines) == Counter({f"s{i}": 1 for i in range(n)})
+    ran = Counter(log.read_text().split())
+    for sample_id in before:  # a finished trajectory's tool never ran again
+        assert ran[sample_id] == ran_before[sample_id] == 1
+    assert set(ran) == {f"s{i}" for i in range(n)}
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["results"]["agent"]["contains,none"] == 1.0
