@@ -9,6 +9,7 @@ from typing import Any
 
 from assay.record import RunManifest
 from assay.results import corpus
+from assay.results.agentfigures import AgentTally
 from assay.results.document import RecordFacts
 from assay.results.independence import OBSERVED_RECORDS, SharedContext
 from assay.results.judging import JudgingFigures
@@ -36,6 +37,7 @@ class RunFigures:
         }
         self.corpus_metrics = {t.name: [m.name for m in t.metrics if m.aggregation == "corpus"] for t in manifest.tasks}
         self.corpus_stats: dict[tuple[str, str, str], corpus.CorpusStats] = {}
+        self.agents = AgentTally()  # trajectories' turns, tool calls, stop reasons
 
     def observe(self, rec: dict[str, Any]) -> None:
         """Take one record dict (every record once, in the order written) into account."""
@@ -43,6 +45,7 @@ class RunFigures:
         ops = self.ops
         ops.add_requests(rec)
         self.facts.add(rec)
+        self.agents.observe(rec)
         detector = self.shared.get(task)
         if detector is not None and detector.seen < detector.limit:  # the first records of each task
             detector.observe(rec)
@@ -69,6 +72,7 @@ class RunFigures:
         self.ops.merge(later.ops)
         self.facts.merge(later.facts)
         self.judging.merge(later.judging)
+        self.agents.merge(later.agents)
         for task, detector in later.shared.items():
             self.shared[task].merge(detector)
         for key, stats in later.corpus_stats.items():

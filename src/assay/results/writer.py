@@ -231,6 +231,9 @@ def compute_results(
             "repeats": task.repeats,
             "filters": filters_out,
         }
+        agents = run_figures.agents.task_figures(task.name)
+        if agents is not None:  # an agent task: mean turns and tool calls, tool errors, stop reasons
+            assay_tasks[task.name]["agent"] = agents
     if error_policy == "fail" and errored_total:
         shown = "; ".join(fail_examples[:5])
         raise ErroredVerdictsError(
@@ -259,6 +262,8 @@ def compute_results(
         "operational": ops.figures(),
         "judging": judging.to_dict(),
     }
+    if run_figures.agents.tasks:  # a run with agent trajectories (other runs' results stay byte for byte)
+        doc["assay"]["agent_limit_stops"] = run_figures.agents.limit_stops()
     return _Computed(json_safe(doc), scanned.tasks)
 
 

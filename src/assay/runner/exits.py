@@ -99,6 +99,9 @@ def summary_line(outcome: Any) -> str:
         ),
         f"{outcome.retries} retries",
     ]
+    stops = getattr(outcome, "limit_stops", 0)
+    if stops:
+        parts.append(f"{stops} agent trajectories stopped at a limit")
     if outcome.truncated:
         parts.append(f"{outcome.truncated} long answers stored shortened")
     name = getattr(outcome, "name", None)

@@ -18,7 +18,7 @@ from assay.runner.progress import RunProgress
 from assay.runner.retry import RetryBudget, RetryPolicy, attempt_once, next_wait
 from assay.runner.room import PARKED_PER_SLOT, Place, Room
 from assay.runner.rundir import SampleWriter
-from assay.runner.scoring import score_sample
+from assay.runner.scoring import LIMIT_STOPS, score_sample
 
 if TYPE_CHECKING:
     from assay.runner.cache import ResponseCache
@@ -88,6 +88,7 @@ class RunStats:
     cache_oldest: float | None = None  # when the oldest / newest cached answer used was written
     cache_newest: float | None = None
     truncated: int = 0  # responses stored shortened (max_response_chars)
+    limit_stops: int = 0  # agent trajectories ended by a limit (scored failures)
     requests: int = 0
     retries: int = 0
     seconds: float = 0.0
@@ -242,6 +243,7 @@ class Scheduler:
         evaluator_error = None if model_error is not None else _verdict_error(record)
         failed = stats.count_errors(f"{task.name}/{sample.id}", model_error, evaluator_error)
         stats.cache_hits += record.cache_hits
+        stats.limit_stops += sum(r is not None and r.stop_reason in LIMIT_STOPS for r in record.responses)
         judged = judge_cache_hits(record.filters)
         stats.judge_cache_hits += judged
         if record.cache_hits:

@@ -402,6 +402,7 @@ async def _execute(
         cache_oldest=stats.cache_oldest,
         cache_newest=stats.cache_newest,
         truncated=stats.truncated,
+        limit_stops=stats.limit_stops,
         requests=stats.requests,
         retries=stats.retries,
         seconds=stats.seconds,

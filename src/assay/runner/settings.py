@@ -136,6 +136,7 @@ class RunOutcome(BaseModel):
     cache_oldest: float | None = None  # when the oldest / newest answer served from the cache was written
     cache_newest: float | None = None
     truncated: int = 0  # responses stored shortened in samples.jsonl (scored whole)
+    limit_stops: int = 0  # agent trajectories ended by a limit (max_turns, ...): scored failures
     message: str | None = None
     first_error: str | None = None  # "task/sample_id: error" of the first sample whose model request failed
     first_evaluator_error: str | None = None
