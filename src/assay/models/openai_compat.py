@@ -369,6 +369,8 @@ class OpenAIModel(Model):
         if reasoning:
             metadata["reasoning"] = reasoning
         tool_calls = [self._tool_call(c, metadata) for c in message.get("tool_calls") or ()]
+        if choice.get("logprobs"):  # sent only when asked for (params logprobs/top_logprobs): G-Eval judges read them
+            metadata["logprobs"] = choice["logprobs"]
         usage = obj.get("usage") or {}
         return Response(
             text=text,

@@ -32,7 +32,7 @@ from assay.errors import ConfigError
 Reply = Callable[[dict[str, Any]], Any]  # request JSON -> str | dict (or an awaitable of one)
 # /v1/completions: (one prompt: text or token ids, the request JSON) -> str | dict with COMPLETION_KEYS
 CompletionReply = Callable[[str | list[int], dict[str, Any]], Any]
-REPLY_KEYS = frozenset({"text", "tool_calls", "finish_reason", "usage", "status", "error", "headers"})
+REPLY_KEYS = frozenset({"text", "tool_calls", "finish_reason", "usage", "status", "error", "headers", "logprobs"})
 COMPLETION_KEYS = frozenset({"text", "logprobs", "finish_reason", "prompt_tokens", "completion_tokens"})
 FAULT_KINDS = ("drop", "slow")
 
@@ -180,7 +180,8 @@ class OpenAITestServer:
 
     ``reply`` is a constant string, or a function of the request JSON returning the reply text or a dict with
     ``text``, ``tool_calls`` (``[{"name", "arguments", "id"?}]``; arguments a dict or a raw JSON string),
-    ``finish_reason``, ``usage`` (``{"prompt_tokens", "completion_tokens"}``), and for scripted errors ``status``,
+    ``finish_reason``, ``usage`` (``{"prompt_tokens", "completion_tokens"}``), ``logprobs`` (the choice's, as OpenAI
+    sends them: ``{"content": [{"token", "logprob", "top_logprobs"}, ...]}``), and for scripted errors ``status``,
     ``error`` and ``headers``. The default echoes the last user message. ``max_tokens`` (or
     ``max_completion_tokens``) truncates the reply to that many words with finish_reason "length". Usage counts
     whitespace-separated words. When ``api_key`` is set, requests without ``Authorization: Bearer <api_key>`` get 401.
@@ -569,6 +570,8 @@ def _completion(body: dict[str, Any], reply: Any) -> web.Response:
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": usage,
     }
+    if reply.get("logprobs") is not None:  # OpenAI's {"content": [{token, logprob, top_logprobs}, ...]}
+        out["choices"][0]["logprobs"] = reply["logprobs"]
     return web.json_response(out, headers=reply.get("headers"))
 
 
