@@ -28,6 +28,7 @@ import asyncio
 import json
 import os
 import threading
+from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -36,7 +37,8 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from assay.errors import EvaluationInputError
 from assay.evaluators.base import BatchResult, Evaluator, _expecteds, as_text
 from assay.evaluators.judge_client import CallRecord, JudgeModels, LoopModels, ModelSpec, check_spec
-from assay.evaluators.judge_options import JudgeOptions
+from assay.evaluators.judge_logprobs import request_params, weighted_grade
+from assay.evaluators.judge_options import JudgeCallOptions, JudgeOptions
 from assay.evaluators.judge_parse import JudgeReplyError, Scale, parse_grade, parse_preference, parse_steps
 from assay.evaluators.judge_prompt import (
     canonical,
@@ -77,17 +79,15 @@ class StepsError(Exception):
     """The judge could not expand the criteria into evaluation steps."""
 
 
-@register("llm_judge")
-class LLMJudge(Evaluator):
-    """A judge model grades the output against criteria on a scale, or compares it pairwise with a baseline."""
+class JudgeBase(Evaluator):
+    """What every judge evaluator shares: its judge models per event loop, retries, the run's cache switch, sync and
+    batch entry points over :meth:`_judge`, and the manifest's record of the judges (the RAG metrics build on it)."""
 
-    Options = JudgeOptions
-    options: JudgeOptions
+    options: JudgeCallOptions
 
     def setup(self) -> None:
         model = self.options.model
         self.specs: list[ModelSpec] = [check_spec(s, "model") for s in (model if isinstance(model, list) else [model])]
-        self.scale = Scale.parse(self.options.scale)
         self.policy = RetryPolicy(
             max_attempts=self.options.max_attempts,
             initial_backoff_s=self.options.initial_backoff_s,
@@ -97,9 +97,11 @@ class LLMJudge(Evaluator):
         self._lock = threading.Lock()
         self._cache: ResponseCache | None = None
         self._run_cache: tuple[bool, str | None] = (False, None)  # the run's cache switch and file (off by default)
-        self._steps: dict[str, list[str]] = {}
         self._formats: dict[int, int] = {}  # per judge, the structured-output level its server took
-        self._builder = VerdictBuilder(self.options, self.scale, self.specs)
+
+    @abstractmethod
+    async def _judge(self, actual: Any, expected: Any, context: Mapping[str, Any] | None) -> Verdict:
+        """Judge one output (may raise: :meth:`aevaluate` turns an exception into an error verdict)."""
 
     # -- public entry points ----------------------------------------------------------------------------------------
 
@@ -207,6 +209,20 @@ class LLMJudge(Evaluator):
             params["max_tokens"] = self.options.max_tokens
         return params
 
+
+@register("llm_judge")
+class LLMJudge(JudgeBase):
+    """A judge model grades the output against criteria on a scale, or compares it pairwise with a baseline."""
+
+    Options = JudgeOptions
+    options: JudgeOptions
+
+    def setup(self) -> None:
+        super().setup()
+        self.scale = Scale.parse(self.options.scale)
+        self._steps: dict[str, list[str]] = {}
+        self._builder = VerdictBuilder(self.options, self.scale, self.specs)
+
     def _inputs(self, expected: Any, context: Mapping[str, Any] | None) -> Inputs:
         context = context or {}
         bundle = expected if isinstance(expected, dict) and BUNDLE_KEYS & set(expected) else None
@@ -288,12 +304,13 @@ class LLMJudge(Evaluator):
             input_text=inputs.input_text,
             reference=inputs.reference,
         )
+        weigh = self.options.score_from == "logprobs"
         record = await models.call(
             j,
             purpose="grade",
             messages=messages,
             cache_messages=canonical(messages, boundary),
-            params=self._params(),
+            params=self._params() | (request_params(self.options.top_logprobs) if weigh else {}),
             response_format=grade_format(self.scale) if self.options.structured_output else None,
             repeat=k,
         )
@@ -304,20 +321,24 @@ class LLMJudge(Evaluator):
         try:
             quoted = [output, inputs.input_text or "", inputs.reference or ""]
             grade = parse_grade(record.reply, self.scale, quoted)
+            weighted = weighted_grade(record.logprobs, float(grade.grade), self.scale, record.model) if weigh else None
         except JudgeReplyError as err:
             unit.error = record.error = f"judge {record.model}: {err}"
             return unit
         models.commit(j, record)
+        score = grade.score if weighted is None else weighted.score
         record.extra |= {
             "grade": grade.grade,
-            "score": grade.score,
+            "score": score,
             "explanation": grade.explanation,
             "problem": grade.problem,
             "fix": grade.fix,
             "parse": grade.method,
         }
+        if weighted is not None:
+            record.extra |= weighted.details()
         unit.problem = grade.problem
-        unit.score, unit.grade, unit.explanation, unit.fix = grade.score, grade.grade, grade.explanation, grade.fix
+        unit.score, unit.grade, unit.explanation, unit.fix = score, grade.grade, grade.explanation, grade.fix
         return unit
 
     async def _pairwise(
@@ -456,4 +477,4 @@ def run_sync(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
         return pool.submit(lambda: asyncio.run(make())).result()
 
 
-__all__ = ["JudgeOptions", "LLMJudge", "run_sync"]
+__all__ = ["JudgeBase", "JudgeOptions", "LLMJudge", "run_sync"]

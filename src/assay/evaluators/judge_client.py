@@ -68,6 +68,7 @@ class CallRecord:
     attempts: int = 0
     error: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # grade, score, explanation, parse, order, …
+    logprobs: Any = field(default=None, repr=False)  # the reply's token log-probabilities, when the server sent them
     pending: tuple[str, Response] | None = field(default=None, repr=False)  # cache key and response, until commit
 
     def to_dict(self) -> dict[str, Any]:
@@ -191,6 +192,7 @@ class JudgeModels:
             hit = self.cache.get(key)
             if hit is not None:
                 record.reply, record.cached, record.latency_s = hit.text, True, 0.0
+                record.logprobs = hit.metadata.get("logprobs")
                 record.usage = {"input_tokens": hit.usage.input_tokens, "output_tokens": hit.usage.output_tokens}
                 return record
         started = time.perf_counter()
@@ -202,6 +204,7 @@ class JudgeModels:
             record.latency_s = time.perf_counter() - started
             return record
         record.reply = response.text
+        record.logprobs = response.metadata.get("logprobs")
         record.attempts = attempts
         record.latency_s = response.latency_s or (time.perf_counter() - started)
         record.usage = {"input_tokens": response.usage.input_tokens, "output_tokens": response.usage.output_tokens}

@@ -11,7 +11,43 @@ from assay.evaluators.judge_client import ModelSpec, check_spec, has_secret
 from assay.evaluators.judge_parse import Scale
 
 
-class JudgeOptions(Options):
+class JudgeCallOptions(Options):
+    """Options every judge evaluator shares: which judge model, how it is called, retried and cached."""
+
+    model: ModelSpec | list[ModelSpec] = Field(
+        description="the judge model spec (e.g. 'openai:gpt-4o' or {provider: openai, model: ..., base_url: ...}), "
+        "or a list of them; never a secret (name an environment variable: api_key_env)"
+    )
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="the judge's sampling temperature")
+    max_tokens: int | None = Field(default=None, ge=1, description="the most tokens a judge reply may hold")
+    structured_output: bool = Field(
+        default=True,
+        description="send a strict JSON-schema response_format (JSON mode, then plain text, where a server refuses)",
+    )
+    cache: bool | None = Field(
+        default=None,
+        description="answer a judgement already made from the SQLite response cache: null follows the run's cache "
+        "switch (off unless --cache), true or false decides for this judge",
+    )
+    cache_path: str | None = Field(default=None, description="the cache file (default: the run's)")
+    max_attempts: int = Field(default=4, ge=1, le=20, description="attempts per judge call (retries on 429/5xx)")
+    initial_backoff_s: float = Field(default=0.5, ge=0.0, description="the first retry's wait in seconds")
+    timeout_s: float = Field(default=60.0, gt=0.0, description="seconds one judge call may take")
+    concurrency: int = Field(default=8, ge=1, le=1024, description="outputs judged at once in evaluate_batch")
+
+    @field_validator("model")
+    @classmethod
+    def _valid_model(cls, value: Any) -> Any:
+        specs = value if isinstance(value, list) else [value]
+        if not specs:
+            raise ValueError("name at least one judge model")
+        for spec in specs:
+            if not has_secret(spec):  # reported by setup(), whose message does not echo the value
+                check_spec(spec, "model")
+        return value
+
+
+class JudgeOptions(JudgeCallOptions):
     """Options of llm_judge.
 
     ``model``: a judge spec or a list of them (several judges, combined by ``combine``: mean or majority);
@@ -25,10 +61,10 @@ class JudgeOptions(Options):
     turns it on for this judge, ``false`` off); ``cache_path``: the cache file (default: the run's); ``max_attempts``,
     ``initial_backoff_s``, ``timeout_s``: retries per call; ``concurrency``: judgements at once in ``evaluate_batch``;
     ``min_judges``: how many judges must give a usable judgement (default: all of them), below it the verdict is an
-    error.
+    error; ``score_from``: ``logprobs`` for G-Eval's probability-weighted score
+    (:mod:`assay.evaluators.judge_logprobs`).
     """
 
-    model: ModelSpec | list[ModelSpec]
     criteria: str = Field(min_length=1)
     rubric: str | None = None
     scale: str | dict[str, float] = "binary"
@@ -39,28 +75,16 @@ class JudgeOptions(Options):
     baseline: str = "output_b"  # pairwise: "output_b" (a key of expected), "target" or "doc.FIELD"
     combine: Literal["mean", "majority"] = "mean"
     samples: int = Field(default=1, ge=1, le=100)
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    max_tokens: int | None = Field(default=None, ge=1)
     evaluation_steps: bool | list[str] = False
-    structured_output: bool = True
-    cache: bool | None = None  # None: the run's switch (off by default); true/false: this judge's own choice
-    cache_path: str | None = None
-    max_attempts: int = Field(default=4, ge=1, le=20)
-    initial_backoff_s: float = Field(default=0.5, ge=0.0)
-    timeout_s: float = Field(default=60.0, gt=0.0)
-    concurrency: int = Field(default=8, ge=1, le=1024)
     min_judges: int | None = Field(default=None, ge=1)
-
-    @field_validator("model")
-    @classmethod
-    def _valid_model(cls, value: Any) -> Any:
-        specs = value if isinstance(value, list) else [value]
-        if not specs:
-            raise ValueError("name at least one judge model")
-        for spec in specs:
-            if not has_secret(spec):  # reported by setup(), whose message does not echo the value
-                check_spec(spec, "model")
-        return value
+    score_from: Literal["reply", "logprobs"] = Field(
+        default="reply",
+        description="'reply': the grade the judge wrote; 'logprobs': G-Eval's probability-weighted score, the sum "
+        "of each grade times its probability at the grade's token (asks the server for logprobs; integer scales)",
+    )
+    top_logprobs: int = Field(
+        default=20, ge=2, le=20, description="with score_from: logprobs, how many alternatives per token to ask for"
+    )
 
     @field_validator("scale")
     @classmethod
@@ -96,4 +120,6 @@ class JudgeOptions(Options):
         n = len(self.model) if isinstance(self.model, list) else 1
         if self.min_judges is not None and self.min_judges > n:
             raise ValueError(f"'min_judges' is {self.min_judges}, but only {n} judge model(s) are named")
+        if self.score_from == "logprobs" and (self.mode != "grade" or not Scale.parse(self.scale).integer):
+            raise ValueError("'score_from: logprobs' weighs the grades of an integer scale (1-5, 1-10) in grade mode")
         return self

@@ -213,15 +213,16 @@ class Preference:
     problem: str = ""
 
 
-def find_json_object(text: str, keys: tuple[str, ...]) -> dict[str, Any] | None:
-    """The one JSON object in ``text`` (whole reply, fenced block or inline) that has one of ``keys``.
+def find_json_object(text: str, keys: tuple[str, ...], quoted: Iterable[str] = ()) -> dict[str, Any] | None:
+    """The one JSON object in ``text`` (whole reply, fenced block or inline) that has one of ``keys``; inline ones
+    inside a delimited block, a quote or copied from ``quoted`` (the material under review) do not count.
 
     Raises :class:`JudgeReplyError` when there are several different ones: the reply is ambiguous.
     """
     whole = whole_json(text)
     if isinstance(whole, dict):
         return whole if any(k in whole for k in keys) else None
-    found = Reply(text).json_objects(keys)
+    found = Reply(text, quoted).json_objects(keys)
     distinct = {json.dumps(f.value, sort_keys=True) for f in found}
     if len(distinct) > 1:
         raise JudgeReplyError(f"the judge's reply holds {len(distinct)} different JSON objects with {'/'.join(keys)}")

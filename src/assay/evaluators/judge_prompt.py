@@ -177,7 +177,7 @@ def grade_format(scale: Scale) -> dict[str, Any]:
         "fix": {"type": "string"},
         scale.key: scale.grade_schema(),
     }
-    return _schema_format("judgement", properties)
+    return schema_format("judgement", properties)
 
 
 def preference_format() -> dict[str, Any]:
@@ -189,15 +189,16 @@ def preference_format() -> dict[str, Any]:
         "fix": {"type": "string"},
         "winner": winner,
     }
-    return _schema_format("preference", properties)
+    return schema_format("preference", properties)
 
 
 def steps_format() -> dict[str, Any]:
     """The ``response_format`` of an evaluation-steps reply."""
-    return _schema_format("evaluation_steps", {"steps": {"type": "array", "items": {"type": "string"}}})
+    return schema_format("evaluation_steps", {"steps": {"type": "array", "items": {"type": "string"}}})
 
 
-def _schema_format(name: str, properties: dict[str, Any]) -> dict[str, Any]:
+def schema_format(name: str, properties: dict[str, Any]) -> dict[str, Any]:
+    """A strict JSON-schema ``response_format`` named ``name`` whose object has exactly ``properties``."""
     schema = {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
     return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
 
