@@ -104,3 +104,20 @@ def test_rolling_texts_equal_a_forward_pass_and_long_ones_cover_every_token(tiny
     # the first window is the text's first max_length tokens after BOS, as a plain forward pass scores them
     first = ref.tokens([ref.tokenizer.bos_token_id], ids[: ref.max_length])[0]
     assert long["logprobs"][0] < first  # the later windows add their (negative) log-likelihoods
+
+
+def test_one_batch_mixing_long_rolling_windows_and_short_shared_choices(tiny_lm: Path):
+    """Groups with different contexts share one continuation pass: a short row's padding must not run past the
+    model's positions (it raised IndexError before positions were clamped)."""
+    ref = Reference(tiny_lm)
+    long_text = " ".join(row["page"] for row in wiki_rows())
+    context = "Question: what is related to " * 3 + "\nAnswer:"
+    model = HFModel(str(tiny_lm), batch_size=64)
+    _, _, splitter, scorer = model.loaded()
+    units = splitter.rolling([long_text], scorer.max_length)[0][:1]  # a 1-token context, 128 tokens to score
+    units += units[:1]  # a second window after the same 1-token context: a shared group
+    units += splitter.pairs([(context, " yes"), (context, " the quick brown fox")])
+    got = scorer.score(units, 64)
+    for (ctx, cont), result in zip(units, got, strict=True):
+        assert not isinstance(result, Exception)
+        assert result.logprob == pytest.approx(ref.tokens(ctx, cont)[0], abs=TOL)

@@ -158,6 +158,7 @@ class CausalScorer:
             cont_mask = cont_mask.to(self.device)
             lengths = torch.tensor([len(contexts[g]) for _, g, _ in longer], device=self.device)
             cont_positions = lengths[:, None] + torch.arange(width, device=self.device)[None, :]
+            cont_positions = cont_positions.clamp(max=self.max_length - 1)  # padding past a short row's end
             full_mask = torch.cat([mask[index], cont_mask], dim=1)
             cont_logits, _ = self._forward(cont_ids.to(self.device), full_mask, cont_positions, 0, cache=cache)
             rest = torch.log_softmax(cont_logits, dim=-1)
