@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from assay.atomicfile import NEW_FILE_MODE, atomic_file, atomic_write_text, kernel_copy
 from assay.errors import DataError
 from assay.record import RunManifest, SampleRecord
+from assay.runner.jsonlfiles import CALIBRATIONS, LABELS, append_jsonl, iter_jsonl  # labels, calibration records
 from assay.runner.sampleindex import (  # re-exported: reading samples.jsonl lives there
     SAMPLES,
     SampleIndex,
@@ -38,11 +39,14 @@ from assay.runner.sampleindex import (  # re-exported: reading samples.jsonl liv
 )
 
 __all__ = [
+    "CALIBRATIONS",
+    "LABELS",
     "MANIFEST",
     "SAMPLES",
     "SampleIndex",
     "SampleStream",
     "SampleWriter",
+    "append_jsonl",
     "atomic_write_text",
     "drop_samples",
     "error_counts",
@@ -51,6 +55,7 @@ __all__ = [
     "index_samples",
     "iter_dicts",
     "iter_indexed",
+    "iter_jsonl",
     "iter_records",
     "iter_sample_lines",
     "parse_record",
