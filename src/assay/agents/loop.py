@@ -118,9 +118,9 @@ class AgentLoop(Model):
                     if pending:
                         text, simulated = pending.pop(0), False
                     else:
-                        said = await user.next_message(state.transcript, call)
+                        said = await user.next_message(state.transcript)
                         if said is None:
-                            state.stop = "user_done"
+                            state.stop = user.why or "user_done"
                             break
                         text, simulated = said, True
                     message: Message = {"role": "user", "content": text}

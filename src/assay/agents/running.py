@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from assay.agents.loop import AgentLoop, TurnFailed
-from assay.models.base import Request, Response
+from assay.models.base import Model, Request, Response
 
 if TYPE_CHECKING:
     from assay.runner.room import Place
@@ -49,7 +49,12 @@ async def run_trajectory(scheduler: Scheduler, task: Task, request: Request, pla
         return outcome.response, outcome.cached
 
     user: Any = None
+    spec = task.agent
     try:
+        if spec is not None and spec.user is not None:
+            from assay.agents.user import SimulatedUser
+
+            user = SimulatedUser(user_model(scheduler, task), spec.user, dict(request.doc), request.sample_id)
         response = await loop.run(request, turn, scripted_turns(request), user=user)
     except TurnFailed as err:
         return RequestOutcome(None, f"model call failed mid-trajectory: {err}", False)
@@ -58,8 +63,23 @@ async def run_trajectory(scheduler: Scheduler, task: Task, request: Request, pla
     return RequestOutcome(response, None, response.cached)
 
 
+def user_model(scheduler: Scheduler, task: Task) -> Model:
+    """The model playing ``task``'s simulated user (loaded at its first conversation)."""
+    from assay.models.registry import load_model
+
+    users: dict[int, Model] = scheduler.__dict__.setdefault("_agent_users", {})
+    model = users.get(id(task))
+    if model is None:
+        assert task.agent is not None and task.agent.user is not None
+        model = users[id(task)] = load_model(task.agent.user.model)
+    return model
+
+
 async def close_loops(scheduler: Scheduler) -> None:
-    """Stop every task's run-long tools (MCP servers) when the run ends."""
+    """Stop every task's run-long tools (MCP servers) and simulated users' clients when the run ends."""
     loops: dict[int, AgentLoop] = scheduler.__dict__.pop("_agent_loops", {})
     for loop in loops.values():
         await loop.aclose()
+    users: dict[int, Model] = scheduler.__dict__.pop("_agent_users", {})
+    for model in users.values():
+        await model.aclose()

@@ -38,7 +38,10 @@ ARGUMENTS = (
     "sample_id",
     "request",
 )
-RESULT_KEYS = frozenset({"text", "tool_calls", "usage", "metadata", "finish_reason"})
+# transcript / stop_reason / turns: an agent may return its whole conversation (format: Response.transcript)
+RESULT_KEYS = frozenset(
+    {"text", "tool_calls", "usage", "metadata", "finish_reason", "transcript", "stop_reason", "turns"}
+)
 
 
 def import_object(path: str) -> Any:
@@ -270,6 +273,9 @@ def to_response(result: Any, target: str = "agent") -> Response:
             usage=usage,
             finish_reason=result.get("finish_reason"),
             metadata=dict(result.get("metadata") or {}),
+            transcript=list(result.get("transcript") or []),
+            stop_reason=result.get("stop_reason"),
+            turns=list(result.get("turns") or []),
         )
     except (TypeError, ValueError) as err:
         raise ModelError(f"agent {target} returned an invalid result: {err}") from None
@@ -307,8 +313,9 @@ def _tool_call(call: Any, index: int, target: str) -> ToolCall:
             "arguments": arguments,
             "id": call.get("id"),
             "result": call.get("result"),
+            "error": call.get("error"),
         }
-    unknown = sorted(set(call) - {"name", "arguments", "result", "id"})
+    unknown = sorted(set(call) - {"name", "arguments", "result", "id", "error"})
     if unknown:
         raise ModelError(f"agent {target}: tool_calls[{index}] has unknown key {unknown[0]!r}")
     try:

@@ -123,6 +123,7 @@ class TaskConfig(_Strict):
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     tools: list[dict[str, Any]] | None = None  # OpenAI schemas (declared only) and runnable tools (assay.tools.spec)
     agent: dict[str, Any] | None = None  # the tool loop's limits (assay.agents.config.AgentConfig)
+    user: dict[str, Any] | None = None  # a simulated user (assay.agents.user.UserConfig)
     response_format: dict[str, Any] | None = None
     filters: list[FilterConfig] = Field(default_factory=list)
     repeats: int = Field(default=1, ge=1)

@@ -45,6 +45,8 @@ def request_payload(task: Task) -> dict[str, Any]:
     }
     if cfg.agent is not None:  # the loop's limits change trajectories (only then: other hashes stay as they were)
         payload["agent"] = cfg.agent
+    if cfg.user is not None:  # who plays the user shapes the conversation
+        payload["user"] = cfg.user
     if cfg.output_type != "generate_until":  # only then: the hashes of every generating task stay as they were
         payload["output_type"] = cfg.output_type
         payload["choices"] = cfg.choices
