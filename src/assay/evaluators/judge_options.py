@@ -65,18 +65,33 @@ class JudgeOptions(JudgeCallOptions):
     (:mod:`assay.evaluators.judge_logprobs`).
     """
 
-    criteria: str = Field(min_length=1)
-    rubric: str | None = None
-    scale: str | dict[str, float] = "binary"
-    pass_threshold: float = Field(default=0.5, ge=0.0, le=1.0)
-    reference: str | None = "target"  # "target", "doc.FIELD" or None
-    include_input: bool = True
-    mode: Literal["grade", "pairwise"] = "grade"
-    baseline: str = "output_b"  # pairwise: "output_b" (a key of expected), "target" or "doc.FIELD"
-    combine: Literal["mean", "majority"] = "mean"
-    samples: int = Field(default=1, ge=1, le=100)
-    evaluation_steps: bool | list[str] = False
-    min_judges: int | None = Field(default=None, ge=1)
+    criteria: str = Field(min_length=1, description="what the judge checks the output against")
+    rubric: str | None = Field(default=None, description="how to grade: what each grade means")
+    scale: str | dict[str, float] = Field(
+        default="binary", description="'binary', '1-5', '1-10', '0-1', or labels with their scores {label: score}"
+    )
+    pass_threshold: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="the normalised score (in [0, 1]) a verdict needs to pass"
+    )
+    reference: str | None = Field(
+        default="target", description="the reference answer shown to the judge: 'target', 'doc.FIELD' or null"
+    )
+    include_input: bool = Field(default=True, description="show the judge the task's input")
+    mode: Literal["grade", "pairwise"] = Field(
+        default="grade", description="'grade' on the scale, or 'pairwise' against a baseline output"
+    )
+    baseline: str = Field(
+        default="output_b",
+        description="pairwise: the baseline output, 'output_b' (a key of expected), 'target' or 'doc.FIELD'",
+    )
+    combine: Literal["mean", "majority"] = Field(default="mean", description="how several judges' scores combine")
+    samples: int = Field(default=1, ge=1, le=100, description="judge n times (temperature > 0) and average")
+    evaluation_steps: bool | list[str] = Field(
+        default=False, description="G-Eval steps: true to have the judge write them once, or the steps themselves"
+    )
+    min_judges: int | None = Field(
+        default=None, ge=1, description="judges that must give a usable judgement (default: all), else an error"
+    )
     score_from: Literal["reply", "logprobs"] = Field(
         default="reply",
         description="'reply': the grade the judge wrote; 'logprobs': G-Eval's probability-weighted score, the sum "
