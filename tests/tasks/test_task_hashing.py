@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
-from assay.tasks.hashing import canonical_bytes, canonical_json, rows_hash, sha256_hex
+from assay.hashing import canonical_bytes, canonical_json, rows_hash, sha256_hex
 
 
 class Point(BaseModel):

@@ -130,7 +130,7 @@ class JsonlRows(Sequence[Row]):
         """Scan the lines from byte ``start`` (where a line begins; line ``before + 1``) to ``end`` (just past a
         newline; None: the end of the file), adding to the offsets already recorded; how many lines were read."""
         from assay.data.readers import jsonl_row
-        from assay.tasks.hashing import canonical_bytes
+        from assay.hashing import canonical_bytes
 
         starts, lengths, lines = self._starts, self._lengths, self.lines
         first = self._first_row

@@ -44,7 +44,7 @@ class Dataset:
     @cached_property
     def content_hash(self) -> str:
         """sha256 over the rows' canonical JSON: the same rows hash the same from any file format or key order."""
-        from assay.tasks.hashing import rows_hash
+        from assay.hashing import rows_hash
 
         if isinstance(self.rows, JsonlRows):
             return self.rows.content_hash  # hashed as the file was checked

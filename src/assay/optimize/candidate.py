@@ -10,8 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.hashing import sha256_hex
 from assay.tasks.config import TaskConfig
-from assay.tasks.hashing import sha256_hex
 
 BLOCK = re.compile(r"(\{#-?\s*optimize:\s*([\w][\w.\-]*)\s*-?#\})(.*?)(\{#-?\s*end optimize\s*-?#\})", re.DOTALL)
 _JINJA = ("{{", "{%", "{#", "}}", "%}", "#}")

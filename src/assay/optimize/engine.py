@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import AssayError
+from assay.hashing import sha256_hex
 from assay.optimize.budget import Budget, BudgetExhausted, CallLog, CountingModel
 from assay.optimize.candidate import Candidate, apply, diff, original_texts
 from assay.optimize.journal import Journal
 from assay.optimize.readout import failures, interval, run_ops
 from assay.optimize.spec import OptimizeSpec
 from assay.optimize.splits import subset_file
-from assay.tasks.hashing import sha256_hex
 
 if TYPE_CHECKING:
     from assay.models.base import Model

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.hashing import sha256_hex
 from assay.optimize.spec import SplitSpec
-from assay.tasks.hashing import sha256_hex
 
 SPLITS = ("train", "val", "test")
 

@@ -35,23 +35,6 @@ def metric_key(metric: str, filter_name: str) -> str:
     return f"{metric},{filter_name}"
 
 
-SAMPLE_LOG_KEYS = frozenset(
-    {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "filter", "metrics"}
-    | {"doc_hash", "prompt_hash", "target_hash"}
-)
-
-
-def metric_name_problem(name: str) -> str | None:
-    """Why ``name`` cannot be a metric in lm-eval's schema (its readers would misread it), or None."""
-    if "," in name:
-        return f"metric name {name!r} may not contain ',' (lm-eval's key syntax is 'metric,filter')"
-    if name in SAMPLE_LOG_KEYS:
-        return f"metric name {name!r} collides with a key of lm-eval's per-sample log"
-    if name.endswith("_stderr"):
-        return f"metric name {name!r} may not end in '_stderr' (lm-eval readers take it for another metric's stderr)"
-    return None
-
-
 def stderr_key(metric: str, filter_name: str) -> str:
     """``"acc_stderr,none"``: the key of a metric's standard error."""
     return f"{metric}_stderr,{filter_name}"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.atomicfile import atomic_write_text
 from assay.errors import AssayError, ConfigError
+from assay.metricnames import metric_name_problem
 from assay.record import RunManifest, SampleRecord
 from assay.results import corpus, schema
 from assay.results.aggregate import (
@@ -160,7 +161,7 @@ def compute_results(
         if independence is not None:
             warnings.append(independence)
         for _, metric in cols.keys:
-            problem = schema.metric_name_problem(metric)
+            problem = metric_name_problem(metric)
             if problem:
                 raise ConfigError(f"task {task.name!r}: {problem}")
         task_result: dict[str, Any] = {

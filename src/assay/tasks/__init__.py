@@ -1,6 +1,6 @@
 """Tasks: datasets, field mapping, prompt templates, few-shot, filters and metrics, from YAML or Python.
 
-Names load lazily so that importing one submodule (e.g. ``assay.tasks.hashing``) stays cheap.
+Names load lazily so that importing one submodule (e.g. ``assay.tasks.template``) stays cheap.
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from typing import Any, ClassVar, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from assay.errors import ConfigError
+from assay.hashing import canonical_json
 from assay.models.base import Response
-from assay.tasks.hashing import canonical_json
 from assay.verdict import Verdict
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from assay.tasks.hashing import sha256_hex
+from assay.hashing import sha256_hex
 
 if TYPE_CHECKING:
     from assay.record import TaskInfo

@@ -8,6 +8,7 @@ from typing import Any
 
 from assay.errors import ConfigError, DataError
 from assay.evaluators.base import Evaluator
+from assay.metricnames import metric_name_problem
 from assay.tasks.loader import ConfigContext, KeyPath, did_you_mean
 from assay.tasks.sample import Sample, get_path
 
@@ -158,8 +159,6 @@ def _from_mapping(entry: dict[str, Any], path: KeyPath, ctx: ConfigContext) -> M
     metric = entry.get("metric", name)
     if not isinstance(metric, str) or not re.fullmatch(r"[\w][\w.\-]*", metric):
         raise ctx.error((*path, "metric"), f"a metric name uses letters, digits, '_', '-', '.'; got {metric!r}")
-    from assay.results.schema import metric_name_problem
-
     problem = metric_name_problem(metric)
     if problem:
         raise ctx.error((*path, "metric" if "metric" in entry else "name"), problem)

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 from assay.data.readers import Dataset, read_dataset
 from assay.data.spec import DatasetSpec
 from assay.errors import ConfigError, DataError
+from assay.hashing import sha256_hex
 from assay.models.base import Message, Request, Response
 from assay.tasks import identity
 from assay.tasks.config import TaskConfig, check_tools, expand_shorthands, validate_config
 from assay.tasks.fewshot import FewshotSampler, shot_target
 from assay.tasks.filters import NO_FILTER, FilterPipeline, build_step
-from assay.tasks.hashing import sha256_hex
 from assay.tasks.lazy_samples import LazySamples, RowCheck, SampleView
 from assay.tasks.loader import ConfigContext, KeyPath, read_task_file
 from assay.tasks.loglikelihood import DEFAULT_METRICS, ChoiceSource, QueryBuilder, gold_text
@@ -537,6 +537,6 @@ def _content_text(content: Any) -> str:
         return content
     if content is None:
         return ""
-    from assay.tasks.hashing import canonical_json
+    from assay.hashing import canonical_json
 
     return canonical_json(content)
