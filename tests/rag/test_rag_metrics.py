@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from assay.errors import ConfigError
 from assay.evaluators import get
 from tests.judge.judge_support import blocks
 from tests.rag.rag_support import ScriptedJudge, judge_spec, purpose
@@ -227,3 +228,29 @@ def test_every_option_has_a_description():
         fields = get_class(name).Options.model_fields
         assert "model" in fields and ("context" in fields or name == "answer_relevancy")
         assert all(info.description for info in fields.values()), name
+
+
+def test_answer_relevancy_without_a_question_is_an_error(serve):
+    server = serve(faithfulness_judge())
+    verdict = get("answer_relevancy", model=judge_spec(server)).evaluate(ANSWER, None, context={"doc": {}})
+    assert verdict.is_error and "needs the task's input" in verdict.error
+
+
+def test_one_judge_model_only():
+    with pytest.raises(ConfigError, match="model"):
+        get("faithfulness", model=["openai:a", "openai:b"])
+
+
+def test_a_bad_context_option_names_the_key():
+    with pytest.raises(ConfigError, match="context"):
+        get("faithfulness", model="openai:gpt-4o", context="contexts")
+
+
+def test_the_batch_path_gives_the_per_sample_verdicts(serve):
+    server = serve(faithfulness_judge())
+    evaluator = get("faithfulness", model=judge_spec(server))
+    contexts = [sample(), sample(), {"doc": {}}]
+    batch = evaluator.evaluate_batch([ANSWER, ANSWER, ANSWER], None, contexts=contexts)
+    one = [evaluator.evaluate(ANSWER, None, context=c) for c in contexts]
+    assert [v.score for v in batch[:2]] == [v.score for v in one[:2]] == [0.5, 0.5]
+    assert batch[2].is_error and one[2].is_error and batch[2].error == one[2].error
