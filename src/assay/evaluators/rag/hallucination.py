@@ -12,6 +12,8 @@ metric's figures are lower-is-better (``higher_is_better`` is false), which comp
 
 from __future__ import annotations
 
+from pydantic import Field
+
 from assay.evaluators.rag.base import Asker, Measured, RagJudge
 from assay.evaluators.rag.inputs import Material
 from assay.evaluators.rag.options import ContextOptions
@@ -24,7 +26,11 @@ VERDICTS = ("yes", "no")
 
 
 class HallucinationOptions(ContextOptions):
-    """Options of hallucination (``pass_threshold`` is the highest share of contradicted contexts that passes)."""
+    """Options of hallucination."""
+
+    pass_threshold: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="the highest share of contradicted contexts that passes (at most this)"
+    )
 
 
 @register("hallucination")
