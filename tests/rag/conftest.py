@@ -1,32 +1,7 @@
-"""Fixtures for the RAG metric and G-Eval tests: a real OpenAI-compatible judge server on 127.0.0.1."""
+"""Fixtures for the RAG metric and G-Eval tests: the judge tests' real local server and private cache."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import Any
+from tests.judge.conftest import _private_cache, serve
 
-import pytest
-
-from assay.testing.server import OpenAITestServer
-
-
-@pytest.fixture(autouse=True)
-def _private_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Never touch the user's cache: the default cache directory is a fresh temporary one."""
-    monkeypatch.setenv("ASSAY_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-
-
-@pytest.fixture
-def serve() -> Iterator[Callable[..., OpenAITestServer]]:
-    """Start a test server with a scripted reply function; every server started is stopped at the end."""
-    started: list[OpenAITestServer] = []
-
-    def start(reply: Any, **kwargs: Any) -> OpenAITestServer:
-        server = OpenAITestServer(reply, **kwargs)
-        server.start()
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.stop()
+__all__ = ["_private_cache", "serve"]
