@@ -87,3 +87,12 @@ def test_a_grade_split_over_tokens_is_an_error(serve):
 def test_weighting_needs_an_integer_scale():
     with pytest.raises(ConfigError, match="integer scale"):
         LLMJudge(model="openai:gpt-4o", criteria="c", scale="binary", score_from="logprobs")
+
+
+def test_a_cached_judgement_keeps_its_logprobs(serve):
+    text = json.dumps({"explanation": "ok", "problem": "", "fix": "", "score": 4})
+    server = serve(lambda request: reply_with_logprobs(text, "4", ALTERNATIVES))
+    first = judge(server, score_from="logprobs", cache=True).evaluate("an answer")
+    again = judge(server, score_from="logprobs", cache=True).evaluate("an answer")
+    assert len(server.requests) == 1 and again.details["judges"][0]["cached"] is True
+    assert again.score == first.score == pytest.approx(SCORE)
