@@ -151,7 +151,7 @@ class RagJudge(JudgeBase):
 
 
 def quoted_items(items: list[dict[str, Any]], key: str, limit: int = 5) -> str:
-    """``'a' (reason); 'b' (reason)`` for the items that count against an output, cut after ``limit``."""
+    """``'a' (reason) and 'b' (reason)`` for the items that count against an output, cut after ``limit``."""
     shown = [
         f"{clip(str(item[key]))}" + (f" ({cut(item['reason'], 200)})" if item.get("reason") else "") for item in items
     ]
