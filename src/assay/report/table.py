@@ -53,6 +53,17 @@ def _errors_text(row: MetricRow) -> str:
     return f"{row.n_errored} ({notes})" if notes else str(row.n_errored)
 
 
+def _not_applicable(row: MetricRow) -> int:
+    """Samples the metric had nothing to check (their row gave it no expected value or check)."""
+    return int(row.entry.get("n_not_applicable") or 0)
+
+
+def _scored_text(row: MetricRow) -> str:
+    """Scored of applicable samples, and how many the metric was not applicable to, e.g. ``10/10 (10 n/a)``."""
+    na = _not_applicable(row)
+    return f"{row.n_scored}/{row.n_total - na} ({na} n/a)" if na else f"{row.n_scored}/{row.n_total}"
+
+
 def _as_results(obj: Run | dict[str, Any]) -> dict[str, Any]:
     return obj if isinstance(obj, dict) else obj.results
 
@@ -77,11 +88,11 @@ def _cells(rows: list[MetricRow]) -> list[list[str]]:
                 "" if r.n_shot is None else str(r.n_shot),
                 r.metric,
                 ARROWS.get(r.higher_is_better, "") if r.higher_is_better is not None else "",
-                _fmt(r.mean),
+                "n/a" if r.mean is None and _not_applicable(r) == r.n_total > 0 else _fmt(r.mean),
                 "±" if r.stderr is not None else "",
                 _fmt(r.stderr) if r.stderr is not None else "",
                 _ci_text(_ci(r)),
-                f"{r.n_scored}/{r.n_total}",
+                _scored_text(r),
                 _errors_text(r),
             ]
         )

@@ -50,7 +50,7 @@ def doc_hash64(doc: Any) -> int:
 class MetricAcc:
     """One (filter, metric) column while scanning (file order)."""
 
-    __slots__ = ("attempts", "counts", "examples", "frac", "merged", "n_err", "n_model", "passed", "values")
+    __slots__ = ("attempts", "counts", "examples", "frac", "merged", "n_err", "n_model", "n_na", "passed", "values")
 
     def __init__(self) -> None:
         self.values = array("d")
@@ -59,6 +59,7 @@ class MetricAcc:
         self.passed = array("q")
         self.n_err = 0
         self.n_model = 0
+        self.n_na = 0  # samples the metric is not applicable to (no value, no error)
         self.examples: list[tuple[int, int, str]] = []  # max-heap (negated) of the first errors by (doc_id, seq)
         self.counts: dict[str, int] = {}
         self.merged: list[MetricAcc] = []  # columns of later records merged in, joined once when finished
@@ -74,6 +75,8 @@ class MetricAcc:
             self.n_model += n_model
             for message in messages:
                 count_error(self.counts, message)
+        elif value != value:  # no value and no error: not applicable
+            self.n_na += 1
         if first is not None:
             item = (-doc_id, -seq, first)
             if len(self.examples) < EXAMPLES_KEPT:
@@ -91,6 +94,7 @@ class MetricAcc:
         later.merged = []
         self.n_err += later.n_err
         self.n_model += later.n_model
+        self.n_na += later.n_na
         for message, n in later.counts.items():
             if message in self.counts or len(self.counts) < MAX_DISTINCT_ERRORS:
                 self.counts[message] = self.counts.get(message, 0) + n
@@ -121,6 +125,7 @@ class MetricAcc:
             errors,
             self.n_model,
             self.counts,
+            self.n_na,
         )
 
 

@@ -39,6 +39,7 @@ class SampleValues:
     failed), the rest (``n_eval_errors``) failed in the evaluator or filter. ``errors`` lists the first errors
     (all of them from :func:`sample_values`, the first few from a streamed scan); ``error_counts`` counts each
     distinct error message (capped at MAX_DISTINCT_ERRORS messages, the rest under ``OTHER_ERRORS``).
+    A sample the metric is not applicable to has value NaN and no error (see :func:`is_not_applicable`).
     """
 
     doc_ids: list[int] | npt.NDArray[np.int64]
@@ -50,6 +51,7 @@ class SampleValues:
     errors: list[tuple[int, str]] = field(default_factory=list)  # (doc_id, first error) of samples with any error
     n_model_errors: int = 0
     error_counts: dict[str, int] = field(default_factory=dict)
+    n_not_applicable: int = 0  # samples the metric had nothing to check (no verdicts): neither scored nor errored
 
     @property
     def n_eval_errors(self) -> int:
@@ -121,6 +123,12 @@ def _model_failed(rec: Mapping[str, Any], error: str | None, repeat: int, n_verd
 #  every error message of the record's verdicts)
 RecordValue = tuple[float, float, int, int, int, int, str | None, list[str]]
 _NO_MESSAGES: list[str] = []
+NOT_APPLICABLE: RecordValue = (math.nan, math.nan, 0, 0, 0, 0, None, _NO_MESSAGES)
+
+
+def is_not_applicable(rv: RecordValue) -> bool:
+    """True for a sample the metric had nothing to check: no value and no error (every other NaN has one)."""
+    return rv[4] == 0 and rv[0] != rv[0]
 
 
 def record_value(
@@ -131,7 +139,8 @@ def record_value(
     ``rec`` is a record's dict (a parsed ``samples.jsonl`` line) or a SampleRecord. A verdict with ``error`` set
     (score None) is an error; so is a sample with no verdicts for the metric (its model call failed, or its filter
     record is missing). Under ``as_zero`` each errored repeat scores 0 and fails; otherwise a sample with no judged
-    repeat is errored (value NaN).
+    repeat is errored (value NaN). An empty verdict list is a metric *not applicable* to the sample
+    (:data:`NOT_APPLICABLE`: no value, no error, under every error policy).
     """
     rec = as_record_dict(rec)
     fr = (rec.get("filters") or {}).get(filter_name)
@@ -145,6 +154,8 @@ def record_value(
             if repeat_reduction == "majority":
                 value = 1.0 if ok else 0.0
             return value, 1.0 if ok else 0.0, 1, int(ok), 0, 0, None, _NO_MESSAGES
+    if verdicts is not None and not verdicts:  # the row gave the metric nothing to check
+        return NOT_APPLICABLE
     scores: list[float] = []
     passes: list[bool] = []
     messages: list[str] = []
@@ -203,12 +214,12 @@ def sample_values(
     n_passed = np.zeros(n, dtype=np.int64)
     errors: list[tuple[int, str]] = []
     counts: dict[str, int] = {}
-    n_errored_verdicts = n_model = 0
+    n_errored_verdicts = n_model = n_na = 0
     as_zero = error_policy == "as_zero"
     for i, rec in enumerate(records):
-        value, frac, att, npass, n_err, n_mod, first, messages = record_value(
-            as_record_dict(rec), filter_name, metric, as_zero=as_zero, repeat_reduction=repeat_reduction
-        )
+        rv = record_value(as_record_dict(rec), filter_name, metric, as_zero=as_zero, repeat_reduction=repeat_reduction)
+        value, frac, att, npass, n_err, n_mod, first, messages = rv
+        n_na += is_not_applicable(rv)
         values[i], passed_frac[i], n_attempts[i], n_passed[i] = value, frac, att, npass
         n_errored_verdicts += n_err
         n_model += n_mod
@@ -226,6 +237,7 @@ def sample_values(
         errors,
         n_model,
         counts,
+        n_na,
     )
 
 
@@ -284,6 +296,8 @@ def unscorable_reason(sv: SampleValues) -> str | None:
         return None
     if not sv.values.size:
         return "no sample of this task was evaluated"
+    if sv.n_not_applicable == sv.values.size:
+        return f"not applicable to any of the {sv.values.size} samples (no row gave it anything to check)"
     main = sv.main_error()
     total = sv.n_errored_verdicts
     what = f"all {total} verdict{'s' if total != 1 else ''} errored"
@@ -354,7 +368,8 @@ def summarize_metric(
         "seed": seed,
         "n_total": int(sv.values.size),
         "n_scored": n_scored,
-        "n_errored": int(sv.values.size - n_scored),
+        "n_errored": int(sv.values.size - n_scored - sv.n_not_applicable),
+        "n_not_applicable": sv.n_not_applicable,
         "n_errored_verdicts": sv.n_errored_verdicts,
         "n_model_errors": sv.n_model_errors,
         "n_eval_errors": sv.n_eval_errors,

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pydantic_core
 
-from assay.errors import DataError
 from assay.evaluators.base import Evaluator
 from assay.gcpause import gc_paused
 from assay.models.base import Message, Model, ModelError, Request, Response
@@ -31,6 +30,7 @@ from assay.record import judge_cache_hits
 from assay.runner.pending import PendingWork, runs
 from assay.runner.scheduler import Scheduler, _cap, stored_response
 from assay.runner.scoring import nothing_to_judge
+from assay.tasks.applicable import expected_or_absent, needs_expected
 from assay.tasks.filters import NoMatch, explain_no_match, unmark
 from assay.tasks.lazy_samples import unsure_positions
 from assay.verdict import Verdict
@@ -175,24 +175,19 @@ def _picked(contexts: Callable[[], list[dict[str, Any]]], todo: list[tuple[int, 
 
 
 def _expecteds(task: Task, metric: MetricSpec, chunk: Sequence[Answered]) -> list[tuple[Any, str | None]]:
-    """What each sample's answers are compared with for ``metric``, or why there is nothing (a missing field)."""
-    if metric.expected == "target":  # the usual case, which cannot be missing
+    """What each sample's answers are compared with for ``metric``, or why the metric is not applicable to it (the
+    row gives it nothing to check: :func:`assay.tasks.applicable.expected_or_absent`)."""
+    if metric.expected == "target" and not needs_expected(metric.evaluator):  # the usual case: nothing is absent
         return [(item.sample.target, None) for item in chunk]
-    out: list[tuple[Any, str | None]] = []
-    for item in chunk:
-        try:
-            out.append((task.expected_for(item.sample, metric), None))
-        except DataError as err:  # the row lacks the field the metric compares with: an error, not a crash
-            out.append((None, str(err)))
-    return out
+    return [expected_or_absent(task, item.sample, metric) for item in chunk]
 
 
 async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[str]) -> list[dict[str, Any]]:
     """Every filter pipeline's record (``FilterRecord`` JSON form) of each answered sample, in chunk order.
 
     The same verdicts as :func:`assay.runner.scoring.score_sample` per sample: filters applied per sample, each
-    metric's pairs judged together, errors (failed request, broken filter, missing expected field, an evaluator that
-    raises) recorded per sample and never fatal.
+    metric's pairs judged together, errors (failed request, broken filter, an evaluator that raises) recorded per
+    sample and never fatal; a metric the row gives nothing to check gets no verdicts (not applicable).
     """
     n = len(chunk)
     out: list[dict[str, Any]] = [{} for _ in range(n)]
@@ -236,14 +231,15 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
             expecteds: list[Any] = []
             for i, (expected, missing) in enumerate(expected_pairs):
                 row: list[dict[str, Any] | None] = []
+                if missing is not None:  # not applicable to this row: no verdicts (as score_sample records it)
+                    slots.append(row)
+                    continue
                 for j, value in enumerate(values[i]):
                     if broken[i] is not None:
                         row.append(errored(f"filter pipeline {pipeline.name!r} failed: {broken[i]}"))
                     elif value is None:
                         why = nothing_to_judge(pipeline.name, reduces, chunk[i].responses, j, failures[i])
                         row.append(errored(why))
-                    elif missing is not None:
-                        row.append(errored(missing))
                     else:
                         row.append(None)
                         todo.append((i, j))

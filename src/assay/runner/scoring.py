@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from assay.errors import DataError
 from assay.evaluators.base import Evaluator
 from assay.models.base import Model, Response
 from assay.record import FilterRecord
+from assay.tasks.applicable import expected_or_absent
 from assay.tasks.filters import NoMatch, explain_no_match, unmark
 from assay.verdict import Verdict
 
@@ -96,11 +96,10 @@ async def score_sample(
             if metric.filters and filter_name not in metric.filters:
                 continue
             evaluator = metric.evaluator
-            try:
-                expected = task.expected_for(sample, metric)
-                missing = None
-            except DataError as err:  # this row lacks the field the metric compares with: an error, not a crash
-                expected, missing = None, str(err)
+            expected, absent = expected_or_absent(task, sample, metric)
+            if absent is not None:  # the row gives this metric nothing to check: not applicable, no verdict
+                record.verdicts[metric.name], record.scores[metric.name], record.passed[metric.name] = [], None, None
+                continue
             verdicts: list[Verdict] = []
             mark: NoMatch | None
             for k, (value, mark) in enumerate(zip(values, marks, strict=True)):
@@ -114,9 +113,6 @@ async def score_sample(
                 if value is None:
                     why = nothing_to_judge(filter_name, pipeline.reduces, responses, k, failure)
                     verdicts.append(Verdict.errored(why))
-                    continue
-                if missing is not None:
-                    verdicts.append(Verdict.errored(missing))
                     continue
                 verdict = explain_no_match(await _judge(evaluator, value, expected, context), mark)
                 if feedback_model is not None:
