@@ -39,6 +39,7 @@ _BUILTIN_MODULES: dict[str, str] = {
     "rougeL": "assay.evaluators.generation",
     "rougeLsum": "assay.evaluators.generation",
     "semantic_similarity": "assay.evaluators.semantic",
+    "row_checks": "assay.tasks.rowchecks",  # per-row checks (promptfoo assert:)
     "code_exec": "assay.evaluators.code.code_exec",
     "acc": "assay.evaluators.loglikelihood.choice",
     "acc_norm": "assay.evaluators.loglikelihood.choice",
