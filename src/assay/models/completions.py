@@ -34,7 +34,9 @@ class CompletionsModel(LoglikelihoodModel, OpenAIModel):
     """A model behind an OpenAI-compatible ``/completions`` endpoint (the legacy, non-chat one).
 
     Options as the ``openai`` provider's, plus ``tokenizer`` (token-id prompts, lm-eval's exact split) and
-    ``max_length`` (the rolling windows' length, default 2048 as lm-eval's API models).
+    ``max_length`` (the server's context, default 2048, with lm-eval's API-model meaning: a scoring prompt holds at
+    most ``max_length - 1`` tokens, as the server makes one more; a pair's context is cut from the left to fit, and a
+    rolling window predicts ``max_length - 2`` tokens after one of context).
     """
 
     provider: ClassVar[str] = "openai-completions"
@@ -65,8 +67,8 @@ class CompletionsModel(LoglikelihoodModel, OpenAIModel):
             max_connections=max_connections,
             headers=headers,
         )
-        if max_length < 2:
-            raise ConfigError(f"openai-completions: 'max_length' must be >= 2, got {max_length!r}")
+        if max_length < 3:  # a rolling window predicts max_length - 2 tokens: at least one
+            raise ConfigError(f"openai-completions: 'max_length' must be >= 3, got {max_length!r}")
         local = Path(tokenizer).expanduser() if tokenizer else None
         self.tokenizer = str(local.resolve()) if local is not None and local.is_dir() else tokenizer
         self.max_length = max_length
@@ -91,6 +93,11 @@ class CompletionsModel(LoglikelihoodModel, OpenAIModel):
 
     def describe(self) -> dict[str, Any]:
         return {**super().describe(), **self.identity()}
+
+    @property
+    def prompt_limit(self) -> int:
+        """The most tokens a scoring prompt holds: ``max_length - 1``, one position kept for the generated token."""
+        return self.max_length - 1
 
     def splitter(self) -> Any:
         """lm-eval's token splitter over ``tokenizer`` (loaded on first use), or None without one."""
@@ -198,8 +205,9 @@ class CompletionsModel(LoglikelihoodModel, OpenAIModel):
         for context, continuation in split:
             if not continuation:
                 raise ModelError("openai-completions: a continuation has no tokens")
-            if len(context) + len(continuation) > self.max_length + 1:  # lm-eval: the context is cut from the left
-                context[:] = context[len(context) + len(continuation) - self.max_length - 1 :]
+            over = len(context) + len(continuation) - self.prompt_limit
+            if over > 0:  # lm-eval: the context is cut from the left
+                context[:] = context[over:]
         return await self._by_tokens(split)
 
     async def loglikelihood_rolling(self, texts: Sequence[str]) -> list[LoglikelihoodResult]:
@@ -211,7 +219,7 @@ class CompletionsModel(LoglikelihoodModel, OpenAIModel):
                 "tokenizer (tokenizer: a folder or hub name)"
             )
         out = []
-        for windows in splitter.rolling(texts, self.max_length):
+        for windows in splitter.rolling(texts, self.prompt_limit - 1):  # lm-eval: one position for the context
             if not windows:
                 raise ModelError("openai-completions: a text to score has no tokens")
             scored = await self._by_tokens(windows)
