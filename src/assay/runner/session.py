@@ -142,6 +142,7 @@ def check_requests(work: Iterable[tuple[Task, Sample]], model: Model | None = No
     each task's generation parameters (``temperature: hot`` is an error before anything is sent) on the request of
     its first sample; the other samples' prompts are checked as an offline run's are (:func:`check_renders`: a plain
     template is proved to render without rendering it), not built into requests that would be thrown away."""
+    from assay.models.loglikelihood import check_capability
     from assay.runner.offline import check_renders
 
     checked: set[str] = set()
@@ -154,6 +155,7 @@ def check_requests(work: Iterable[tuple[Task, Sample]], model: Model | None = No
             checked.add(task.name)
             request = task.build_request(sample, 0)
             if model is not None:
+                check_capability(model, request, f"task {task.name!r}")  # multiple_choice on a chat model
                 model.check_params(dict(request.params), f"task {task.name!r}: generation")
 
     check_renders(after_the_first())
