@@ -80,12 +80,27 @@ class _SacreOptions(Options):
 
 
 class BleuOptions(_SacreOptions):
-    tokenize: str | None = None  # sacrebleu's default (13a; zh/ja/ko by trg_lang)
-    lowercase: bool = False
-    smooth_method: Literal["none", "floor", "add-k", "exp"] = "exp"
-    smooth_value: float | None = None
-    max_ngram_order: int = Field(4, ge=1, le=9)
-    trg_lang: str = ""
+    tokenize: str | None = Field(
+        None,
+        description="sacrebleu's tokenizer ('13a', 'intl', 'char', 'zh', 'ja-mecab', 'ko-mecab', 'flores200', "
+        "'none' …); null picks one by trg_lang (zh, ja, ko) and else '13a', as sacrebleu does",
+    )
+    lowercase: bool = Field(False, description="lower-case output and references first (case-insensitive BLEU)")
+    smooth_method: Literal["none", "floor", "add-k", "exp"] = Field(
+        "exp",
+        description="how a zero n-gram precision is smoothed (sacrebleu's methods; 'exp' is sentence_bleu's default, "
+        "'none' is unsmoothed, where an n-gram order with no match scores the sentence 0)",
+    )
+    smooth_value: float | None = Field(
+        None, description="the constant of 'floor' (default 0.1) or 'add-k' (default 1); unused by 'exp' and 'none'"
+    )
+    max_ngram_order: int = Field(
+        4, ge=1, le=9, description="the longest n-gram counted (BLEU-4 by default; 2 suits very short outputs)"
+    )
+    trg_lang: str = Field(
+        "",
+        description="the references' language code (e.g. 'zh', 'ja', 'ko'): picks the tokenizer when tokenize is null",
+    )
 
 
 class _Sacre(CorpusEvaluator):
@@ -180,12 +195,20 @@ class Bleu(_Sacre):
 
 
 class ChrfOptions(_SacreOptions):
-    char_order: int = Field(6, ge=1)
-    word_order: int = Field(0, ge=0, description="2 gives chrF++")
-    beta: int = Field(2, ge=1)
-    lowercase: bool = False
-    whitespace: bool = False
-    eps_smoothing: bool = False
+    char_order: int = Field(6, ge=1, description="the longest character n-gram counted (chrF's standard is 6)")
+    word_order: int = Field(
+        0, ge=0, description="the longest word n-gram counted as well: 0 is plain chrF, 2 gives chrF++"
+    )
+    beta: int = Field(2, ge=1, description="how many times more recall weighs than precision in the F-score (chrF2)")
+    lowercase: bool = Field(False, description="lower-case output and references first (case-insensitive chrF)")
+    whitespace: bool = Field(
+        False, description="keep whitespace inside character n-grams (by default chrF removes it before counting)"
+    )
+    eps_smoothing: bool = Field(
+        False,
+        description="smooth a zero n-gram order with a small epsilon, as chrF++.py, NLTK and Moses do, instead of "
+        "sacrebleu's effective-order averaging; changes scores of short outputs only",
+    )
 
 
 @register("chrf")
@@ -228,10 +251,19 @@ class TerOptions(Options):
     max_ter: float = Field(
         0.5, ge=0.0, description="sentence TER (edits per reference word) at or below which a sample passes"
     )
-    normalized: bool = False
-    no_punct: bool = False
-    asian_support: bool = False
-    case_sensitive: bool = False
+    normalized: bool = Field(
+        False,
+        description="Tercom's normalisation before counting edits: punctuation split off words, XML entities decoded",
+    )
+    no_punct: bool = Field(False, description="remove punctuation first, so it never counts as an edit")
+    asian_support: bool = Field(
+        False,
+        description="with normalized, split CJK text into characters; with no_punct, also remove CJK and "
+        "full-width punctuation (no effect alone)",
+    )
+    case_sensitive: bool = Field(
+        False, description="count a change of case as an edit (by default TER lower-cases both texts first)"
+    )
 
 
 @register("ter")
@@ -274,11 +306,23 @@ class Ter(_Sacre):
 ROUGE_TYPE = re.compile(r"rouge(?:[1-9]|L|Lsum)")
 
 
+_ROUGE_TYPE = (
+    "which ROUGE: rouge1..rouge9 (overlap of n-grams of that length), rougeL (longest common subsequence) or "
+    "rougeLsum (rougeL per sentence, sentences split at newlines)"
+)
+
+
 class RougeOptions(Options):
-    rouge_type: str = "rougeL"
-    use_stemmer: bool = False
-    measure: Literal["fmeasure", "precision", "recall"] = "fmeasure"
-    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    rouge_type: str = Field("rougeL", description=_ROUGE_TYPE)
+    use_stemmer: bool = Field(
+        False, description="reduce words to their Porter stem first, so 'running' matches 'runs' (English only)"
+    )
+    measure: Literal["fmeasure", "precision", "recall"] = Field(
+        "fmeasure",
+        description="the figure a sample scores: F-measure, precision (share of output n-grams in the reference) "
+        "or recall (share of reference n-grams in the output)",
+    )
+    threshold: float = Field(0.5, ge=0.0, le=1.0, description="the measure (0–1) at or above which a sample passes")
 
 
 @register("rouge")
@@ -326,15 +370,15 @@ class Rouge(Evaluator):
 
 
 class Rouge1Options(RougeOptions):
-    rouge_type: str = "rouge1"
+    rouge_type: str = Field("rouge1", description=_ROUGE_TYPE)
 
 
 class Rouge2Options(RougeOptions):
-    rouge_type: str = "rouge2"
+    rouge_type: str = Field("rouge2", description=_ROUGE_TYPE)
 
 
 class RougeLsumOptions(RougeOptions):
-    rouge_type: str = "rougeLsum"
+    rouge_type: str = Field("rougeLsum", description=_ROUGE_TYPE)
 
 
 @register("rouge1")
