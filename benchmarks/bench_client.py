@@ -20,9 +20,9 @@ from pathlib import Path
 import aiohttp
 
 from assay.models.base import Request, Response, Usage
+from assay.models.cache import ResponseCache
 from assay.models.openai_compat import OpenAIModel
-from assay.runner.cache import ResponseCache
-from assay.runner.retry import RetryPolicy, call_with_retries
+from assay.models.retry import RetryPolicy, call_with_retries
 
 REQUESTS = int(os.environ.get("BENCH_CLIENT_REQUESTS", "5000"))
 CONCURRENCY = 64

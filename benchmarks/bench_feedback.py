@@ -77,8 +77,8 @@ def _line(i: int) -> str:
 def make_run(root: Path, n: int) -> Path:
     """A run folder with ``run.json`` and ``n`` sample lines."""
     from assay.record import MetricInfo, RunManifest, TaskInfo
-    from assay.runner.rundir import SAMPLES as SAMPLES_FILE
-    from assay.runner.rundir import write_manifest
+    from assay.store.rundir import SAMPLES as SAMPLES_FILE
+    from assay.store.rundir import write_manifest
 
     metrics = [MetricInfo(name=m, evaluator={"name": m}) for m in ("exact_match", "json_match")]
     metrics.append(MetricInfo(name="judge", evaluator={"name": "llm_judge", "criteria": "Names the city."}))
@@ -94,12 +94,12 @@ def make_run(root: Path, n: int) -> Path:
 
 _CHILD = {  # (imports, timed work)
     "read lines": (
-        "import json\nfrom assay.runner.rundir import SAMPLES",
+        "import json\nfrom assay.store.rundir import SAMPLES",
         "n = 0\nwith open(RUN / SAMPLES, encoding='utf-8') as fh:\n    for line in fh:\n        json.loads(line)\n"
         "        n += 1\nOUT = n",
     ),
     "themes": ("from assay.feedback.themes import build_report", "OUT = len(build_report(RUN).themes)"),
-    "load all": ("from assay.runner.rundir import read_records", "OUT = len(read_records(RUN))"),
+    "load all": ("from assay.store.rundir import read_records", "OUT = len(read_records(RUN))"),
 }
 
 

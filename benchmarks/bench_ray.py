@@ -35,8 +35,8 @@ import numpy as np
 from assay.api import arun_outcome
 from assay.runner.executors import RayOptions
 from assay.runner.progress import RunProgress
-from assay.runner.rundir import SampleWriter
 from assay.runner.scheduler import SchedulerConfig
+from assay.store.rundir import SampleWriter
 from assay.tasks import Task, load_task
 from benchmarks.bench_runner import ServerProcess
 

@@ -26,9 +26,9 @@ from pathlib import Path
 from assay.models.base import Request
 from assay.models.openai_compat import OpenAIModel
 from assay.runner.progress import RunProgress
-from assay.runner.rundir import SampleWriter
 from assay.runner.scheduler import Scheduler, SchedulerConfig
 from assay.runner.settings import RunSettings
+from assay.store.rundir import SampleWriter
 from benchmarks.bench_runner import ServerProcess, _task
 
 N, LATENCY, CONCURRENCY = 2000, 0.05, 64

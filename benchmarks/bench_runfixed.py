@@ -106,8 +106,8 @@ def main() -> None:
     import assay.api as api
     import assay.results.writer as writer
     import assay.runner.gitinfo as gitinfo
-    import assay.runner.rundir as rundir
     import assay.runner.session as session
+    import assay.store.rundir as rundir
     from assay.models.openai_compat import OpenAIModel
     from assay.runner.scheduler import Scheduler
 

@@ -31,11 +31,11 @@ import yaml
 
 from assay.models.base import Request
 from assay.models.openai_compat import OpenAIModel
+from assay.models.retry import RetryPolicy, call_with_retries
 from assay.runner.progress import RunProgress
-from assay.runner.retry import RetryPolicy, call_with_retries
-from assay.runner.rundir import SampleWriter
 from assay.runner.scheduler import Scheduler, SchedulerConfig
 from assay.runner.settings import RunSettings
+from assay.store.rundir import SampleWriter
 from assay.tasks import Task, load_task
 from assay.testing.server import OpenAITestServer
 

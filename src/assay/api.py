@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from assay.errors import AssayError, ConfigError
 from assay.models.base import Model
-from assay.runner.rundir import read_manifest
 from assay.runner.session import RUNTIME_SETTINGS, RunOutcome, RunSettings, execute
 from assay.secrets import REDACTED
+from assay.store.rundir import read_manifest
 
 if TYPE_CHECKING:
     from assay.record import RunManifest
@@ -147,7 +147,7 @@ def split_options(options: dict[str, Any], *, call: str = "assay.run") -> tuple[
         if cache_dir is not None:
             if settings.get("cache_path") is not None:
                 raise ConfigError(f"{call}(): give cache_dir or cache_path, not both")
-            from assay.runner.cache import CACHE_FILE
+            from assay.models.cache import CACHE_FILE
 
             settings["cache_path"] = Path(cache_dir) / CACHE_FILE
     if settings.get("prices") is not None:

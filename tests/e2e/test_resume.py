@@ -187,7 +187,7 @@ def test_an_unexpected_failure_marks_the_run_failed_not_finished(
 ) -> None:
     import asyncio
 
-    from assay.runner.rundir import SampleWriter
+    from assay.store.rundir import SampleWriter
 
     original = SampleWriter.write
 

@@ -7,7 +7,7 @@ from assay.feedback.generate import FeedbackError, with_model_feedback, write_fe
 from assay.feedback.summarize import summarize_themes
 from assay.feedback.themes import Example, Theme, ThemeReport
 from assay.models.registry import load_model
-from assay.runner.retry import RetryPolicy
+from assay.models.retry import RetryPolicy
 from assay.testing.server import FaultPlan, OpenAITestServer
 from assay.verdict import Verdict
 

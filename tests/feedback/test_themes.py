@@ -4,7 +4,7 @@ import pytest
 
 from assay.feedback.themes import ThemeReport, group_failures, reason_pattern
 from assay.record import FilterRecord, MetricInfo, RunManifest, SampleRecord, TaskInfo
-from assay.runner.rundir import SAMPLES, SampleWriter, write_manifest
+from assay.store.rundir import SAMPLES, SampleWriter, write_manifest
 from assay.verdict import Verdict
 
 

@@ -14,7 +14,7 @@ import yaml
 
 import assay
 from assay.evaluators.judge import LLMJudge
-from assay.runner.rundir import read_records
+from assay.store.rundir import read_records
 from assay.testing.server import OpenAITestServer
 from tests.judge.judge_support import blocks, judge_spec
 

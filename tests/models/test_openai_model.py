@@ -16,7 +16,7 @@ import pytest
 from assay.errors import ConfigError
 from assay.models.base import ModelError, Request
 from assay.models.openai_compat import OpenAIModel, parse_retry_after
-from assay.runner.retry import RetryPolicy, call_with_retries
+from assay.models.retry import RetryPolicy, call_with_retries
 from assay.testing import FaultPlan, OpenAITestServer, ScriptedReplies
 
 FAST_RETRIES = RetryPolicy(max_attempts=4, initial_backoff_s=0.01, max_backoff_s=5.0, jitter=False, timeout_s=None)

@@ -245,8 +245,8 @@ def test_the_page_reads_the_records_once_for_columns_themes_and_latencies(
 ) -> None:
     """At a million samples each read parses 1.5 GB: the columns, failure themes and latency histograms come from
     one pass, and say what separate passes over the records say."""
-    import assay.runner.rundir as rundir
-    import assay.runner.sampleindex as sampleindex
+    import assay.store.rundir as rundir
+    import assay.store.sampleindex as sampleindex
     from assay.feedback.themes import group_failures
     from assay.report.html import _read_runs
 

@@ -18,9 +18,9 @@ from assay.cli import main as assay_main
 from assay.commands.cache import cache_group
 from assay.errors import DataError
 from assay.models.base import Request, Response, ToolCall, Usage
+from assay.models.cache import ResponseCache, default_cache_dir, resolve_cache_path
 from assay.models.openai_compat import OpenAIModel
 from assay.models.python import PythonModel
-from assay.runner.cache import ResponseCache, default_cache_dir, resolve_cache_path
 
 MODEL = OpenAIModel("m1", base_url="http://localhost:1/v1", params={"temperature": 0})
 REQUEST = Request(
@@ -182,7 +182,7 @@ WRITER = """
 import sys
 from assay.models.base import Request, Response
 from assay.models.openai_compat import OpenAIModel
-from assay.runner.cache import ResponseCache
+from assay.models.cache import ResponseCache
 path, offset = sys.argv[1], int(sys.argv[2])
 cache = ResponseCache(path)
 model = OpenAIModel("m1", base_url="http://localhost:1/v1")

@@ -9,9 +9,10 @@ import time
 import pytest
 
 from assay.record import SampleRecord
-from assay.runner import gitinfo, rundir
+from assay.runner import gitinfo
 from assay.runner.gitinfo import GitHash
-from assay.runner.rundir import SAMPLES, SampleWriter, atomic_write_text
+from assay.store import rundir
+from assay.store.rundir import SAMPLES, SampleWriter, atomic_write_text
 
 
 def record(i: int) -> SampleRecord:

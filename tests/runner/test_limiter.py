@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from assay.models.openai_compat import OpenAIModel
+from assay.models.retry import RetryPolicy
 from assay.runner.limiter import AttemptLimiter
 from assay.runner.progress import RunProgress
-from assay.runner.retry import RetryPolicy
-from assay.runner.rundir import SAMPLES, SampleWriter, read_records
 from assay.runner.scheduler import Scheduler, SchedulerConfig
+from assay.store.rundir import SAMPLES, SampleWriter, read_records
 from assay.tasks import Task
 from assay.testing.server import FaultPlan, OpenAITestServer
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from assay.commands.run import run_command
-from assay.runner.retry import DEFAULT_DEADLINE_S, DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_BUDGET, RetryPolicy
+from assay.models.retry import DEFAULT_DEADLINE_S, DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_BUDGET, RetryPolicy
 from assay.runner.settings import RunSettings
 from assay.testing.server import OpenAITestServer
 from tests.e2e.e2e_support import only_run_dir, run_cli, sample_lines, write_task

@@ -12,8 +12,8 @@ from assay.errors import DataError
 from assay.models.predictions import PredictionsModel
 from assay.runner.lock import RunLockedError, run_lock
 from assay.runner.rescore import rescore
-from assay.runner.rundir import MANIFEST, SAMPLES
 from assay.runner.session import execute
+from assay.store.rundir import MANIFEST, SAMPLES
 from assay.tasks import load_task
 from tests.runner.offline_support import N, task_config, write_inputs
 from tests.runner.test_offline import figures, records, settings

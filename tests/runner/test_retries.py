@@ -16,10 +16,10 @@ from typing import Any
 
 from assay.models.base import ModelError
 from assay.models.openai_compat import OpenAIModel, parse_retry_after
+from assay.models.retry import RetryPolicy
 from assay.runner.progress import RunProgress
-from assay.runner.retry import RetryPolicy
-from assay.runner.rundir import SAMPLES, SampleWriter, read_records
 from assay.runner.scheduler import Scheduler, SchedulerConfig
+from assay.store.rundir import SAMPLES, SampleWriter, read_records
 from assay.tasks import Task
 from assay.testing.server import OpenAITestServer
 

@@ -10,7 +10,7 @@ import pytest
 from pydantic import ValidationError
 
 from assay.models.base import ModelError
-from assay.runner.retry import RetryBudget, RetryPolicy, call_with_retries
+from assay.models.retry import RetryBudget, RetryPolicy, call_with_retries
 
 QUICK = RetryPolicy(max_attempts=4, initial_backoff_s=0.001, max_backoff_s=1.0, jitter=False, timeout_s=None)
 

@@ -7,7 +7,7 @@ import pytest
 
 from assay.errors import DataError
 from assay.record import SampleRecord
-from assay.runner.rundir import (
+from assay.store.rundir import (
     SAMPLES,
     SampleWriter,
     atomic_write_text,
@@ -100,7 +100,7 @@ def test_atomic_write_replaces_whole_file(tmp_path):
 def test_drop_samples_rewrites_the_file_without_them_keeping_the_rest_byte_for_byte(tmp_path):
     import os
 
-    from assay.runner.rundir import SAMPLES, drop_samples
+    from assay.store.rundir import SAMPLES, drop_samples
 
     lines = [json.dumps({"task": "t", "sample_id": f"s{i}", "x": "é" * i}, ensure_ascii=False) for i in range(6)]
     path = tmp_path / SAMPLES
@@ -136,7 +136,7 @@ def test_a_workers_file_of_records_is_appended_whole_by_copy_or_by_buffer(tmp_pa
 
 
 def test_a_failed_copy_of_a_workers_file_leaves_the_records_before_it(tmp_path, monkeypatch):
-    import assay.runner.rundir as rundir
+    import assay.store.rundir as rundir
 
     def half_then_full(src, dst, size, at):  # half the chunk copied, then the disk is full
         with open(dst, "r+b") as out:
@@ -156,7 +156,7 @@ def test_a_failed_copy_of_a_workers_file_leaves_the_records_before_it(tmp_path, 
 
 
 def test_remove_leftovers_takes_a_killed_writers_temporaries_and_nothing_else(tmp_path: Path) -> None:
-    from assay.runner.rundir import remove_leftovers
+    from assay.store.rundir import remove_leftovers
 
     left = [".chunks-x1y2", ".samples_qa.jsonl.a8Zk.tmp", ".samples_a.b.jsonl.k.tmp", ".results.json.0x.tmp"]
     left.append(".run.json.77.tmp")

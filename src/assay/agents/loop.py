@@ -69,7 +69,7 @@ class AgentLoop(Model):
 
     async def _direct(self, request: Request) -> tuple[Response, bool]:
         """A model call outside the runner: retried by the default policy."""
-        from assay.runner.retry import RetryPolicy, call_with_retries
+        from assay.models.retry import RetryPolicy, call_with_retries
 
         try:
             response, _ = await call_with_retries(lambda: self.inner.generate(request), RetryPolicy())

@@ -63,7 +63,7 @@ class SimulatedUser:
 
     async def next_message(self, transcript: list[Message]) -> str | None:
         """The user's next message, or None when the conversation is over (``why`` says which way)."""
-        from assay.runner.retry import RetryPolicy, call_with_retries
+        from assay.models.retry import RetryPolicy, call_with_retries
 
         if self.said >= self.config.max_turns:
             self.why = "turns_done"

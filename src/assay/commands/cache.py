@@ -18,7 +18,7 @@ cache_dir_option = click.option(
 
 
 def _cache_file(cache_dir: Path | None) -> Path:
-    from assay.runner.cache import CACHE_FILE, default_cache_dir
+    from assay.models.cache import CACHE_FILE, default_cache_dir
 
     return (cache_dir or default_cache_dir()) / CACHE_FILE
 
@@ -41,7 +41,7 @@ def cache_group() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def info_command(cache_dir: Path | None, as_json: bool) -> None:
     """Show where the cache is, how many responses it holds and for which models."""
-    from assay.runner.cache import ResponseCache
+    from assay.models.cache import ResponseCache
 
     path = _cache_file(cache_dir)
     if path.exists():
@@ -72,7 +72,7 @@ def info_command(cache_dir: Path | None, as_json: bool) -> None:
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 def clear_command(cache_dir: Path | None, model: str | None, yes: bool) -> None:
     """Delete cached responses: all of them, or one model's."""
-    from assay.runner.cache import ResponseCache
+    from assay.models.cache import ResponseCache
 
     path = _cache_file(cache_dir)
     if not path.exists():

@@ -238,7 +238,7 @@ def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) ->
 @click.option(
     "--max-attempts",
     type=click.IntRange(min=1),
-    default=8,  # assay.runner.retry.DEFAULT_MAX_ATTEMPTS (not imported: the CLI starts light)
+    default=8,  # assay.models.retry.DEFAULT_MAX_ATTEMPTS (not imported: the CLI starts light)
     show_default=True,
     help="Attempts per request: the first and its retries (5xx and dropped connections wait 25 ms doubling to 1 s; "
     "a 429 waits its Retry-After exactly, else 1 s doubling to 30 s).",

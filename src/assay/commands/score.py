@@ -114,7 +114,7 @@ def score_command(
 def _error_limit(outcome: Rescored, run_dir: Path, given: float | None, console: Console) -> int:
     """Say how many re-scored samples failed and apply ``assay run``'s error limit: its exit code."""
     from assay.runner.exits import DEFAULT_MAX_ERROR_RATE, EXIT_OK, EXIT_TOO_MANY_ERRORS, error_rate_problem
-    from assay.runner.rundir import read_manifest
+    from assay.store.rundir import read_manifest
 
     if given is not None:
         limit: float | None = given

@@ -54,13 +54,13 @@ from assay.evaluators.judge_prompt import (
 from assay.evaluators.judge_variants import OUTCOME_SCORE, combine_orders, order_outcome
 from assay.evaluators.judge_verdict import Unit, VerdictBuilder, base_details
 from assay.evaluators.registry import register
-from assay.runner.retry import RetryPolicy
+from assay.models.retry import RetryPolicy
 from assay.verdict import Verdict
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
-    from assay.runner.cache import ResponseCache
+    from assay.models.cache import ResponseCache
 
 T = TypeVar("T")
 BUNDLE_KEYS = frozenset({"reference", "input", "output_b", "doc"})
@@ -193,7 +193,7 @@ class JudgeBase(Evaluator):
             return None
         with self._lock:
             if self._cache is None:
-                from assay.runner.cache import ResponseCache
+                from assay.models.cache import ResponseCache
 
                 self._cache = ResponseCache(self.options.cache_path or self._run_cache[1])
             return self._cache

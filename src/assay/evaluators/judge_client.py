@@ -18,8 +18,8 @@ from typing import Any
 
 from assay.errors import ConfigError
 from assay.models.base import Message, Model, ModelError, Request, Response
-from assay.runner.cache import ResponseCache
-from assay.runner.retry import RetryPolicy, call_with_retries
+from assay.models.cache import ResponseCache
+from assay.models.retry import RetryPolicy, call_with_retries
 from assay.secrets import looks_secret
 
 ModelSpec = str | dict[str, Any]

@@ -13,7 +13,7 @@ from typing import Any
 from assay.errors import AssayError
 from assay.evaluators.judge_prompt import delimit, new_boundary, render_input
 from assay.models.base import Message, Model, ModelError, Request
-from assay.runner.retry import RetryPolicy, call_with_retries
+from assay.models.retry import RetryPolicy, call_with_retries
 from assay.verdict import Verdict
 
 DEFAULT_POLICY = RetryPolicy(max_attempts=4, initial_backoff_s=0.5, timeout_s=120.0)

@@ -12,7 +12,7 @@ from assay.evaluators.judge_prompt import delimit, new_boundary
 from assay.feedback.generate import DEFAULT_POLICY, FeedbackError, write_feedback
 from assay.feedback.themes import ThemeReport
 from assay.models.base import Model, ModelError, Request
-from assay.runner.retry import RetryPolicy, call_with_retries
+from assay.models.retry import RetryPolicy, call_with_retries
 
 
 def summary_messages(report: ThemeReport, boundary: str, max_themes: int = 20) -> list[dict[str, Any]]:

@@ -320,7 +320,7 @@ def _evaluator_configs(manifest: RunManifest | None) -> dict[tuple[str, str], di
 
 def iter_record_dicts(run_dir: Path) -> Iterator[dict[str, Any]]:
     """The sample records of a run folder as JSON dicts, one line at a time (a torn last line is skipped)."""
-    from assay.runner.rundir import SAMPLES, iter_sample_lines
+    from assay.store.rundir import SAMPLES, iter_sample_lines
 
     path = run_dir / SAMPLES
     if not path.is_file():
@@ -353,7 +353,7 @@ def group_failures(
 
 def _source(source: Any) -> tuple[Iterable[SampleRecord | Mapping[str, Any]], RunManifest | None]:
     if isinstance(source, str | Path):
-        from assay.runner.rundir import read_manifest
+        from assay.store.rundir import read_manifest
 
         run_dir = Path(source)
         return iter_record_dicts(run_dir), read_manifest(run_dir)
@@ -375,7 +375,7 @@ def build_report(
 ) -> ThemeReport:
     """The themes of a run folder with the sample counts they come from, in one streaming pass over its samples;
     AssayError names an unknown task."""
-    from assay.runner.rundir import read_manifest
+    from assay.store.rundir import read_manifest
 
     path = Path(run_dir)
     manifest = read_manifest(path)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import DataError
-from assay.runner.rundir import LABELS, append_jsonl, iter_jsonl
+from assay.store.rundir import LABELS, append_jsonl, iter_jsonl
 
 PASS_FAIL = ("pass", "fail")
 MAX_NOTE = 4000

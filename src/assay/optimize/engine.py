@@ -26,7 +26,7 @@ from assay.optimize.splits import subset_file
 
 if TYPE_CHECKING:
     from assay.models.base import Model
-    from assay.runner.retry import RetryPolicy
+    from assay.models.retry import RetryPolicy
     from assay.tasks import Task
 
 __all__ = ["BudgetExhausted", "Engine", "Evaluation", "OptimizeError", "interval", "run_ops"]
@@ -292,7 +292,7 @@ class Engine:
         """One optimiser-model request (journaled by prompt and occurrence): its reply text. Each attempt is
         counted (and logged) before it is sent; a model that does not answer ends the optimisation (resumable)."""
         from assay.models.base import ModelError, Request, Response
-        from assay.runner.retry import call_with_retries
+        from assay.models.retry import call_with_retries
 
         if self.optimizer is None:
             raise OptimizeError(f"the {self.spec.strategy} strategy needs an optimiser model (--optimizer-model)")

@@ -344,8 +344,8 @@ def build_page(
     """The page for ``runs``; ``comparisons`` are ``(a, b, Comparison)`` by run position; ``themes`` per run;
     ``run_latencies``: each run's :class:`LatencyTally` values, when gathered already.
     The page holds at most ``max_samples`` samples of each run (None or 0: all; see :mod:`pageselect`)."""
-    from assay import __version__
     from assay.models.base import display_name
+    from assay.version import __version__
 
     labels = run_labels(runs)
     data, metrics = sample_meta(runs, labels)

@@ -15,7 +15,7 @@ from assay.record import RunManifest, SampleRecord
 from assay.results.accumulators import Int64Array
 from assay.results.aggregate import SampleValues, sample_values
 from assay.results.columns import TaskColumns
-from assay.runner.rundir import MANIFEST, SAMPLES, SampleIndex, index_samples, read_manifest
+from assay.store.rundir import MANIFEST, SAMPLES, SampleIndex, index_samples, read_manifest
 
 RESULTS = "results.json"
 
@@ -95,14 +95,14 @@ class Run:
 
     def iter_records(self) -> Iterator[SampleRecord]:
         """Every record, in the order written, read one at a time."""
-        from assay.runner.rundir import iter_records
+        from assay.store.rundir import iter_records
 
         return iter_records(self.index)
 
     def iter_record_dicts(self) -> Iterator[dict[str, Any]]:
         """Every record's JSON object, in the order written, one at a time, not validated as a SampleRecord
         (several times faster, for code that reads a few fields of each record)."""
-        from assay.runner.sampleindex import iter_dicts
+        from assay.store.sampleindex import iter_dicts
 
         return (record for _, record in iter_dicts(self.index))
 
@@ -189,7 +189,7 @@ class Run:
     def task_records(self, task: str, picks: Int64Array | None = None) -> Iterator[SampleRecord]:
         """The records of one task, by doc_id, read one at a time; only those at ``picks`` (ascending indices in
         the task's columns) when given."""
-        from assay.runner.rundir import iter_indexed
+        from assay.store.rundir import iter_indexed
 
         positions = self._task_positions(task, picks)
         return iter(()) if positions is None else (rec for _, rec in iter_indexed(self.index, positions))
@@ -197,7 +197,7 @@ class Run:
     def task_record_dicts(self, task: str, picks: Int64Array | None = None) -> Iterator[dict[str, Any]]:
         """The JSON objects of one task's records, as :meth:`task_records` gives them, not validated as
         SampleRecords (several times faster, for code that reads a few fields of each)."""
-        from assay.runner.sampleindex import iter_dicts_at
+        from assay.store.sampleindex import iter_dicts_at
 
         positions = self._task_positions(task, picks)
         return iter(()) if positions is None else (rec for _, rec in iter_dicts_at(self.index, positions))

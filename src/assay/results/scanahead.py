@@ -25,7 +25,7 @@ from assay.results.accumulators import Int64Array, all_distinct, finish_task
 from assay.results.columns import ScanPartial, ScanResult, scan_partial
 from assay.results.runfigures import RunFigures
 from assay.results.samplelog import SampleLogSpool, SpoolFiles
-from assay.runner.sampleindex import SAMPLES
+from assay.store.sampleindex import SAMPLES
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _STR = frozenset({str})

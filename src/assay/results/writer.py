@@ -369,7 +369,7 @@ def write_results(
     :mod:`assay.results.scanahead`), used instead of reading the file when it covers all of it with these
     options."""
     from assay.results.columns import FileSource, SamplesRewritten, StreamSource
-    from assay.runner.rundir import SampleStream, read_manifest
+    from assay.store.rundir import SampleStream, read_manifest
 
     root = Path(run_dir)
     started = time.perf_counter()

@@ -29,7 +29,9 @@ from assay.runner.executors.processes import can_fork, default_processes
 from assay.runner.lock import run_lock
 from assay.runner.offline import CHUNK, Answered, encode, score_records, verdict_error
 from assay.runner.pending import runs
-from assay.runner.rundir import (
+from assay.runner.scheduler import RunStats
+from assay.runner.session import RESULTS_OPTIONS, close_evaluators, new_run_dir, task_judges
+from assay.store.rundir import (
     SAMPLES,
     SampleWriter,
     iter_sample_lines,
@@ -37,8 +39,6 @@ from assay.runner.rundir import (
     remove_leftovers,
     write_manifest,
 )
-from assay.runner.scheduler import RunStats
-from assay.runner.session import RESULTS_OPTIONS, close_evaluators, new_run_dir, task_judges
 
 if TYPE_CHECKING:
     from assay.tasks import Sample, Task
@@ -390,8 +390,8 @@ async def _new_folder(
     output_dir: Path | None,
     how: _How,
 ) -> Rescored:
-    from assay import __version__
     from assay.results import write_results
+    from assay.version import __version__
 
     target = new_run_dir(output_dir if output_dir is not None else run_dir.parent, list(by_name.values()))
     started = time.perf_counter()

@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 from assay.errors import AssayError
 from assay.models.base import Model, ModelError, Request, Response
+from assay.models.retry import RetryBudget, RetryPolicy, attempt_once, next_wait
 from assay.record import SampleRecord, judge_cache_hits
 from assay.runner.exits import DEFAULT_MAX_RESPONSE_CHARS, error_rate_problem
 from assay.runner.limiter import AttemptLimiter
 from assay.runner.progress import RunProgress
-from assay.runner.retry import RetryBudget, RetryPolicy, attempt_once, next_wait
 from assay.runner.room import PARKED_PER_SLOT, Place, Room
-from assay.runner.rundir import SampleWriter
 from assay.runner.scoring import LIMIT_STOPS, score_sample
+from assay.store.rundir import SampleWriter
 
 if TYPE_CHECKING:
-    from assay.runner.cache import ResponseCache
+    from assay.models.cache import ResponseCache
     from assay.tasks import Sample, Task
 
 
@@ -203,7 +203,7 @@ class Scheduler:
                 t.cancel()
             await asyncio.gather(*leftover, return_exceptions=True)
             if "_agent_loops" in self.__dict__:
-                from assay.agents.running import close_loops
+                from assay.runner.trajectories import close_loops
 
                 await close_loops(self)
             self.stats.seconds = time.perf_counter() - started
@@ -324,12 +324,12 @@ class Scheduler:
         )
 
     async def _request(self, request: Request, place: Place | None = None, task: Task | None = None) -> RequestOutcome:
-        """One request with its retries (:func:`assay.runner.retry.next_wait`): each attempt holds a place of the
+        """One request with its retries (:func:`assay.models.retry.next_wait`): each attempt holds a place of the
         limiter; backoff waits hold none, and park the sample when its other requests wait too. A task with an
-        agent answers with a trajectory, each of its model calls one such request (:mod:`assay.agents.running`)."""
+        agent answers with a trajectory, each of its model calls one such request (:mod:`assay.runner.trajectories`)."""
         try:
             if task is not None and getattr(task, "agent", None) is not None:
-                from assay.agents.running import run_trajectory
+                from assay.runner.trajectories import run_trajectory
 
                 return await run_trajectory(self, task, request, place)
             return await self._answer(request, place)

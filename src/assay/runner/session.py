@@ -24,19 +24,6 @@ from assay.runner.gitinfo import git_hash
 from assay.runner.lock import run_lock
 from assay.runner.pending import PendingWork
 from assay.runner.progress import RunProgress
-from assay.runner.rundir import (
-    MANIFEST,
-    SAMPLES,
-    SampleWriter,
-    drop_samples,
-    error_counts,
-    errored_keys,
-    finished_keys,
-    read_manifest,
-    remove_leftovers,
-    repair_torn_tail,
-    write_manifest,
-)
 from assay.runner.scheduler import (
     ErrorRateExceeded,
     ModelAccessError,
@@ -50,6 +37,19 @@ from assay.runner.settings import RUNTIME_SETTINGS as RUNTIME_SETTINGS
 from assay.runner.settings import RunOutcome, RunSettings
 from assay.runner.warmup import Warmup
 from assay.secrets import redact_spec
+from assay.store.rundir import (
+    MANIFEST,
+    SAMPLES,
+    SampleWriter,
+    drop_samples,
+    error_counts,
+    errored_keys,
+    finished_keys,
+    read_manifest,
+    remove_leftovers,
+    repair_torn_tail,
+    write_manifest,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -113,7 +113,7 @@ async def close_evaluators(tasks: list[Task]) -> None:
 def start_manifest(
     tasks: list[Task], model: Model, settings: RunSettings, run_dir: Path, git: GitHash | None = None
 ) -> RunManifest:
-    from assay import __version__
+    from assay.version import __version__
 
     return RunManifest(
         run_id=run_dir.name,
@@ -270,7 +270,7 @@ async def _execute(
     share_run_cache(tasks, bool(settings.cache), settings.cache_path)  # judges follow the run's switch
     cache = None
     if settings.cache:
-        from assay.runner.cache import ResponseCache
+        from assay.models.cache import ResponseCache
 
         cache = ResponseCache(settings.cache_path)
     fresh = run_dir is None

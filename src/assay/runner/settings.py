@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from assay.models.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_BUDGET, RetryPolicy
 from assay.runner.executors import ExecutorName, RayOptions
 from assay.runner.exits import DEFAULT_MAX_ERROR_RATE, DEFAULT_MAX_RESPONSE_CHARS
-from assay.runner.retry import DEFAULT_MAX_ATTEMPTS, DEFAULT_RETRY_BUDGET, RetryPolicy
 from assay.secrets import redact_spec
 
 if TYPE_CHECKING:

@@ -15,10 +15,10 @@ from assay.errors import ConfigError
 
 if TYPE_CHECKING:
     from assay.models.base import Model
-    from assay.runner.cache import ResponseCache
+    from assay.models.cache import ResponseCache
     from assay.runner.progress import RunProgress
-    from assay.runner.rundir import SampleWriter
     from assay.runner.scheduler import Scheduler, SchedulerConfig
+    from assay.store.rundir import SampleWriter
 
 ExecutorName = Literal["local", "ray"]
 EXECUTORS: tuple[str, ...] = ("local", "ray")

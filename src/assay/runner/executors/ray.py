@@ -29,7 +29,7 @@ import ray.util.client
 
 from assay.errors import AssayError, ConfigError
 from assay.models.base import Model, Request, Response
-from assay.runner.cache import ResponseCache
+from assay.models.cache import ResponseCache
 from assay.runner.executors import RayOptions
 from assay.runner.executors.dispatch import ShardQueue, feed_all, next_shard
 from assay.runner.executors.ray_pool import LOST as _LOST
@@ -44,8 +44,8 @@ from assay.runner.executors.ray_pool import (
 from assay.runner.executors.ray_worker import Finished, ShardWorker, local_key
 from assay.runner.pending import runs, tasks_of
 from assay.runner.progress import RunProgress
-from assay.runner.rundir import SampleWriter
 from assay.runner.scheduler import RunStats, Scheduler, SchedulerConfig
+from assay.store.rundir import SampleWriter
 
 if TYPE_CHECKING:
     from assay.tasks import Sample, Task

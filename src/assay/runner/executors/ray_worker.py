@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 import ray
 
 from assay.models.base import Model, Request, Response
+from assay.models.cache import ResponseCache
+from assay.models.retry import RetryBudget
 from assay.record import SampleRecord
-from assay.runner.cache import ResponseCache
 from assay.runner.executors.shards import Scored, scored
 from assay.runner.limiter import AttemptLimiter
 from assay.runner.offline import Answered, score_records
 from assay.runner.progress import RunProgress
-from assay.runner.retry import RetryBudget
-from assay.runner.rundir import SampleWriter
 from assay.runner.scheduler import Scheduler, SchedulerConfig
+from assay.store.rundir import SampleWriter
 
 if TYPE_CHECKING:
     from assay.runner.rescore import LoggedLine

@@ -1,6 +1,6 @@
 """Reading ``samples.jsonl``: its lines one at a time, the offset index (a sample written twice keeps its last
 record), records streamed in file or doc_id order, and what a resume needs (finished and errored keys, error
-counts). Nothing here holds the records of a run; :mod:`assay.runner.rundir` re-exports it all."""
+counts). Nothing here holds the records of a run; :mod:`assay.store.rundir` re-exports it all."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The run folder: ``run.json`` (written atomically) and ``samples.jsonl`` (append-only, resumable).
 
-Writing lives here; reading ``samples.jsonl`` (index, streams, resume keys) in :mod:`assay.runner.sampleindex`,
+Writing lives here; reading ``samples.jsonl`` (index, streams, resume keys) in :mod:`assay.store.sampleindex`,
 re-exported from here so that this stays the one module callers name for a run folder."""
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from pydantic import ValidationError
 from assay.atomicfile import NEW_FILE_MODE, atomic_file, atomic_write_text, kernel_copy
 from assay.errors import DataError
 from assay.record import RunManifest, SampleRecord
-from assay.runner.jsonlfiles import CALIBRATIONS, LABELS, append_jsonl, iter_jsonl  # labels, calibration records
-from assay.runner.sampleindex import (  # re-exported: reading samples.jsonl lives there
+from assay.store.jsonlfiles import CALIBRATIONS, LABELS, append_jsonl, iter_jsonl  # labels, calibration records
+from assay.store.sampleindex import (  # re-exported: reading samples.jsonl lives there
     SAMPLES,
     SampleIndex,
     SampleStream,
