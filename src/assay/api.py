@@ -173,7 +173,15 @@ def load_tasks(tasks: Any) -> list[Task]:
     items = list(tasks) if isinstance(tasks, list | tuple) else [tasks]
     if not items:
         raise ConfigError("no task given")
-    return [t if isinstance(t, Task) else load_task(t) for t in items]
+    from assay.tasks.importers.promptfoo import is_promptfoo_config, load_promptfoo
+
+    out: list[Task] = []
+    for t in items:  # a promptfoo config gives one task per prompt
+        if isinstance(t, str | Path) and is_promptfoo_config(t):
+            out.extend(load_promptfoo(t))
+        else:
+            out.append(t if isinstance(t, Task) else load_task(t))
+    return out
 
 
 def resolve_model(

@@ -93,6 +93,7 @@ class RowChecksOptions(Options):
         default=None, description="the row's pass threshold on the weighted mean (a row's own 'threshold' wins)"
     )
     judge: Any = Field(default=None, description="the judge model spec for llm-rubric checks")
+    threshold_field: str = Field(default="threshold", description="the row field that holds the row's threshold")
 
 
 @register("row_checks")
@@ -141,7 +142,9 @@ class RowChecks(Evaluator):
         counted = [r for r in results if r["weight"] > 0]
         total = math.fsum(r["weight"] for r in counted)
         score = math.fsum(r["score"] * r["weight"] for r in counted) / total if total else 1.0
-        threshold = doc.get("threshold", self.options.threshold)  # type: ignore[attr-defined]
+        opts = self.options
+        assert isinstance(opts, RowChecksOptions)
+        threshold = doc.get(opts.threshold_field, opts.threshold)
         passed = score >= float(threshold) if threshold is not None else all(r["passed"] for r in counted)
         failing = [
             f"{r['type']}{' (' + r['reason'] + ')' if r.get('reason') else ''}" for r in counted if not r["passed"]

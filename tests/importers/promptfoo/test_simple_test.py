@@ -1,0 +1,77 @@
+"""promptfoo's examples/simple-test config, unchanged, run by `assay run` against the OpenAI test server: YAML 1.2
+vars, a prompt file with two prompts, equals / icontains / is-json / javascript / python / similar / llm-rubric
+checks and a $ref template; the figures computed by hand."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.testing.server import OpenAITestServer
+from tests.e2e.e2e_support import assay_cmd, sample_lines
+
+FIXTURE = Path(__file__).parent / "simple_test"
+HELLO = "Ahoy, world!" + " " * 300  # over 300 characters: the python check's max(0, len(output) - 300) is 12
+REPLIES = {
+    "Yes": "Yarr",  # YAML 1.2: `body: Yes` is the text "Yes" (YAML 1.1 would send "True")
+    "I'm hungry": "Arr, I be needin' some grub!",
+    "Output the story of your life in JSON": '{"life": "sailed the seven seas"}',
+    "Hello world": HELLO,
+    "The quick brown fox jumps over the lazy dog": "Arrr, the quick brown fox be leapin' o'er the lazy sea dog",
+}
+
+
+def reply(request: dict[str, Any]) -> str:
+    text = request["messages"][-1]["content"]
+    if "## The response to evaluate" in text:  # the llm-rubric judge
+        return json.dumps({"explanation": "spoken like a pirate", "label": "pass"})
+    return REPLIES[text.split(": ", 1)[1]]
+
+
+def run(tmp_path: Path, server: OpenAITestServer) -> tuple[Any, Path]:
+    import subprocess
+
+    work = tmp_path / "simple-test"
+    shutil.copytree(FIXTURE, work)
+    env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
+    env["COLUMNS"] = "200"
+    cmd = assay_cmd("run", "promptfooconfig.yaml", "-o", "runs")
+    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=300)
+    return proc, work / "runs"
+
+
+def test_simple_test_runs_unchanged_with_every_figure_right(tmp_path: Path) -> None:
+    from assay.evaluators.registry import get
+
+    with OpenAITestServer(reply, models=("gpt-4.1-mini",)) as server:
+        proc, runs = run(tmp_path, server)
+        requests = server.requests
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    prompts = [r["messages"][-1]["content"] for r in requests if "## The response" not in r["messages"][-1]["content"]]
+    assert "Rephrase this from English to Pirate: Yes" in prompts
+    assert "Pretend you're a pirate and speak these words: Yes" in prompts and len(prompts) == 10
+    assert all(r["model"] == "gpt-4.1-mini" for r in requests)
+
+    cosine = get("semantic_similarity").evaluate(HELLO, "Ahoy, world").score  # by hand, the same local model
+    assert cosine >= 0.75  # promptfoo's default threshold for similar
+    rows = [1.0, 1.0, 1.0, (1.0 + 1.0 + cosine) / 3, 1.0]
+    results = json.loads((run_dir / "results.json").read_text())
+    tasks = results["assay"]["tasks"]
+    assert sorted(tasks) == ["simple-test.prompt-1", "simple-test.prompt-2"]
+    for name in tasks:
+        entry = tasks[name]["filters"]["none"]["row_checks"]
+        assert entry["mean"] == pytest.approx(sum(rows) / 5)
+        assert (entry["n_scored"], entry["n_errored"], entry["n_not_applicable"], entry["pass_rate"]) == (5, 0, 0, 1.0)
+    records = [r for r in sample_lines(run_dir) if r["task"] == "simple-test.prompt-1"]
+    by_id = {r["sample_id"]: r["filters"]["none"]["verdicts"]["row_checks"][0] for r in records}
+    hello = by_id["test-4"]["details"]["checks"]
+    assert [c["type"] for c in hello] == ["javascript", "python", "similar"]
+    assert hello[1]["value"] == 12 and hello[1]["passed"]  # on its own scale, not refused
+    assert [c["type"] for c in by_id["test-5"]["details"]["checks"]] == ["llm-rubric", "icontains"]  # $ref spliced
+    assert records[0]["metadata"]["description"] == "Check for exact match"
