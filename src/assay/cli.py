@@ -24,6 +24,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "feedback": ("assay.commands.feedback:feedback_command", "Group failing samples' reasons into themes."),
     "view": ("assay.commands.view:view_command", "Serve the HTML report of runs on 127.0.0.1."),
+    "judge": ("assay.commands.judge:judge_group", "Import people's labels and calibrate a run's judges."),
     "cache": ("assay.commands.cache:cache_group", "Inspect or clear the response cache."),
     "evaluators": ("assay.commands.reference:evaluators_group", "List the evaluators, or show one's options."),
     "optimize": (

@@ -88,7 +88,7 @@ def _ranks(x: np.ndarray) -> np.ndarray:
     return np.asarray(sums[inverse] / counts[inverse], dtype=float)
 
 
-def spearman(a: Sequence[float], b: Sequence[float]) -> float:
+def spearman(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> float:
     """Spearman's ρ (Pearson's r of the average ranks); NaN when either side is constant."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if len(x) < 2:

@@ -30,6 +30,7 @@ GRADING_OPTIONS = (
     "min_judges",
     "pass_threshold",
     "evaluation_steps",
+    "score_from",
 )
 DEFAULTS: dict[str, Any] = {
     "scale": "binary",
@@ -46,7 +47,15 @@ DEFAULTS: dict[str, Any] = {
     "min_judges": None,
     "evaluation_steps": False,
     "rubric": None,
+    "score_from": "reply",
 }
+# the judge evaluators built on JudgeBase besides llm_judge: their prompts are assay's, in rag/prompts.py
+RAG_JUDGES = ("faithfulness", "answer_relevancy", "context_precision", "context_recall", "hallucination")
+# how a judge is reached, cached and gated: never part of who it is
+CONNECTION_OPTIONS = frozenset(
+    {"model", "cache", "cache_path", "max_attempts", "initial_backoff_s", "timeout_s", "concurrency"}
+    | {"require_calibration", "top_logprobs"}
+)
 
 
 def _digest(value: Any) -> str:
@@ -88,21 +97,41 @@ def prompt_template_hash(options: Mapping[str, Any]) -> str:
     return _digest({"messages": messages, "generated_steps": steps is True})
 
 
+def rag_prompt_hash(name: str) -> str:
+    """sha256 of a RAG metric's name and assay's RAG prompt wording (the module that writes its prompts)."""
+    import inspect
+
+    from assay.evaluators.rag import prompts
+
+    return _digest({"evaluator": name, "prompts": inspect.getsource(prompts)})
+
+
 def judge_identity(config: Mapping[str, Any]) -> dict[str, Any]:
-    """The identity of an ``llm_judge`` evaluator config (``Evaluator.to_config()``, as run.json records it):
-    ``models``, ``prompt_hash``, ``scale``, ``options`` and ``id`` (a hash of the four)."""
+    """The identity of a judge evaluator config (``Evaluator.to_config()``, as run.json records it):
+    ``evaluator``, ``models``, ``prompt_hash``, ``scale``, ``options`` and ``id`` (a hash of them all)."""
+    name = str(config.get("name", "llm_judge"))
     opts = {k: v for k, v in config.items() if k != "name"}
-    grading = {k: opts.get(k, DEFAULTS[k]) for k in GRADING_OPTIONS}
-    ident: dict[str, Any] = {
-        "models": model_names(opts.get("model")),
-        "prompt_hash": prompt_template_hash(opts),
-        "scale": opts.get("scale", DEFAULTS["scale"]),
-        "options": grading,
-    }
+    ident: dict[str, Any]
+    if name == "llm_judge":
+        grading = {k: opts.get(k, DEFAULTS[k]) for k in GRADING_OPTIONS}
+        ident = {
+            "models": model_names(opts.get("model")),
+            "prompt_hash": prompt_template_hash(opts),
+            "scale": opts.get("scale", DEFAULTS["scale"]),
+            "options": grading,
+        }
+    else:  # a RAG metric: its grading options are all but how the judge is reached
+        ident = {
+            "evaluator": name,
+            "models": model_names(opts.get("model")),
+            "prompt_hash": rag_prompt_hash(name),
+            "scale": "0-1",
+            "options": {k: v for k, v in sorted(opts.items()) if k not in CONNECTION_OPTIONS},
+        }
     ident["id"] = _digest(ident)[:16]
     return ident
 
 
 def is_judge(config: Mapping[str, Any]) -> bool:
-    """Whether an evaluator config is an ``llm_judge``."""
-    return config.get("name") == "llm_judge"
+    """Whether an evaluator config is a judge: ``llm_judge`` or a RAG metric (all built on JudgeBase)."""
+    return config.get("name") == "llm_judge" or config.get("name") in RAG_JUDGES

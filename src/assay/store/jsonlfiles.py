@@ -32,7 +32,7 @@ def append_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> int:
     lock_fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, NEW_FILE_MODE)
     try:
         fcntl.flock(lock_fd, fcntl.LOCK_EX)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, NEW_FILE_MODE)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, NEW_FILE_MODE)  # read: the torn-tail check
         try:
             _cut_torn_tail(fd)
             view = memoryview(data)
