@@ -37,13 +37,27 @@ _ASCII_WORD_OR_SPACE = bytes(c for c in range(128) if not _NOT_WORD_OR_SPACE.mat
 class NormalizeOptions(BaseModel):
     """Normalisation options; mixed into the options of evaluators that compare text."""
 
-    ignore_case: bool = False
-    ignore_punctuation: bool = False
-    ignore_numbers: bool = False
-    ignore_whitespace: bool = False
-    ignore_articles: bool = False
-    strip: bool = False
-    regexes_to_ignore: list[str] = Field(default_factory=list)
+    ignore_case: bool = Field(False, description="lower-case both texts before comparing, so 'Paris' equals 'paris'")
+    ignore_punctuation: bool = Field(
+        False,
+        description="delete ASCII punctuation (Python's string.punctuation) from both texts; curly quotes, dashes "
+        "and other non-ASCII marks stay",
+    )
+    ignore_numbers: bool = Field(
+        False, description="delete the digits 0-9 from both texts (use it when numbers should not decide a match)"
+    )
+    ignore_whitespace: bool = Field(
+        False, description="collapse each run of whitespace (line breaks too) to one space and trim both ends"
+    )
+    ignore_articles: bool = Field(
+        False, description="drop the English articles 'a', 'an' and 'the' as whole words, as SQuAD's scoring does"
+    )
+    strip: bool = Field(False, description="trim whitespace from both ends of both texts, after the other steps")
+    regexes_to_ignore: list[str] = Field(
+        default_factory=list,
+        description="regular expressions whose matches are deleted from both texts first, before the other steps "
+        "(e.g. '^Answer:\\s*')",
+    )
 
     @field_validator("regexes_to_ignore")
     @classmethod

@@ -114,16 +114,46 @@ def not_json_verdict(problem: Unparseable, shape: str | None) -> Verdict:
 class JsonMatchOptions(Options, NormalizeOptions):
     """Options of json_match: masks, list order, threshold, numeric tolerance, string normalisation, extraction."""
 
-    in_mask: list[str] | None = None
-    out_mask: list[str] | None = None
-    in_mask_pattern: list[str] | None = None
-    out_mask_pattern: list[str] | None = None
-    ignore_list_order: bool = False
-    threshold: float = Field(1.0, ge=0.0, le=1.0)
-    abs_tol: float = Field(0.0, ge=0.0)
-    rel_tol: float = Field(0.0, ge=0.0)
-    penalize_extra: bool = False
-    extract: Extract = "anywhere"
+    in_mask: list[str] | None = Field(
+        None,
+        description="compare only the fields with these names, at any depth and with what is under them (a key also "
+        "selects its plural and numbered forms: 'answer' selects 'answers' and 'answer_2'); null compares every field",
+    )
+    out_mask: list[str] | None = Field(
+        None,
+        description="leave out the fields with these names (same matching as in_mask), e.g. ids or timestamps that "
+        "may differ",
+    )
+    in_mask_pattern: list[str] | None = Field(
+        None, description="like in_mask, with regular expressions that must match a whole field name"
+    )
+    out_mask_pattern: list[str] | None = Field(
+        None, description="like out_mask, with regular expressions that must match a whole field name"
+    )
+    ignore_list_order: bool = Field(
+        False, description="pair each expected list element with its best match in the output list, in any order"
+    )
+    threshold: float = Field(
+        1.0, ge=0.0, le=1.0, description="the share of expected fields that must be equal to pass (1: every field)"
+    )
+    abs_tol: float = Field(
+        0.0, ge=0.0, description="numbers within this absolute difference are equal (math.isclose's abs_tol)"
+    )
+    rel_tol: float = Field(
+        0.0,
+        ge=0.0,
+        description="numbers within this fraction of the larger one are equal (math.isclose's rel_tol; 0.01: 1 %)",
+    )
+    penalize_extra: bool = Field(
+        False,
+        description="count each field the output has beyond the expected ones as an unequal field (else extras "
+        "are only reported)",
+    )
+    extract: Extract = Field(
+        "anywhere",
+        description="where to find the JSON in a text output: 'strict' the whole text only, 'fenced' also a "
+        "Markdown code fence, 'anywhere' also the first JSON object or array inside prose",
+    )
 
     @field_validator("in_mask_pattern", "out_mask_pattern", mode="before")
     @classmethod

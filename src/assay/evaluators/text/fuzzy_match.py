@@ -30,10 +30,14 @@ _DIFFERENCE_LIMIT = 10_000
 class FuzzyMatchOptions(Options, NormalizeOptions):
     """Options of fuzzy_match: the similarity algorithm, the pass threshold and normalisation (as exact_match).
 
-    ``algorithm``: rapidfuzz's ``ratio`` (Indel similarity, default), ``partial_ratio`` (best-matching
-    substring), ``token_sort_ratio`` (word order ignored), ``token_set_ratio`` (word sets), ``levenshtein``
-    (normalised Levenshtein similarity) or ``jaro_winkler``. ``threshold`` (default 0.8) is the similarity to pass.
-    ``workers``: threads rapidfuzz scores a batch with (``-1``: one per core; default 1); the scores are the same.
+    - ``algorithm``: rapidfuzz's ``ratio`` (Indel similarity, default), ``partial_ratio`` (the best-matching
+      substring of the longer text, for an answer inside a longer output), ``token_sort_ratio`` (word order
+      ignored), ``token_set_ratio`` (word sets, so repeated or extra words cost little), ``levenshtein``
+      (normalised Levenshtein similarity) or ``jaro_winkler`` (favours a shared beginning; short strings, names).
+    - ``threshold``: the similarity (0–1, after normalisation, against the closest answer) at or above which a
+      sample passes; raise it to demand near-exact text.
+    - ``workers``: threads rapidfuzz scores a batch with (``-1``: one per core; default 1); the scores are the same,
+      only batch scoring of large runs gets faster.
     """
 
     algorithm: FuzzyAlgorithm = "ratio"

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from itertools import repeat
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from assay.errors import ConfigError, EvaluationInputError
 from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
@@ -29,11 +29,24 @@ class RegexOptions(Options, NormalizeOptions):
     options apply to the comparison of the captured group with the expected answer.
     """
 
-    pattern: str
-    mode: Literal["search", "fullmatch"] = "search"
-    multiline: bool = False
-    dotall: bool = False
-    group: int | str | None = None
+    pattern: str = Field(description="the regular expression (Python re syntax), checked when the task loads")
+    mode: Literal["search", "fullmatch"] = Field(
+        "search",
+        description="'search' passes when the pattern matches anywhere in the output; 'fullmatch' only when it "
+        "matches the whole output",
+    )
+    multiline: bool = Field(False, description="re.MULTILINE: ^ and $ also match at each line's start and end")
+    dotall: bool = Field(False, description="re.DOTALL: . also matches a newline, so a pattern can span lines")
+    group: int | str | None = Field(
+        None,
+        description="a group number or name whose captured text must equal the expected answer (after the "
+        "normalisation options); null passes on any match and ignores the expected value",
+    )
+    ignore_case: bool = Field(
+        False,
+        description="match the pattern case-insensitively (re.IGNORECASE) and compare a captured group with the "
+        "answer in lower case",
+    )
 
     @field_validator("pattern")
     @classmethod
