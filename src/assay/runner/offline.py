@@ -29,7 +29,8 @@ from assay.models.base import Message, Model, ModelError, Request, Response
 from assay.record import judge_cache_hits
 from assay.runner.pending import PendingWork, runs
 from assay.runner.scheduler import Scheduler, _cap, stored_response
-from assay.runner.scoring import nothing_to_judge
+from assay.runner.scoring import LIMIT_STOPS, _judge, limit_stop, nothing_to_judge
+from assay.runner.turns import judge_turns
 from assay.tasks.applicable import expected_or_absent, needs_expected
 from assay.tasks.filters import NoMatch, explain_no_match, unmark
 from assay.tasks.lazy_samples import unsure_positions
@@ -218,11 +219,13 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
         ]
         # the usual shape: one answer a sample, every one present and filtered without error
         single = all(len(vals) == 1 and vals[0] is not None for vals in values) and not any(broken)
+        stops = _limit_stops(chunk, values, reduces)  # trajectories cut off by a limit fail, as in score_sample
+        single = single and stops is None
         for metric in task.metrics:
             if metric.filters and pipeline.name not in metric.filters:
                 continue
             expected_pairs = _expecteds(task, metric, chunk)
-            if single and not any(missing for _, missing in expected_pairs):
+            if single and metric.scope != "turn" and not any(missing for _, missing in expected_pairs):
                 await _judge_singles(metric, values, marks, [e for e, _ in expected_pairs], records, contexts)
                 continue
             slots: list[list[dict[str, Any] | None]] = []
@@ -237,9 +240,25 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
                 for j, value in enumerate(values[i]):
                     if broken[i] is not None:
                         row.append(errored(f"filter pipeline {pipeline.name!r} failed: {broken[i]}"))
+                    elif stops is not None and stops[i][j] is not None:
+                        row.append(Verdict(0.0, False, stops[i][j], {"stopped": stops[i][j]}).to_dict())
                     elif value is None:
                         why = nothing_to_judge(pipeline.name, reduces, chunk[i].responses, j, failures[i])
                         row.append(errored(why))
+                    elif metric.scope == "turn":  # each turn judged on its own, as score_sample does
+                        item = chunk[i]
+                        by_turn = await judge_turns(
+                            metric.evaluator,
+                            pipeline,
+                            item.responses,
+                            j,
+                            expected,
+                            metric.expected,
+                            item.sample.doc,
+                            contexts()[i],
+                            _judge,
+                        )
+                        row.append(by_turn.to_dict())
                     else:
                         row.append(None)
                         todo.append((i, j))
@@ -267,6 +286,16 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
         for scored_sample, record in zip(out, records, strict=True):
             scored_sample[name] = record
     return out
+
+
+def _limit_stops(chunk: Sequence[Answered], values: list[list[Any]], reduces: bool) -> list[list[str | None]] | None:
+    """Why each value is a scored failure (its trajectory reached a limit), None when no sample's did."""
+    if not any(r is not None and r.stop_reason in LIMIT_STOPS for item in chunk for r in item.responses):
+        return None
+    return [
+        [limit_stop(item.responses, j, reduces) for j in range(len(vals))]
+        for item, vals in zip(chunk, values, strict=True)
+    ]
 
 
 async def _judge_singles(

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from assay.evaluators.base import Evaluator
 from assay.models.base import Model, Response
 from assay.record import FilterRecord
+from assay.runner.turns import judge_turns
 from assay.tasks.applicable import expected_or_absent
 from assay.tasks.filters import NoMatch, explain_no_match, unmark
 from assay.verdict import Verdict
@@ -114,7 +115,12 @@ async def score_sample(
                     why = nothing_to_judge(filter_name, pipeline.reduces, responses, k, failure)
                     verdicts.append(Verdict.errored(why))
                     continue
-                verdict = explain_no_match(await _judge(evaluator, value, expected, context), mark)
+                if metric.scope == "turn":  # each turn judged on its own (assay.runner.turns)
+                    verdict = await judge_turns(
+                        evaluator, pipeline, responses, k, expected, metric.expected, sample.doc, context, _judge
+                    )
+                else:
+                    verdict = explain_no_match(await _judge(evaluator, value, expected, context), mark)
                 if feedback_model is not None:
                     from assay.feedback.generate import with_model_feedback
 

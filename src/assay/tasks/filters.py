@@ -345,6 +345,27 @@ class MajorityVoteStep(FilterStep):
         return [next(v for v in voters if _vote_key(v) == winner)]
 
 
+class FinalAnswerOptions(StepOptions):
+    """Where the answer is read: ``auto`` (submitted, else the text, else the last message), ``submit``,
+    ``last_message``."""
+
+    source: Literal["auto", "submit", "last_message"] = "auto"
+
+
+@register_step("final_answer")
+class FinalAnswerStep(FilterStep):
+    """An agent's final answer as text (assay.tasks.final_answer): the submitted value or the last assistant
+    message, for text evaluators; values that are not Responses pass through."""
+
+    Options = FinalAnswerOptions
+    options: FinalAnswerOptions
+
+    def apply(self, values: list[Any]) -> list[Any]:
+        from assay.tasks.final_answer import final_answer
+
+        return [final_answer(v, self.options.source) if isinstance(v, Response) else v for v in values]
+
+
 # ---- pipelines -------------------------------------------------------------------------------------
 
 

@@ -13,7 +13,8 @@ from assay.tasks.loader import ConfigContext, KeyPath, did_you_mean
 from assay.tasks.sample import Sample, get_path
 
 # keys of an evaluator entry that configure the metric rather than the evaluator
-METRIC_KEYS = ("name", "metric", "higher_is_better", "expected", "filters", "aggregation")
+METRIC_KEYS = ("name", "metric", "higher_is_better", "expected", "filters", "aggregation", "scope")
+SCOPES = ("turn", "conversation")  # assay.runner.turns: judge each turn of a conversation, or the whole
 AGGREGATIONS = ("mean", "corpus")
 
 
@@ -29,6 +30,7 @@ class MetricSpec:
     expected: str = "target"
     filters: tuple[str, ...] | None = None
     aggregation: str | None = None
+    scope: str | None = None  # "turn": judged turn by turn (assay.runner.turns); None/"conversation": the whole
 
     def __post_init__(self) -> None:
         check_expected(self.expected)
@@ -37,6 +39,10 @@ class MetricSpec:
         problem = aggregation_problem(self.evaluator, str(self.aggregation))
         if problem:
             raise ValueError(problem)
+        if self.scope is not None and self.scope not in SCOPES:
+            raise ValueError(f"scope must be one of {', '.join(SCOPES)}, got {self.scope!r}")
+        if self.scope == "conversation":  # the default: the whole conversation (one spelling, one task hash)
+            object.__setattr__(self, "scope", None)
 
     def to_config(self) -> dict[str, Any]:
         """The metric as a task-file entry: the evaluator's config plus the metric keys that differ from defaults."""
@@ -51,6 +57,8 @@ class MetricSpec:
             config["filters"] = list(self.filters)
         if self.aggregation != default_aggregation(self.evaluator):
             config["aggregation"] = self.aggregation
+        if self.scope is not None:
+            config["scope"] = self.scope
         return config
 
     def applies_to(self, pipeline: str) -> bool:
@@ -181,7 +189,11 @@ def _from_mapping(entry: dict[str, Any], path: KeyPath, ctx: ConfigContext) -> M
     problem = aggregation_problem(evaluator, aggregation) if isinstance(aggregation, str) else "must be a string"
     if problem:
         raise ctx.error((*path, "aggregation"), problem)
-    return MetricSpec(metric, evaluator, hib, expected, tuple(filters) if filters is not None else None, aggregation)
+    scope = entry.get("scope")
+    if scope is not None and scope not in SCOPES:
+        raise ctx.error((*path, "scope"), f"scope must be one of {', '.join(SCOPES)}, got {scope!r}")
+    filtered = tuple(filters) if filters is not None else None
+    return MetricSpec(metric, evaluator, hib, expected, filtered, aggregation, scope)
 
 
 def _evaluator_error(err: ConfigError, entry: dict[str, Any], path: KeyPath, ctx: ConfigContext) -> ConfigError:
