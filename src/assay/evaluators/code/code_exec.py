@@ -33,16 +33,43 @@ _FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)```", re.DOTALL | re
 
 
 class CodeExecOptions(Options):
-    allow_untrusted_code: bool = False
-    timeout_s: float = Field(10.0, gt=0, le=600)
-    memory_mb: int = Field(512, ge=64)
-    max_processes: int = Field(32, ge=1)
-    style: Literal["auto", "program", "asserts", "cases"] = "auto"
-    entry_point: str | None = None
-    function: str | None = None
-    extract_code: bool = True
+    allow_untrusted_code: bool = Field(
+        False,
+        description="opt in to running model-written code on this machine (in the sandbox); without it, or "
+        "ASSAY_ALLOW_UNTRUSTED_CODE=1, the evaluator refuses to start",
+    )
+    timeout_s: float = Field(
+        10.0, gt=0, le=600, description="wall-clock seconds one sample's program and tests may run (also its CPU limit)"
+    )
+    memory_mb: int = Field(
+        512, ge=64, description="address-space limit per sandboxed process, in MB; raise it for numpy-heavy solutions"
+    )
+    max_processes: int = Field(
+        32, ge=1, description="processes and threads a sandboxed program may run at once (stops fork bombs)"
+    )
+    style: Literal["auto", "program", "asserts", "cases"] = Field(
+        "auto",
+        description="how the expected value holds the tests: 'program' a HumanEval check(candidate) program, "
+        "'asserts' a list of MBPP assert lines, 'cases' input/output pairs for a function; 'auto' tells by its shape",
+    )
+    entry_point: str | None = Field(
+        None,
+        description="the function a 'program' test passes to check(); null reads the expected value's entry_point",
+    )
+    function: str | None = Field(
+        None,
+        description="the function the 'cases' style calls with each input; null reads the expected value's "
+        "function or fn_name",
+    )
+    extract_code: bool = Field(
+        True,
+        description="run only the output's fenced python code blocks (joined) when it has any; false runs the "
+        "output as it is",
+    )
     code_prefix: str | None = Field(None, pattern=r"^(doc|metadata)\..+", description="e.g. doc.prompt (HumanEval)")
-    max_parallel: int | None = Field(None, ge=1)
+    max_parallel: int | None = Field(
+        None, ge=1, description="sandboxes run at once per event loop; null: one per CPU core"
+    )
     sandbox_python: str | None = Field(None, description="the Python run in the sandbox (default: this one's)")
 
 
