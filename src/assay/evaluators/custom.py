@@ -165,9 +165,20 @@ def _is_response(value: Any) -> bool:
 class CustomOptions(Options):
     """Options of custom: the callable, keyword options handed to it, and the pass threshold for numbers."""
 
-    fn: str | Callable[..., Any]
-    kwargs: dict[str, Any] = Field(default_factory=dict)
-    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    fn: str | Callable[..., Any] = Field(
+        description="the check: a dotted path 'package.module:function' (importable from where assay runs) or, "
+        "from Python, the callable itself; called as fn(output, expected)"
+    )
+    kwargs: dict[str, Any] = Field(
+        default_factory=dict,
+        description="a mapping handed to the function's 'options' parameter, to reuse one function with settings",
+    )
+    threshold: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="the score (0–1) at or above which a returned number, or a dict without 'passed', passes",
+    )
 
     @field_validator("fn", mode="before")
     @classmethod

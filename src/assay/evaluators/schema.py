@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from assay.errors import ConfigError
 from assay.evaluators.base import Evaluator, Options
 from assay.evaluators.jsonparse import Extract, Unparseable, json_path, kind, read_json_output, show
 from assay.evaluators.registry import register
-from assay.evaluators.structured import LIST_INDEX, MAX_FEEDBACK, not_json_verdict
+from assay.evaluators.structured import EXTRACT_DESCRIPTION, LIST_INDEX, MAX_FEEDBACK, not_json_verdict
 from assay.verdict import Verdict
 
 if TYPE_CHECKING:
@@ -23,10 +23,20 @@ if TYPE_CHECKING:
 class SchemaOptions(Options):
     """Options of schema: exactly one of ``json_schema`` (a JSON Schema dict) or ``model`` (a Pydantic class)."""
 
-    json_schema: dict[str, Any] | bool | None = None
-    model: str | type[BaseModel] | None = None
-    check_formats: bool = False
-    extract: Extract = "anywhere"
+    json_schema: dict[str, Any] | bool | None = Field(
+        None, description="the JSON Schema (draft 2020-12) the output's JSON must satisfy, written inline"
+    )
+    model: str | type[BaseModel] | None = Field(
+        None,
+        description="instead of json_schema, a Pydantic model class (or its path 'package.module:Model') the "
+        "output's JSON must validate as",
+    )
+    check_formats: bool = Field(
+        False,
+        description="also enforce the schema's 'format' keywords (email, ipv4, date …, those jsonschema can check "
+        "here), which JSON Schema otherwise treats as annotations",
+    )
+    extract: Extract = Field("anywhere", description=EXTRACT_DESCRIPTION)
 
     @field_validator("json_schema", mode="before")
     @classmethod

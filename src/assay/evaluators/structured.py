@@ -44,6 +44,10 @@ from assay.verdict import Verdict
 
 _MAX_LISTED = 50  # differences shown with their values in a reason; the rest are named by path only
 MAX_FEEDBACK = 10
+EXTRACT_DESCRIPTION = (
+    "where to find the JSON in a text output: 'strict' the whole text only, 'fenced' also a Markdown code fence, "
+    "'anywhere' also the first JSON object or array inside prose"
+)
 __all__ = ["JsonMatch", "KeyMatcher", "apply_masks", "field_stems"]  # the masks, re-exported for users
 
 _TYPE_FIX = {
@@ -149,11 +153,7 @@ class JsonMatchOptions(Options, NormalizeOptions):
         description="count each field the output has beyond the expected ones as an unequal field (else extras "
         "are only reported)",
     )
-    extract: Extract = Field(
-        "anywhere",
-        description="where to find the JSON in a text output: 'strict' the whole text only, 'fenced' also a "
-        "Markdown code fence, 'anywhere' also the first JSON object or array inside prose",
-    )
+    extract: Extract = Field("anywhere", description=EXTRACT_DESCRIPTION)
 
     @field_validator("in_mask_pattern", "out_mask_pattern", mode="before")
     @classmethod
