@@ -100,7 +100,9 @@ class NumericOptions(Options):
       (default) as 45 or as 0.45, whichever the expected value is; ``as_number`` as 45 only; ``as_fraction`` as
       0.45 only. ``either`` keeps every pass of ``as_number`` (the rule before it was an option) and adds the
       answers that give an expected fraction as a percentage ('about 12%' for 0.12). Numbers without '%' have
-      one reading. ``percent_as_fraction: true`` is the older spelling of ``percent: as_fraction``.
+      one reading.
+    - ``percent_as_fraction``: the older spelling of ``percent: as_fraction`` (true reads '45%' as 0.45 only);
+      kept so old task files load, and refused beside any other ``percent``.
     - ``times_ten``: read '2.1×10^5', '2.1 x 10**5', '3×10⁸' and '10^6' as one number each.
     - ``space_groups``: read '1 234 567' with ordinary spaces as one number; turn it off when outputs list
       numbers separated by spaces ('100 200 300'). No-break and thin spaces always group digits.

@@ -129,11 +129,27 @@ def load_model(name: str, device: str, allow_download: bool) -> Any:
 
 
 class SemanticOptions(Options):
-    model: str = "all-MiniLM-L6-v2"
-    threshold: float = Field(0.8, ge=-1.0, le=1.0)
-    device: str = "auto"
-    batch_size: int = Field(64, ge=1)
-    allow_download: bool = False
+    model: str = Field(
+        "all-MiniLM-L6-v2",
+        description="the sentence-transformers model: a local folder, the packaged all-MiniLM-L6-v2, or a Hugging "
+        "Face name already in the local cache (else set allow_download)",
+    )
+    threshold: float = Field(
+        0.8,
+        ge=-1.0,
+        le=1.0,
+        description="the cosine similarity to the closest reference at or above which a sample passes; the scale "
+        "depends on the model, so calibrate it on a few known pairs",
+    )
+    device: str = Field(
+        "auto", description="where the model runs: 'auto' (CUDA, else Apple MPS, else CPU) or a torch device name"
+    )
+    batch_size: int = Field(
+        64, ge=1, description="texts encoded per forward pass; lower it if a GPU runs out of memory"
+    )
+    allow_download: bool = Field(
+        False, description="let a model not on this machine be downloaded from the Hugging Face Hub (off: offline)"
+    )
     cache_size: int = Field(100_000, ge=0, description="encodings kept, by text hash (0: no cache)")
     cpu_threads: int | None = Field(None, ge=1, description="torch's CPU threads (process-wide); None: torch's own")
 

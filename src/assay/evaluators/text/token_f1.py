@@ -36,7 +36,12 @@ if TYPE_CHECKING:
 class TokenF1Options(Options):
     """Options of token_f1: the F1 at or above which the output passes (default 0.5, i.e. at least half right)."""
 
-    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    threshold: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="the SQuAD token F1 (0–1, against the best answer) at or above which a sample passes",
+    )
 
 
 def token_overlap(a: list[str], b: list[str]) -> int:
