@@ -173,11 +173,14 @@ def load_tasks(tasks: Any) -> list[Task]:
     items = list(tasks) if isinstance(tasks, list | tuple) else [tasks]
     if not items:
         raise ConfigError("no task given")
+    from assay.tasks.importers.lmeval import is_lmeval_reference, load_lmeval_task
     from assay.tasks.importers.promptfoo import is_promptfoo_config, load_promptfoo
 
     out: list[Task] = []
     for t in items:  # a promptfoo config gives one task per prompt
-        if isinstance(t, str | Path) and is_promptfoo_config(t):
+        if isinstance(t, str | Path) and is_lmeval_reference(t):  # lm-eval:NAME, or an lm-eval task YAML
+            out.append(load_lmeval_task(t))
+        elif isinstance(t, str | Path) and is_promptfoo_config(t):
             out.extend(load_promptfoo(t))
         else:
             out.append(t if isinstance(t, Task) else load_task(t))

@@ -221,8 +221,26 @@ def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) ->
         Console().print(out)
 
 
+class _TaskSource(click.ParamType):
+    """A task file that exists, or ``lm-eval:NAME`` (a task of the installed lm-eval)."""
+
+    name = "TASK"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and value.startswith("lm-eval:"):
+            return value
+        return click.Path(exists=True, dir_okay=False, path_type=Path).convert(value, param, ctx)
+
+
 @click.command("run")
-@click.argument("tasks", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("tasks", nargs=-1, type=_TaskSource())
+@click.option(
+    "--task-format",
+    type=click.Choice(["auto", "lm-eval"]),
+    default="auto",
+    show_default=True,
+    help="Read the task files as lm-eval task YAMLs (auto: recognised by their keys; or give lm-eval:NAME).",
+)
 @click.option("--model", "-m", help="Model: openai:NAME, python:pkg.mod:fn, predictions:FILE.jsonl.")
 @click.option("--base-url", help="Base URL of an OpenAI-compatible server (e.g. http://localhost:8000/v1).")
 @click.option("--api-key-env", help="Environment variable that holds the API key (default OPENAI_API_KEY).")
@@ -329,7 +347,8 @@ def _print_results(run_dir: Path, fmt: str, console: RichConsole | _Messages) ->
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no table (for CI logs).")
 @click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "json"]), default="rich", show_default=True)
 def run_command(
-    tasks: tuple[Path, ...],
+    tasks: tuple[Path | str, ...],
+    task_format: str,
     model: str | None,
     base_url: str | None,
     api_key_env: str | None,
@@ -376,6 +395,8 @@ def run_command(
     say = _Messages()  # messages stay one line each in CI logs
     if not tasks and resume is None:
         raise click.UsageError("give at least one task file, or --resume RUN_DIR")
+    if task_format == "lm-eval":  # read as lm-eval task YAMLs whatever their keys
+        tasks = tuple(t if str(t).startswith("lm-eval:") else f"lm-eval:{t}" for t in tasks)
     if retry_errors and resume is None:
         raise click.UsageError("--retry-errors goes with --resume RUN_DIR")
     settings: dict[str, Any] = {
