@@ -163,8 +163,16 @@ def build_step(config: dict[str, Any]) -> FilterStep:
 
 
 class RegexOptions(StepOptions):
-    """``pattern``; ``group`` (index or name; default 1 when the pattern has groups, else 0 = whole match);
-    ``select`` which match (first/last); ``fallback`` when nothing matches; ``ignore_case``."""
+    """Options of the regex step: the pattern, which capture of which match, and what no match gives.
+
+    - ``pattern``: the regular expression (Python re syntax) searched for in the text, e.g. ``#### (-?[0-9.,]+)``.
+    - ``group``: the group number or name whose capture is kept; null keeps group 1 when the pattern has groups,
+      else the whole match (group 0).
+    - ``select``: keep the ``first`` match or the ``last`` (the last suits an answer after a chain of thought).
+    - ``fallback``: the value when nothing matches (default '[invalid]', as lm-evaluation-harness); a verdict on
+      a text fallback says the extraction found no answer and shows the raw output.
+    - ``ignore_case``: match the pattern case-insensitively (re.IGNORECASE).
+    """
 
     pattern: str
     group: int | str | None = None
@@ -243,7 +251,11 @@ class UppercaseStep(TextStep):
 
 
 class MapOptions(StepOptions):
-    """``mapping`` from text to value; ``default`` for unmapped text (left unchanged when not given)."""
+    """Options of the map step: the table of replacements and what a text not in it becomes.
+
+    - ``mapping``: text -> value; a text equal to a key (exactly, case and spaces included) becomes its value.
+    - ``default``: the value of a text that is not a key; when not given, such a text is left unchanged.
+    """
 
     mapping: dict[str, Any]
     default: Any = None
@@ -272,7 +284,10 @@ class MapStep(TextStep):
 
 
 class ExtractJsonOptions(StepOptions):
-    """``fallback`` when no JSON value can be found (default None)."""
+    """Options of the extract_json step.
+
+    - ``fallback``: the value when the text holds no JSON value that parses (default null).
+    """
 
     fallback: Any = None
 
