@@ -51,6 +51,8 @@ class VLLMModel(LoglikelihoodModel, Model):
         timeout_s: float = 3600.0,
         name: str | None = None,
     ) -> None:
+        if max_length is not None and max_length < 3:  # a rolling window predicts max_length - 2 tokens
+            raise ConfigError(f"vllm: 'max_length' must be >= 3, got {max_length!r}")
         local = Path(pretrained).expanduser()
         self.pretrained = str(local.resolve()) if local.is_dir() else pretrained
         self.tokenizer_name = tokenizer
@@ -178,22 +180,8 @@ class VLLMModel(LoglikelihoodModel, Model):
         from vllm.inputs import TokensPrompt
 
         llm, splitter, max_length = self.loaded()
-        prompts: list[Any] = []
-        spans: list[list[tuple[int, int, int]]] = []  # per job, per result: (first prompt, prompts, context tokens)
-        bounds: list[tuple[int, list[int]]] = []
-        for kind, items in jobs:
-            job_spans = []
-            groups = (
-                [[pair] for pair in splitter.pairs(items)] if kind == "pairs" else splitter.rolling(items, max_length)
-            )
-            for windows in groups:
-                job_spans.append((len(prompts), len(windows), 0))
-                for context, continuation in windows:
-                    whole = (context + continuation)[-max_length:]  # lm-eval's vllm: cut from the left to fit
-                    ctxlen = len(context) - max(0, len(context) + len(continuation) - max_length)
-                    prompts.append(TokensPrompt(prompt_token_ids=whole))
-                    bounds.append((ctxlen, whole))
-            spans.append(job_spans)
+        whole_prompts, bounds, spans = scoring_prompts(jobs, splitter, max_length)
+        prompts = [TokensPrompt(prompt_token_ids=whole) for whole in whole_prompts]
         params = SamplingParams(temperature=0, prompt_logprobs=1, max_tokens=1, detokenize=False)
         outputs = llm.generate(prompts, params, use_tqdm=False) if prompts else []
         scored = [
@@ -241,6 +229,31 @@ class VLLMModel(LoglikelihoodModel, Model):
                 )
             )
         return out
+
+
+def scoring_prompts(
+    jobs: list[tuple[str, list[Any]]], splitter: Any, max_length: int
+) -> tuple[list[list[int]], list[tuple[int, list[int]]], list[list[tuple[int, int, int]]]]:
+    """The engine's prompts for scoring jobs, as lm-eval's ``vllm`` cuts them: a prompt holds at most
+    ``max_length - 1`` tokens (the engine makes one more), a pair's context is cut from the left to fit, and a rolling
+    window predicts ``max_length - 2`` tokens after one of context. Returns (prompts, (context tokens, prompt) per
+    prompt, per job and result (first prompt, prompts, 0))."""
+    limit = max_length - 1
+    prompts: list[list[int]] = []
+    bounds: list[tuple[int, list[int]]] = []
+    spans: list[list[tuple[int, int, int]]] = []
+    for kind, items in jobs:
+        job_spans = []
+        groups = [[pair] for pair in splitter.pairs(items)] if kind == "pairs" else splitter.rolling(items, limit - 1)
+        for windows in groups:
+            job_spans.append((len(prompts), len(windows), 0))
+            for context, continuation in windows:
+                whole = (context + continuation)[-limit:]
+                ctxlen = len(context) - max(0, len(context) + len(continuation) - limit)
+                prompts.append(whole)
+                bounds.append((ctxlen, whole))
+        spans.append(job_spans)
+    return prompts, bounds, spans
 
 
 def _parse(prompt_logprobs: Any, ctxlen: int, tokens: list[int]) -> LoglikelihoodResult:
