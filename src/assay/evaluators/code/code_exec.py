@@ -63,8 +63,8 @@ class CodeExecOptions(Options):
     )
     extract_code: bool = Field(
         True,
-        description="run only the output's fenced python code blocks (joined) when it has any; false runs the "
-        "output as it is",
+        description="run only the code in the output's Markdown code fences (python or unlabelled), joined, when "
+        "it has any; false runs the output as it is",
     )
     code_prefix: str | None = Field(None, pattern=r"^(doc|metadata)\..+", description="e.g. doc.prompt (HumanEval)")
     max_parallel: int | None = Field(
