@@ -16,6 +16,8 @@ from assay.errors import AssayError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from assay.record import RunManifest
+
 
 class UsageFailure(click.ClickException):
     """Bad input (a labels file's line, a run folder, an option): exit code 2, as click's usage errors."""
@@ -47,17 +49,12 @@ def labels_group() -> None:
 @click.option("--who", default="", help="Who gave the labels of rows that name no one.")
 def import_command(run_dir: Path, file: Path, task: str | None, metric: str | None, who: str) -> None:
     """Append the labels of a CSV or JSONL FILE keyed by sample_id to RUN_DIR/labels.jsonl."""
-    from assay.judging.collect import judge_metrics
     from assay.judging.labels import append_labels, read_label_file
     from assay.store.rundir import read_manifest
 
     try:
         manifest = read_manifest(_run_dir(run_dir))
-        tasks = [t.name for t in manifest.tasks]
-        task = task or (tasks[0] if len(tasks) == 1 else None)
-        if metric is None:
-            judged = [jm for jm in judge_metrics(manifest) if task in (None, jm.task)]
-            metric = judged[0].metric if len(judged) == 1 else None
+        task, metric = _defaults(manifest, task, metric)
         labels = read_label_file(file, task=task, metric=metric, who=who)
         known = {(t.name, m.name) for t in manifest.tasks for m in t.metrics}
         for n, lab in enumerate(labels, 1):
@@ -67,6 +64,18 @@ def import_command(run_dir: Path, file: Path, task: str | None, metric: str | No
     except AssayError as err:
         raise UsageFailure(str(err)) from None
     click.echo(f"{written} label(s) -> {run_dir / 'labels.jsonl'}", err=True)
+
+
+def _defaults(manifest: RunManifest, task: str | None, metric: str | None) -> tuple[str | None, str | None]:
+    """The task and metric of label rows that name none: as given, else the run's only task and judge metric."""
+    from assay.judging.collect import judge_metrics
+
+    tasks = [t.name for t in manifest.tasks]
+    task = task or (tasks[0] if len(tasks) == 1 else None)
+    if metric is None:
+        judged = [jm for jm in judge_metrics(manifest) if task in (None, jm.task)]
+        metric = judged[0].metric if len(judged) == 1 else None
+    return task, metric
 
 
 @judge_group.command("calibrate")
@@ -108,8 +117,8 @@ def calibrate_command(
         if labels_file is not None:
             from assay.store.rundir import read_manifest
 
-            tasks = [t.name for t in read_manifest(run_dir).tasks]
-            labels = read_label_file(labels_file, task=tasks[0] if len(tasks) == 1 else None, metric=evaluator)
+            task, metric = _defaults(read_manifest(run_dir), None, evaluator)
+            labels = read_label_file(labels_file, task=task, metric=metric)
         else:
             labels = run_labels(run_dir)
         if not labels:

@@ -113,6 +113,26 @@ def check_thresholds(run: Run, thresholds: list[Threshold]) -> list[str]:
     return failures
 
 
+def refresh_calibration(run: Run) -> None:
+    """Mark gated judges (require_calibration) calibrated or not from the calibration records on disk now, so a
+    calibration made after the run counts, and one removed or outdated no longer does."""
+    from assay.judging.gate import apply_marks, run_marks
+
+    apply_marks(run.results, run_marks(run.manifest, run.path))
+
+
+def uncalibrated_gates(run: Run, thresholds: list[Threshold]) -> list[str]:
+    """The ``--fail-under`` gates whose metric is an uncalibrated judge's: a gate on figures nobody has measured."""
+    from assay.judging.gate import uncalibrated_note
+
+    out: list[str] = []
+    for r in run.metric_rows():
+        why = uncalibrated_note(r.entry)
+        if why and any(t.matches(r) for t in thresholds):
+            out.append(f"--fail-under on {r.key}: an uncalibrated judge ({why})")
+    return out
+
+
 def _html_writer() -> Any:
     try:
         from assay.report import html
@@ -185,6 +205,12 @@ def _report_json(runs: list[Run], comparison: Comparison | None, samples_notes: 
     help="Exit 1 when the metric's mean is below VALUE (repeatable).",
 )
 @click.option("--alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05, show_default=True)
+@click.option(
+    "--strict-judges",
+    is_flag=True,
+    help="Exit 1 when a --fail-under metric is a judge's with require_calibration and no matching calibration "
+    "(without it: a warning).",
+)
 def report_command(
     run_dirs: tuple[Path, ...],
     fmt: str,
@@ -193,11 +219,13 @@ def report_command(
     html_samples: int,
     fail_under: tuple[str, ...],
     alpha: float,
+    strict_judges: bool = False,
 ) -> None:
     """Show a run's results again from disk: RUN_DIR [RUN_DIR_B].
 
     With two runs both are shown and B (the candidate) is compared with A; --junit and --fail-under
-    then apply to B. Exit code 1 when a --fail-under threshold is missed, 2 on usage errors.
+    then apply to B. Exit code 1 when a --fail-under threshold is missed (or, with --strict-judges, gates an
+    uncalibrated judge), 2 on usage errors.
     """
     if len(run_dirs) > 2:
         raise click.UsageError(f"expected one or two run folders, got {len(run_dirs)}")
@@ -209,6 +237,8 @@ def report_command(
     thresholds = [parse_threshold(s) for s in fail_under]
     write_html = _html_writer() if html_path is not None else None
     runs = [_load(p) for p in run_dirs]
+    for run in runs:
+        refresh_calibration(run)
     from assay.results.samplecheck import check_samples
 
     # a torn or corrupt samples.jsonl is said beside the stored figures (file and line), in every format
@@ -218,6 +248,7 @@ def report_command(
     if len(runs) == 2:
         comparison = _compare(runs[0], runs[1], alpha=alpha)
     failures = check_thresholds(candidate, thresholds)
+    uncalibrated = uncalibrated_gates(candidate, thresholds)
     console = _console()
     if fmt == "json":
         click.echo(_report_json(runs, comparison, [check.notes for check in checks]))
@@ -241,9 +272,11 @@ def report_command(
     if write_html is not None:
         _per_sample("--html", lambda: write_html(runs, html_path, compare=comparison, max_samples=html_samples))
         click.echo(f"HTML report -> {html_path}", err=True)
-    if failures:
-        for line in failures:
-            click.echo(f"FAIL {line}", err=True)
+    for line in uncalibrated:
+        click.echo(f"{'FAIL' if strict_judges else 'WARNING'} {line}", err=True)
+    for line in failures:
+        click.echo(f"FAIL {line}", err=True)
+    if failures or (uncalibrated and strict_judges):
         raise SystemExit(1)
 
 

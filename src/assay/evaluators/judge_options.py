@@ -11,6 +11,15 @@ from assay.evaluators.judge_client import ModelSpec, check_spec, has_secret
 from assay.evaluators.judge_parse import Scale
 
 
+class RequireCalibration(Options):
+    """``require_calibration``: the judge's figures count as calibrated only with a matching record."""
+
+    min_kappa: float = Field(default=0.6, ge=-1.0, le=1.0, description="the κ a calibration record must reach")
+    records: str | None = Field(
+        default=None, description="a project-level records file (assay judge calibrate --save) besides the run's"
+    )
+
+
 class JudgeCallOptions(Options):
     """Options every judge evaluator shares: which judge model, how it is called, retried and cached."""
 
@@ -34,6 +43,11 @@ class JudgeCallOptions(Options):
     initial_backoff_s: float = Field(default=0.5, ge=0.0, description="the first retry's wait in seconds")
     timeout_s: float = Field(default=60.0, gt=0.0, description="seconds one judge call may take")
     concurrency: int = Field(default=8, ge=1, le=1024, description="outputs judged at once in evaluate_batch")
+    require_calibration: RequireCalibration | None = Field(
+        default=None,
+        description="mark this judge's figures uncalibrated unless a calibration record of this very judge (same "
+        "model, prompt hash, scale, options) reaches min_kappa: {min_kappa: 0.6, records: FILE}",
+    )
 
     @field_validator("model")
     @classmethod

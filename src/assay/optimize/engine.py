@@ -72,6 +72,16 @@ class Evaluation:
         return math.fsum(self.values)
 
 
+def uncalibrated_objective(metric: str, evaluator: dict[str, Any], folder: Path) -> list[str]:
+    """A warning when the objective is a judge with require_calibration and no matching calibration record."""
+    from assay.judging.gate import mark
+
+    found = mark(evaluator, folder)
+    if found is None or found["calibrated"]:
+        return []
+    return [f"the objective {metric} is an uncalibrated judge ({found['reason']}): its gains are unmeasured"]
+
+
 class Engine:
     """Everything a strategy may do that costs model calls, journaled; ``used`` counts calls so far (replayed too)."""
 
@@ -106,6 +116,7 @@ class Engine:
         self.final_calls = 0  # calls of the final comparison on the test split (not charged)
         self.iteration = 0
         self.warnings: list[str] = []  # said in the output and recorded in optimization.json and summary.json
+        self.warnings.extend(uncalibrated_objective(self.metric.name, self.metric.evaluator.to_config(), folder))
         self._seen: Counter[str] = Counter()
         self._charged: set[str] = set()  # evaluations paid for (or replayed) in this session: a repeat is free
         self._trials = 0

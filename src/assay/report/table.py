@@ -75,6 +75,8 @@ def _confidence(results: dict[str, Any]) -> float:
 
 def _cells(rows: list[MetricRow]) -> list[list[str]]:
     """Table cells; the name and version are shown once per task, as lm-eval does."""
+    from assay.judging.gate import uncalibrated_note
+
     out: list[list[str]] = []
     previous = None
     for r in rows:
@@ -86,7 +88,7 @@ def _cells(rows: list[MetricRow]) -> list[list[str]]:
                 ("" if r.version is None else str(r.version)) if first else "",
                 r.filter,
                 "" if r.n_shot is None else str(r.n_shot),
-                r.metric,
+                r.metric + (" (uncalibrated)" if uncalibrated_note(r.entry) else ""),
                 ARROWS.get(r.higher_is_better, "") if r.higher_is_better is not None else "",
                 "n/a" if r.mean is None and _not_applicable(r) == r.n_total > 0 else _fmt(r.mean),
                 "±" if r.stderr is not None else "",
@@ -107,6 +109,8 @@ def _split(results: dict[str, Any]) -> tuple[list[MetricRow], list[MetricRow]]:
 
 
 def _notes(results: dict[str, Any]) -> list[str]:
+    from assay.judging.gate import uncalibrated_note
+
     settings = results.get("assay") or {}
     notes: list[str] = []
     status = settings.get("status")
@@ -124,6 +128,12 @@ def _notes(results: dict[str, Any]) -> list[str]:
     if settings.get("torn_lines"):
         notes.append(f"{settings['torn_lines']} torn line(s) at the end of samples.jsonl were skipped")
     notes.extend(settings.get("warnings") or [])
+    for task, info in (settings.get("tasks") or {}).items():
+        for by_metric in (info.get("filters") or {}).values():
+            for metric, entry in by_metric.items():
+                why = uncalibrated_note(entry)
+                if why:
+                    notes.append(f"{task}/{metric}: uncalibrated judge ({why}); see assay judge calibrate")
     if settings.get("cluster_key"):
         notes.append(f"stderr and CI are clustered by {settings['cluster_key']!r}")
     methods = _ci_methods(results)

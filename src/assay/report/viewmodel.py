@@ -76,6 +76,7 @@ class MetricView:
     pass_rate_raw: str
     pass_rate_s: str
     ci_method_s: str = ""  # the interval's method in words (what the page says each figure uses)
+    uncalibrated: str = ""  # why a gated judge's figures are uncalibrated (require_calibration), else empty
 
 
 @dataclass
@@ -167,6 +168,8 @@ def task_views(run: Run, css: str, uses: MethodUses | None = None) -> list[TaskV
     tasks: dict[str, TaskView] = {}
     uses = MethodUses() if uses is None else uses
     uses.add_settings(run.settings.get("bootstrap_iters"), run.settings.get("seed"))
+    from assay.judging.gate import uncalibrated_note
+
     for row in run.metric_rows():
         ci, method = _ci(row)
         if ci is not None:
@@ -197,6 +200,7 @@ def task_views(run: Run, css: str, uses: MethodUses | None = None) -> list[TaskV
                 pass_rate_raw=raw(row.pass_rate),
                 pass_rate_s=fmt_percent(row.pass_rate),
                 ci_method_s=method_name(method) if ci is not None else "",
+                uncalibrated=uncalibrated_note(row.entry) or "",
             )
         )
     return list(tasks.values())

@@ -412,6 +412,9 @@ def write_results(
         if ahead is not None:
             ahead.discard()
     doc = computed.doc
+    from assay.judging.gate import apply_marks, run_marks
+
+    apply_marks(doc, run_marks(manifest, root))  # judges with require_calibration: marked uncalibrated or not
     doc["assay"]["results_seconds"] = time.perf_counter() - started
     atomic_write_text(root / "results.json", json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     return doc
