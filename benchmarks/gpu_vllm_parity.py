@@ -41,7 +41,7 @@ def write_tasks(folder: Path, samples: int, seed: int = 0) -> tuple[Path, Path]:
             out.write(json.dumps({"id": f"d{i}", "page": " ".join(rng.choices(WORDS, k=rng.randint(50, 3000)))}) + "\n")
     mc, wiki = folder / "mc.yaml", folder / "wiki.yaml"
     mc.write_text(
-        "name: mc\ndataset: mc.jsonl\noutput_type: multiple_choice\ntemplate: 'Question: {{question}}\\nAnswer:'\n"
+        'name: mc\ndataset: mc.jsonl\noutput_type: multiple_choice\ntemplate: "Question: {{question}}\\nAnswer:"\n'
         "choices: choices\nfields: {target: gold}\nevaluators: [acc, acc_norm]\n"
     )
     wiki.write_text("name: wiki\ndataset: wiki.jsonl\noutput_type: loglikelihood_rolling\nfields: {target: page}\n")

@@ -1,0 +1,126 @@
+"""Log-likelihood scoring: assay's ``hf:`` scorer against lm-eval's own ``hf`` backend, same tiny model and task.
+
+A tiny GPT-2 (random weights, tokenizer trained locally: nothing is downloaded) and an ARC-style multiple-choice
+task (N samples, 4 choices sharing their context) as assay YAML and as lm-eval YAML over the same JSONL. Each side
+runs in its own subprocess, at its defaults (assay: ``assay.run`` with ``hf:PATH``; lm-eval: ``simple_evaluate``
+with ``hf``, batch size 1, its default), on CPU with one torch thread each; each prints samples/s (wall time of
+the whole evaluation, model load included) and its peak RSS. The ratio is assay's samples/s over lm-eval's, and
+``acc`` of both is printed (they must agree).
+
+    python -m benchmarks loglik                      # 500 samples
+    python -m benchmarks.bench_loglik --samples 2000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WORDS = ["the", "river", "north", "city", "old", "bridge", "market", "tower", "lake", "island", "valley"]
+
+
+def write_data(folder: Path, samples: int, seed: int = 0) -> None:
+    """The JSONL rows, assay's task file and lm-eval's, in ``folder``."""
+    from assay.testing.tiny_lm import CORPUS
+
+    words = CORPUS.split() + WORDS
+    rng = random.Random(seed)
+    with (folder / "mc.jsonl").open("w") as out:
+        for i in range(samples):
+            question = " ".join(rng.choices(words, k=rng.randint(8, 30)))  # under the tiny model's 128 tokens
+            choices: list[str] = []
+            while len(choices) < 4:  # distinct: equal choices tie, and float noise breaks a tie either way
+                choice = " ".join(rng.choices(words, k=rng.randint(1, 6)))
+                choices += [choice] if choice not in choices else []
+            out.write(json.dumps({"id": f"q{i}", "question": question, "choices": choices, "gold": i % 4}) + "\n")
+    (folder / "mc.yaml").write_text(
+        'name: mc\ndataset: mc.jsonl\noutput_type: multiple_choice\ntemplate: "Question: {{question}}\\nAnswer:"\n'
+        "choices: choices\nfields: {target: gold}\nevaluators: [acc, acc_norm]\n"
+    )
+    include = folder / "lmeval"
+    include.mkdir()
+    (include / "mc_lm.yaml").write_text(
+        f"task: mc_lm\ndataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {folder / 'mc.jsonl'}\n"
+        'test_split: test\noutput_type: multiple_choice\ndoc_to_text: "Question: {{question}}\\nAnswer:"\n'
+        'doc_to_choice: "{{choices}}"\ndoc_to_target: gold\nmetric_list:\n  - metric: acc\n  - metric: acc_norm\n'
+    )
+
+
+def child(side: str, folder: Path, model: Path) -> None:
+    """One side's evaluation in this process; prints one JSON line (seconds, acc, peak RSS)."""
+    import os
+
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["HF_DATASETS_OFFLINE"] = "1"
+    import torch
+
+    torch.set_num_threads(1)
+    started = time.perf_counter()
+    if side == "assay":
+        import assay
+
+        run = assay.run(str(folder / "mc.yaml"), model=f"hf:{model}", output_dir=str(folder / "runs"), progress=False)
+        acc = json.loads((run.path / "results.json").read_text())["results"]["mc"]["acc,none"]
+    else:
+        import lm_eval
+        from lm_eval.tasks import TaskManager
+
+        out = lm_eval.simple_evaluate(
+            model="hf",
+            model_args=f"pretrained={model}",
+            tasks=["mc_lm"],
+            task_manager=TaskManager(include_path=str(folder / "lmeval")),
+            device="cpu",
+        )
+        assert out is not None
+        acc = out["results"]["mc_lm"]["acc,none"]
+    seconds = time.perf_counter() - started
+    rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "acc": acc, "rss_mb": rss_mb}))
+
+
+def measure(side: str, folder: Path, model: Path) -> dict[str, float]:
+    """Run ``side`` in a subprocess; its figures."""
+    cmd = [sys.executable, "-m", "benchmarks.bench_loglik", "--child", side, str(folder), str(model)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"{side} failed:\n{done.stderr[-3000:]}")
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--samples", type=int, default=500, help="multiple-choice samples, 4 choices (default 500)")
+    parser.add_argument("--child", nargs=3, metavar=("SIDE", "FOLDER", "MODEL"), help=argparse.SUPPRESS)
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.child:
+        side, folder, model = args.child
+        child(side, Path(folder), Path(model))
+        return
+    from assay.testing.tiny_lm import make_tiny_lm
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        model = make_tiny_lm(folder / "gpt2")
+        write_data(folder, args.samples)
+        figures = {side: measure(side, folder, model) for side in ("assay", "lm-eval")}
+    n = args.samples
+    for side, f in figures.items():
+        print(f"{side:>8}: {n} samples ({4 * n} requests) in {f['seconds']:.2f}s = {n / f['seconds']:.1f} samples/s, "
+              f"peak RSS {f['rss_mb']:.0f} MB, acc {f['acc']:.4f}")  # fmt: skip
+    ratio = figures["lm-eval"]["seconds"] / figures["assay"]["seconds"]
+    print(f"ratio (assay / lm-eval samples/s): {ratio:.2f}x")
+    if abs(figures["assay"]["acc"] - figures["lm-eval"]["acc"]) > 1e-9:
+        print("WARNING: acc differs between assay and lm-eval")
+
+
+if __name__ == "__main__":
+    main()
