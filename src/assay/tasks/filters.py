@@ -361,8 +361,11 @@ class MajorityVoteStep(FilterStep):
 
 
 class FinalAnswerOptions(StepOptions):
-    """Where the answer is read: ``auto`` (submitted, else the text, else the last message), ``submit``,
-    ``last_message``."""
+    """Options of the final_answer step: where an agent's answer is read.
+
+    - ``source``: ``auto`` takes the submitted answer, else the reply's text, else the last assistant message of
+      the transcript; ``submit`` only the submitted answer; ``last_message`` only the last assistant message.
+    """
 
     source: Literal["auto", "submit", "last_message"] = "auto"
 

@@ -26,27 +26,62 @@ MatchMode = Literal["strict", "unordered", "subset", "superset", "in_order"]
 class ToolUsageOptions(Options):
     """What the tool calls must satisfy; each set option becomes one or more named checks."""
 
-    required: list[str] = Field(default_factory=list)
-    forbidden: list[str] = Field(default_factory=list)
-    min_calls: int | None = Field(None, ge=0)
-    max_calls: int | None = Field(None, ge=0)
-    args: dict[str, ArgsSpec] = Field(default_factory=dict)
-    args_match: Literal["subset", "exact"] = "subset"
-    order: Literal["any", "subsequence", "exact"] = "any"
-    expected_sequence: list[str] | None = None
-    penalize_extra: bool = False
-    output_contains: list[str] = Field(default_factory=list)
-    weights: dict[str, float] = Field(default_factory=dict)
-    threshold: float | None = Field(None, ge=0.0, le=1.0)
-    # the calls every sample is expected to make, as a per-sample list of calls says it (required, args, exact
-    # order); options set beside it (order: subsequence, args_match, …) win over what it implies
-    expected_calls: list[dict[str, Any]] | None = None
-    # judge the expected calls as one sequence under a named mode, with partial credit (None: the checks above)
-    match: MatchMode | None = None
-    # per-argument comparators: {tool or "*": {argument (dotted when nested): exact|ignore|numeric|regex|{...}}}
-    compare: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    # count the `submit` call that ended a trajectory as a tool call (it carries the answer; left out by default)
-    count_submit: bool = False
+    required: list[str] = Field(
+        default_factory=list, description="Tools that must be called at least once; one check per tool."
+    )
+    forbidden: list[str] = Field(default_factory=list, description="Tools that must never be called; one check each.")
+    min_calls: int | None = Field(None, ge=0, description="The fewest tool calls the output may make.")
+    max_calls: int | None = Field(None, ge=0, description="The most tool calls the output may make.")
+    args: dict[str, ArgsSpec] = Field(
+        default_factory=dict,
+        description="Per tool, the arguments some call of it must carry (a mapping, or a list of mappings that "
+        "must each be matched by a call); compared as args_match and compare say.",
+    )
+    args_match: Literal["subset", "exact"] = Field(
+        "subset",
+        description="subset: a call may carry arguments besides the expected ones; exact: exactly the expected ones.",
+    )
+    order: Literal["any", "subsequence", "exact"] = Field(
+        "any",
+        description="Order of the calls named by expected_sequence (else required): any; subsequence (in this "
+        "order, other calls between allowed); exact (exactly these calls in this order).",
+    )
+    expected_sequence: list[str] | None = Field(None, description="The tool names that order is checked against.")
+    penalize_extra: bool = Field(
+        False, description="Fail a check when a tool is called that no option expects (required, args, sequence)."
+    )
+    output_contains: list[str] = Field(
+        default_factory=list, description="Substrings the final text answer must contain; one check each."
+    )
+    weights: dict[str, float] = Field(
+        default_factory=dict,
+        description="Weight of each check in the score, by kind (required, args, order, match, …) or by "
+        "'kind:subject'; unlisted checks weigh 1.",
+    )
+    threshold: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="Pass when the weighted score reaches this; unset, the verdict passes only if every check passes.",
+    )
+    expected_calls: list[dict[str, Any]] | None = Field(
+        None,
+        description="The calls every sample must make (name and arguments), as a per-sample expected list says "
+        "it; implies required, args and exact order unless those options are set beside it.",
+    )
+    match: MatchMode | None = Field(
+        None,
+        description="Judge the expected calls as one sequence with partial credit: strict, unordered, subset, "
+        "superset or in_order (unset: the separate checks above).",
+    )
+    compare: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Per tool (or '*'), per argument (dotted when nested): how values compare, exact, ignore, "
+        "numeric (with a tolerance), regex, or a dotted-path function.",
+    )
+    count_submit: bool = Field(
+        False, description="Count the submit call that ended an agent's trajectory as a tool call (it is the answer)."
+    )
 
     @field_validator("required", "forbidden", "expected_sequence", "output_contains")
     @classmethod
