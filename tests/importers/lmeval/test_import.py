@@ -30,7 +30,7 @@ def reply(request: dict[str, Any]) -> str:
     question = text.rsplit("Question: ", 1)[1]
     a, b = (int(x) for x in re.findall(r"\d+", question)[:2])
     if a % 3 == 0:
-        return f"So {a} + {b} = {a + b + 1}.\n#### {a + b + 1}"  # wrong
+        return f"So {a} + {b} = {a + b + 1}.\n#### {a + b + 1} (1 try)"  # wrong; flexible's last match: one digit
     if a % 3 == 1:
         return f"He ends with {a + b} apples."  # right, but no '####': only flexible-extract finds it
     return f"{a} + {b} = {a + b}\n#### {a + b}"
