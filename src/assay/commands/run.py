@@ -241,7 +241,14 @@ class _TaskSource(click.ParamType):
     show_default=True,
     help="Read the task files as lm-eval task YAMLs (auto: recognised by their keys; or give lm-eval:NAME).",
 )
-@click.option("--model", "-m", help="Model: openai:NAME, python:pkg.mod:fn, predictions:FILE.jsonl.")
+@click.option(
+    "--model",
+    "-m",
+    "models",
+    multiple=True,
+    help="Model: openai:NAME, python:pkg.mod:fn, predictions:FILE.jsonl; NAME=SPEC names it. Repeat it for a "
+    "matrix: every model (with every prompt variant of the task) in one run folder each, plus matrix.json.",
+)
 @click.option("--base-url", help="Base URL of an OpenAI-compatible server (e.g. http://localhost:8000/v1).")
 @click.option("--api-key-env", help="Environment variable that holds the API key (default OPENAI_API_KEY).")
 @click.option("--param", "params", multiple=True, help="Generation parameter key=value (repeatable).")
@@ -349,7 +356,7 @@ class _TaskSource(click.ParamType):
 def run_command(
     tasks: tuple[Path | str, ...],
     task_format: str,
-    model: str | None,
+    models: tuple[str, ...],
     base_url: str | None,
     api_key_env: str | None,
     params: tuple[str, ...],
@@ -433,11 +440,20 @@ def run_command(
         settings = _resume_settings(settings)
     try:
         given = {"base_url": base_url, "api_key_env": api_key_env, "params": _params(params)}
-        if model is None and any(given.values()):
+        if not models and any(given.values()):
             raise click.UsageError("--base-url, --api-key-env and --param need --model")
-        spec = model
+        from assay.commands import matrixrun
+
+        named = matrixrun.parse_models(models)
+        task_objs = matrixrun.load_tasks(list(tasks)) if resume is None else list(tasks) or None
+        code = matrixrun.maybe_matrix(task_objs, resume, named, {**settings, **given}, say, retry_errors, quiet, fmt)
+        if code is not None:  # several models, or prompt variants: one run folder per cell, and matrix.json
+            sys.exit(code)
+        label, spec = named[0] if named else (None, None)
+        if label is not None and resume is None and settings.get("name") is None:
+            settings["name"] = label  # --model NAME=SPEC names the run
         outcome = asyncio.run(
-            arun_outcome(list(tasks) or None, spec, resume=resume, retry_errors=retry_errors, **settings, **given)
+            arun_outcome(task_objs, spec, resume=resume, retry_errors=retry_errors, **settings, **given)
         )
     except KeyboardInterrupt:
         say.print("[yellow]Interrupted.[/]", "Interrupted.")  # the run has said where its folder is, how to resume

@@ -105,6 +105,15 @@ class ResourcesConfig(_Strict):
     num_gpus: float | None = Field(default=None, ge=0)
 
 
+class VariantConfig(_Strict):
+    """One prompt variant of a matrix (``variants:``): the template, system prompt or chat messages it uses instead
+    of the task's own (a plain string is a template)."""
+
+    template: str | None = None
+    system: str | None = None
+    messages: list[MessageConfig] | None = None
+
+
 class TaskConfig(_Strict):
     """A task as written in YAML (after shorthands are expanded)."""
 
@@ -137,6 +146,15 @@ class TaskConfig(_Strict):
     optimize: dict[str, Any] | None = None  # what `assay optimize` may change; checked by assay.optimize.spec
     cache: bool | None = None  # answer repeated requests from the response cache (opt-in; not part of the hash)
     resources: ResourcesConfig | None = None  # how it runs, not what it evaluates: not part of the task hash
+    # named prompts: `assay run` runs each (with every --model) as a cell of a matrix (assay.tasks.variants)
+    variants: dict[str, VariantConfig] | None = None
+
+    @field_validator("variants", mode="before")
+    @classmethod
+    def _variant_shorthand(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: {"template": v} if isinstance(v, str) else v for k, v in value.items()}
+        return value
 
     @field_validator("messages")
     @classmethod
