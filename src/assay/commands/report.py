@@ -234,6 +234,12 @@ def report_command(
 
         report_optimization(run_dirs[0], fmt, html_path)
         return
+    if len(run_dirs) == 1 and (run_dirs[0] / "matrix.json").is_file():  # a matrix folder: a column per cell
+        from assay.commands.matrixreport import report_matrix
+
+        gated = [flag for flag, given in (("--fail-under", fail_under), ("--junit", junit_path)) if given]
+        report_matrix(run_dirs[0], fmt, html_path, html_samples, alpha, gated)
+        return
     thresholds = [parse_threshold(s) for s in fail_under]
     write_html = _html_writer() if html_path is not None else None
     runs = [_load(p) for p in run_dirs]

@@ -273,14 +273,14 @@ def _sample_cells(view: MatrixView) -> list[list[str]]:
     return [[f"{s.task} / {s.sample_id}", *(o.text() for o in s.outcomes)] for s in view.samples]
 
 
-def _notes(view: MatrixView) -> list[str]:
+def notes(view: MatrixView) -> list[str]:
     base = view.cells[0].name
-    notes = [f"Δ: each cell against the baseline {base} on paired samples (compare's paired test, α={view.alpha:g})"]
+    out = [f"Δ: each cell against the baseline {base} on paired samples (compare's paired test, α={view.alpha:g})"]
     for task, n in view.n_samples.items():
         shown = sum(1 for s in view.samples if s.task == task)
         if shown < n:
-            notes.append(f"{task}: {shown} of {n} samples shown (those the cells disagree on first)")
-    return notes + view.warnings
+            out.append(f"{task}: {shown} of {n} samples shown (those the cells disagree on first)")
+    return out + view.warnings
 
 
 def matrix_renderables(view: MatrixView) -> list[RenderableType]:
@@ -302,7 +302,7 @@ def matrix_renderables(view: MatrixView) -> list[RenderableType]:
         samples.add_column(name, justify="center", overflow="fold")
     for row in _sample_cells(view):
         samples.add_row(*(Text(c) for c in row))
-    return [metrics, samples, *(Text("• " + n, style="yellow") for n in _notes(view))]
+    return [metrics, samples, *(Text("• " + n, style="yellow") for n in notes(view))]
 
 
 def _markdown(header: list[str], rows: list[list[str]]) -> str:
@@ -337,7 +337,7 @@ def matrix_json(view: MatrixView) -> dict[str, Any]:
             }
             for s in view.samples
         ],
-        "notes": _notes(view),
+        "notes": notes(view),
     }
 
 
@@ -351,6 +351,6 @@ def render_matrix(view: MatrixView, fmt: str = "rich") -> str | list[RenderableT
     parts = [
         _markdown(["Metric", *header], _metric_cells(view)),
         _markdown(["Sample", *header], _sample_cells(view)),
-        "\n".join(f"- {n}" for n in _notes(view)),
+        "\n".join(f"- {n}" for n in notes(view)),
     ]
     return "\n\n".join(parts)
