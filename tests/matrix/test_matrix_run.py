@@ -133,3 +133,20 @@ def test_killed_matrix_resumes_without_asking_again(tmp_path: Path) -> None:
         again = run_cli("run", "--resume", str(matrix_dir), "-q", cwd=tmp_path)  # a finished matrix: no request
         assert again.returncode == 0, again.stderr
         assert srv.requests == []
+
+
+def test_resume_takes_models_again_by_their_names(tmp_path: Path, server: OpenAITestServer) -> None:
+    task = write_task(tmp_path, variants=False)
+    assert run_cli("run", str(task), *models(server.base_url), "-o", "runs", "-q", cwd=tmp_path).returncode == 0
+    matrix_dir = only_matrix(tmp_path / "runs")
+    server.reset()
+    again = run_cli("run", "--resume", str(matrix_dir), "-m", "alpha=openai:alpha", "--base-url", server.base_url,
+                    "-q", cwd=tmp_path)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert server.requests == []
+    unknown = run_cli("run", "--resume", str(matrix_dir), "-m", "zeta=openai:alpha", "-q", cwd=tmp_path)
+    assert unknown.returncode == 2
+    assert "give each model by its name in it (alpha, beta)" in unknown.stderr and "Traceback" not in unknown.stderr
+    other = run_cli("run", "--resume", str(matrix_dir), "-m", "alpha=openai:beta", "--base-url", server.base_url,
+                    "-q", cwd=tmp_path)  # fmt: skip
+    assert other.returncode == 2 and "would mix two models' answers" in other.stderr
