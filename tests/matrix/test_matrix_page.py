@@ -124,3 +124,15 @@ def test_report_and_compare_name_the_cells(matrix_dir: Path) -> None:
     assert (out["run_a"], out["run_b"]) == ("alpha/terse", "beta/terse")
     gated = run_cli("report", str(matrix_dir), "--fail-under", "exact_match=0.5", cwd=matrix_dir.parent)
     assert gated.returncode == 2 and "give a cell's run folder" in gated.stderr
+
+
+def test_a_chosen_baseline(matrix_dir: Path) -> None:
+    proc = run_cli("report", str(matrix_dir), "--format", "json", "--baseline", "beta/terse", cwd=matrix_dir.parent)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    cells = doc["metrics"][0]["cells"]
+    assert doc["baseline"] == "beta/terse" and cells["beta/terse"]["diff"] is None
+    assert cells["alpha/terse"]["diff"] == pytest.approx(0.5) and cells["alpha/terse"]["p_value"] == 0.0625
+    assert cells["evil/terse"]["diff"] == pytest.approx(-0.5) and cells["evil/terse"]["verdict"] == ""
+    unknown = run_cli("report", str(matrix_dir), "--baseline", "gamma", cwd=matrix_dir.parent)
+    assert unknown.returncode == 2 and "no such cell" in unknown.stderr and "alpha/terse" in unknown.stderr

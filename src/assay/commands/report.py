@@ -211,6 +211,9 @@ def _report_json(runs: list[Run], comparison: Comparison | None, samples_notes: 
     help="Exit 1 when a --fail-under metric is a judge's with require_calibration and no matching calibration "
     "(without it: a warning).",
 )
+@click.option(
+    "--baseline", metavar="CELL", help="Of a matrix folder: the cell others are compared with (default: the first)."
+)
 def report_command(
     run_dirs: tuple[Path, ...],
     fmt: str,
@@ -220,8 +223,9 @@ def report_command(
     fail_under: tuple[str, ...],
     alpha: float,
     strict_judges: bool = False,
+    baseline: str | None = None,
 ) -> None:
-    """Show a run's results again from disk: RUN_DIR [RUN_DIR_B].
+    """Show a run's results again from disk: RUN_DIR [RUN_DIR_B], or a matrix folder (a column per cell).
 
     With two runs both are shown and B (the candidate) is compared with A; --junit and --fail-under
     then apply to B. Exit code 1 when a --fail-under threshold is missed (or, with --strict-judges, gates an
@@ -238,8 +242,10 @@ def report_command(
         from assay.commands.matrixreport import report_matrix
 
         gated = [flag for flag, given in (("--fail-under", fail_under), ("--junit", junit_path)) if given]
-        report_matrix(run_dirs[0], fmt, html_path, html_samples, alpha, gated)
+        report_matrix(run_dirs[0], fmt, html_path, html_samples, alpha, gated, baseline)
         return
+    if baseline is not None:
+        raise UsageFailure("--baseline names a cell of a matrix folder (assay run with several --model)")
     thresholds = [parse_threshold(s) for s in fail_under]
     write_html = _html_writer() if html_path is not None else None
     runs = [_load(p) for p in run_dirs]

@@ -1,6 +1,6 @@
 """The matrix view: a matrix folder's cells as columns, its metrics and samples as rows, each cell compared with
-the baseline cell (the first) by ``compare``'s paired test. The terminal table is built here; the HTML page from
-the same view (:mod:`assay.report.matrixhtml`)."""
+a chosen baseline cell (by default the first) by ``compare``'s paired test. The terminal table is built here; the
+HTML page from the same view (:mod:`assay.report.matrixhtml`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.errors import AssayError
+from assay.errors import AssayError, ConfigError
 from assay.store.matrixindex import MatrixCell, MatrixIndex, read_matrix
 
 if TYPE_CHECKING:
@@ -114,6 +114,7 @@ class MatrixView:
     samples: list[SampleLine]
     n_samples: dict[str, int]  # samples of each task in the baseline cell (the table may show fewer)
     alpha: float
+    baseline: int = 0  # the cell the others are compared with
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -122,31 +123,47 @@ class MatrixView:
         return self.index.cells
 
 
-def load_matrix(matrix_dir: Path, *, alpha: float = 0.05, max_samples: int | None = MAX_TABLE_SAMPLES) -> MatrixView:
-    """Read a matrix folder: each cell's run, the metric figures, each cell against the baseline, and up to
-    ``max_samples`` samples of each task (None: all), those the cells disagree on first."""
+def load_matrix(
+    matrix_dir: Path,
+    *,
+    alpha: float = 0.05,
+    max_samples: int | None = MAX_TABLE_SAMPLES,
+    baseline: str | None = None,
+) -> MatrixView:
+    """Read a matrix folder: each cell's run, the metric figures, each cell against the ``baseline`` cell (its
+    name; default the first), and up to ``max_samples`` samples of each task (None: all), those the cells
+    disagree on first. An unknown baseline is a ConfigError listing the cells."""
     from assay.results import load_run
 
     matrix_dir = Path(matrix_dir)
     index = read_matrix(matrix_dir)
+    names = [cell.name for cell in index.cells]
+    if baseline is not None and baseline not in names:
+        raise ConfigError(f"--baseline {baseline!r}: no such cell in {matrix_dir}; its cells: {', '.join(names)}")
+    base = names.index(baseline) if baseline is not None else 0
     runs = [load_run(index.cell_dir(matrix_dir, cell)) for cell in index.cells]
     warnings: list[str] = []
-    comparisons = _comparisons(runs, alpha, warnings)
+    comparisons = _comparisons(runs, base, alpha, warnings)
     metrics = _metric_lines(runs, comparisons)
     samples, n_samples = _sample_lines(runs, max_samples)
-    return MatrixView(matrix_dir, index, runs, metrics, samples, n_samples, alpha, warnings)
+    return MatrixView(matrix_dir, index, runs, metrics, samples, n_samples, alpha, base, warnings)
 
 
-def _comparisons(runs: list[Run], alpha: float, warnings: list[str]) -> list[dict[tuple[str, str, str], Any]]:
+def _comparisons(
+    runs: list[Run], base: int, alpha: float, warnings: list[str]
+) -> list[dict[tuple[str, str, str], Any]]:
     """Each cell's paired comparison with the baseline, by (task, filter, metric); empty for the baseline."""
     from assay.results.compare import compare_runs
 
-    out: list[dict[tuple[str, str, str], Any]] = [{}]
-    for run in runs[1:]:
+    out: list[dict[tuple[str, str, str], Any]] = []
+    for i, run in enumerate(runs):
+        if i == base:
+            out.append({})
+            continue
         try:
-            comp = compare_runs(runs[0], run, alpha=alpha)
+            comp = compare_runs(runs[base], run, alpha=alpha)
         except AssayError as err:
-            warnings.append(f"{run.name} vs {runs[0].name}: {err}")
+            warnings.append(f"{run.name} vs {runs[base].name}: {err}")
             out.append({})
             continue
         out.append({(m.task, m.filter, m.metric): m for m in comp.metrics})
@@ -274,7 +291,7 @@ def _sample_cells(view: MatrixView) -> list[list[str]]:
 
 
 def notes(view: MatrixView) -> list[str]:
-    base = view.cells[0].name
+    base = view.cells[view.baseline].name
     out = [f"Δ: each cell against the baseline {base} on paired samples (compare's paired test, α={view.alpha:g})"]
     for task, n in view.n_samples.items():
         shown = sum(1 for s in view.samples if s.task == task)
@@ -318,7 +335,7 @@ def matrix_json(view: MatrixView) -> dict[str, Any]:
     """The view as JSON: cells, metric figures (with Δ against the baseline), sample outcomes, notes."""
     return {
         "matrix": str(view.path),
-        "baseline": view.cells[0].name,
+        "baseline": view.cells[view.baseline].name,
         "cells": [{**c.model_dump(), "run": str(r.path)} for c, r in zip(view.cells, view.runs, strict=True)],
         "metrics": [
             {

@@ -43,11 +43,6 @@ class MatrixIndex(BaseModel):
         """The run folder of ``cell``."""
         return matrix_dir / cell.run_dir
 
-    @property
-    def baseline(self) -> MatrixCell:
-        """The cell others are compared with: the first (the first model with the first variant)."""
-        return self.cells[0]
-
 
 def is_matrix(path: Path) -> bool:
     """True when ``path`` is a matrix folder (it holds ``matrix.json``)."""
