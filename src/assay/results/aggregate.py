@@ -369,7 +369,6 @@ def summarize_metric(
         "n_total": int(sv.values.size),
         "n_scored": n_scored,
         "n_errored": int(sv.values.size - n_scored - sv.n_not_applicable),
-        "n_not_applicable": sv.n_not_applicable,
         "n_errored_verdicts": sv.n_errored_verdicts,
         "n_model_errors": sv.n_model_errors,
         "n_eval_errors": sv.n_eval_errors,
@@ -382,6 +381,8 @@ def summarize_metric(
         "repeat_reduction": repeat_reduction,
         "error_examples": [{"doc_id": d, "error": e} for d, e in sv.errors[:MAX_ERROR_EXAMPLES]],
     }
+    if sv.n_not_applicable:  # only where some row had nothing to check: results of other runs keep their bytes
+        entry["n_not_applicable"] = sv.n_not_applicable
     if repeats > 1:
         entry["pass_at_k"], entry["pass_hat_k"] = _pass_k_figures(sv, repeats, error_policy)
     if clusters is None:
