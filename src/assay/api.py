@@ -166,13 +166,28 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
         return pool.submit(asyncio.run, coro).result()
 
 
-def load_tasks(tasks: Any) -> list[Task]:
-    """Tasks from Task objects, YAML paths or config dicts (one or a list)."""
+TASK_FORMATS = ("auto", "lm-eval")
+
+
+def in_task_format(items: Sequence[Any], task_format: str | None) -> list[Any]:
+    """The task sources as ``task_format`` reads them: ``lm-eval`` makes every path an ``lm-eval:`` reference (an
+    lm-eval task YAML whatever its keys); ``auto``/None recognises each by its keys."""
+    if task_format not in (None, *TASK_FORMATS):
+        raise ConfigError(f"task_format: one of {', '.join(TASK_FORMATS)}, got {task_format!r}")
+    if task_format != "lm-eval":
+        return list(items)
+    return [t if not isinstance(t, str | Path) or str(t).startswith("lm-eval:") else f"lm-eval:{t}" for t in items]
+
+
+def load_tasks(tasks: Any, *, task_format: str | None = None) -> list[Task]:
+    """Tasks from Task objects, YAML paths or config dicts (one or a list). ``task_format="lm-eval"`` reads every
+    path as an lm-eval task YAML (or lm-eval task name) whatever its keys, as ``--task-format lm-eval`` does."""
     from assay.tasks import Task, load_task
 
     items = list(tasks) if isinstance(tasks, list | tuple) else [tasks]
     if not items:
         raise ConfigError("no task given")
+    items = in_task_format(items, task_format)
     from assay.tasks.importers.lmeval import is_lmeval_reference, load_lmeval_task
     from assay.tasks.importers.promptfoo import is_promptfoo_config, load_promptfoo
 
@@ -315,6 +330,7 @@ async def arun_outcome(
     *,
     resume: str | Path | None = None,
     retry_errors: bool = False,
+    task_format: str | None = None,
     **settings: Any,
 ) -> RunOutcome:
     """Run tasks (or resume a run folder) and return how it ended, without loading the results.
@@ -324,7 +340,7 @@ async def arun_outcome(
     timeout, cache, …). ``model`` may be omitted (the recorded model is rebuilt) or given again (e.g. an object
     that run.json cannot rebuild), but it must be the model the run started with; likewise ``tasks`` (needed for a
     task that run.json records without its credentials, e.g. a key in a judge's URL). An unknown keyword is a
-    ConfigError listing the valid ones.
+    ConfigError listing the valid ones. ``task_format="lm-eval"`` reads the task paths as lm-eval task YAMLs.
     """
     settings, model_options = split_options(settings)
     if resume is not None:
@@ -343,7 +359,7 @@ async def arun_outcome(
         return await execute(task_objs, model_obj, recorded, run_dir=run_dir, retry_errors=retry_errors)
     if retry_errors:
         raise ConfigError("retry_errors applies to a resumed run: pass resume=RUN_DIR")
-    task_objs = load_tasks(tasks)
+    task_objs = load_tasks(tasks, task_format=task_format)
     run_settings = _settings(settings)
     model_obj = resolve_model(model, task_objs, timeout_s=run_settings.timeout_s, options=model_options)
     return await execute(task_objs, model_obj, run_settings)

@@ -397,13 +397,12 @@ def run_command(
 
     pause_startup()  # no GC passes over what start-up imports: the run turns it on at its first answer
     click.get_current_context().call_on_close(resume_startup)
-    from assay.api import arun_outcome
+    from assay.api import arun_outcome, in_task_format
 
     say = _Messages()  # messages stay one line each in CI logs
     if not tasks and resume is None:
         raise click.UsageError("give at least one task file, or --resume RUN_DIR")
-    if task_format == "lm-eval":  # read as lm-eval task YAMLs whatever their keys
-        tasks = tuple(t if str(t).startswith("lm-eval:") else f"lm-eval:{t}" for t in tasks)
+    tasks = tuple(in_task_format(tasks, task_format))  # lm-eval: read as lm-eval task YAMLs whatever their keys
     if retry_errors and resume is None:
         raise click.UsageError("--retry-errors goes with --resume RUN_DIR")
     settings: dict[str, Any] = {

@@ -126,3 +126,35 @@ def test_lm_eval_name_finds_the_installed_task_file() -> None:
     assert is_lmeval_reference("lm-eval:arc_easy") and is_lmeval_reference(FIXTURES / "gsm8k" / "gsm8k.yaml")
     with pytest.raises(ConfigError, match="no task 'no_such_task'"):
         find_task("no_such_task")
+
+
+def test_task_format_lm_eval_reads_a_file_auto_detection_would_not(tmp_path: Path) -> None:
+    """A task file auto-detection does not take for lm-eval's (its suffix is not .yaml) is read as lm-eval's with
+    ``--task-format lm-eval`` and ``assay.run(task_format="lm-eval")``; an unknown format is named."""
+    import assay
+
+    work = tmp_path / "gsm8k"
+    shutil.copytree(FIXTURES / "gsm8k", work)
+    text = (work / "gsm8k.yaml").read_text()
+    (work / "gsm8k.task").write_text(text)
+    (work / "gsm8k.yaml").unlink()
+    assert not is_lmeval_reference(work / "gsm8k.task")
+    env = {**os.environ, "OPENAI_API_KEY": "EMPTY", "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
+    with OpenAITestServer(reply) as server:
+        cmd = assay_cmd(
+            "run", "gsm8k.task", "--task-format", "lm-eval", "-m", "openai:test-model",
+            "--base-url", server.base_url, "-o", "runs", "--name", "cli",
+        )  # fmt: skip
+        proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+        run = assay.run(
+            str(work / "gsm8k.task"), "openai:test-model", task_format="lm-eval", base_url=server.base_url,
+            output_dir=str(work / "api-runs"), cache=False, quiet=True, max_error_rate=None,
+        )  # fmt: skip
+    (cli_dir,) = [p for p in (work / "runs").iterdir() if p.is_dir()]
+    cli = json.loads((cli_dir / "results.json").read_text())["results"]["gsm8k"]
+    api = run.results["results"]["gsm8k"]
+    assert cli["exact_match,strict-match"] == api["exact_match,strict-match"]
+    assert cli["exact_match,flexible-extract"] == api["exact_match,flexible-extract"] > 0  # gsm8k's own filters ran
+    with pytest.raises(ConfigError, match="task_format: one of auto, lm-eval, got 'inspect'"):
+        assay.run(str(work / "gsm8k.task"), "openai:x", task_format="inspect")
