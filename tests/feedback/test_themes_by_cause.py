@@ -133,3 +133,21 @@ def test_a_colon_or_parenthesis_inside_the_output_does_not_split_a_theme():
     (theme,) = group_failures(records)
     assert theme.n_samples == 4
     assert theme.label == "em fails: output [the output] does not equal expected [the expected answer]"
+
+
+def test_a_judges_problem_worded_two_ways_gets_one_title_whatever_order_the_samples_finished_in() -> None:
+    """samples.jsonl is in completion order: the theme's title must not depend on it."""
+    from assay.feedback.causes import SlotStats, causes_of
+
+    def verdict(problem: str) -> dict[str, object]:
+        return {"passed": False, "details": {"judges": [], "mode": "single", "problem": problem, "grade": "fail"}}
+
+    short, full = (causes_of(verdict(p))[0] for p in ("Names a city", "Names a city."))
+    assert short.key == full.key  # one theme
+    titles = set()
+    for first, second in ((short, full), (full, short)):
+        stats = SlotStats.of(first.text)
+        stats.add(first.text)
+        stats.add(second.text)
+        titles.add(stats.render())
+    assert titles == {"the judge's problem: Names a city."}

@@ -205,10 +205,11 @@ def test_a_run_through_ray_client_finishes_exactly_once(tmp_path: Path, cluster:
 def test_evaluator_errors_count_against_the_error_limit_on_ray(tmp_path: Path, cluster: LocalCluster) -> None:
     """The driver counts error verdicts as the local loop does: past --max-error-rate the run exits 1."""
     n = 30
-    task = write_task(tmp_path, n, extra={"evaluators": [{"name": "exact_match", "expected": "doc.alt"}]})
+    task = write_task(tmp_path, n, extra={"evaluators": [{"name": "numeric", "expected": "doc.alt"}]})
     data = tmp_path / "add.jsonl"
     rows = [json.loads(line) for line in data.read_text().splitlines()]
-    rows[0]["alt"] = rows[0]["answer"]  # only the first row has the field the metric compares with
+    for row in rows:  # only the first row's expected value is a number: numeric errs on every other
+        row["alt"] = row["answer"] if row is rows[0] else "not a number"
     data.write_text("".join(json.dumps(row) + "\n" for row in rows))
     with OpenAITestServer(arithmetic_reply) as server:
         cmd = _cmd(task, server, cluster, "--max-error-rate", "0.5")

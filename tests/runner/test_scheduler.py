@@ -172,15 +172,18 @@ def test_an_evaluator_that_raises_is_an_error_verdict_not_a_crash(tmp_path: Path
         assert verdict["error"] and "judge exploded" in verdict["error"]
 
 
-def test_a_row_without_the_compared_field_is_an_error_verdict(tmp_path: Path) -> None:
+def test_a_row_without_the_compared_field_is_not_applicable_not_an_error(tmp_path: Path) -> None:
+    """A row lacking the field ``expected: doc.gold`` reads gives the metric nothing to check: no verdict, no error
+    (tasks/applicable.py), so it is neither a failure nor in the metric's denominator."""
     rows = [{"id": "a", "input": "x", "gold": "ok"}, {"id": "b", "input": "y"}]
     task = Task("t", rows, evaluators=[{"name": "exact_match", "expected": "doc.gold"}])
     _, error = run_scheduler(tmp_path, task, lambda sample_id: "ok")
     assert error is None
     by_id = {r.sample_id: r for r in read_records(tmp_path)}
     assert by_id["a"].filters["none"].passed["exact_match"] is True
-    verdict = by_id["b"].filters["none"].verdicts["exact_match"][0]
-    assert verdict["error"] and "gold" in verdict["error"]
+    skipped = by_id["b"].filters["none"]
+    assert skipped.verdicts["exact_match"] == [] and skipped.scores["exact_match"] is None
+    assert "exact_match" not in skipped.passed or skipped.passed["exact_match"] is None
 
 
 def test_cancellation_leaves_only_whole_lines(tmp_path: Path) -> None:

@@ -91,6 +91,9 @@ class SlotStats:
     def add(self, s: Slotted, roles: Mapping[str, str] | None = None) -> None:
         """Count one text of this pattern; ``roles`` names known values (``{"Lima": "the expected answer"}``)."""
         self.count += 1
+        if not s.values and s.segments != self.segments:  # one cause worded differently (a judge's problem):
+            self.segments = max(self.segments, s.segments, key=lambda t: (len(t[0]), t))  # the fullest, whatever
+            # order the samples finished in
         for i, value in enumerate(s.values):
             if value != self.first[i]:
                 self.same[i] = False
