@@ -144,13 +144,27 @@ def serve(
     show_default=True,
     help="Samples of each run the page holds (0: all); past it, errored then failing ones first.",
 )
-def view_command(run_dirs: tuple[Path, ...], port: int, open_browser: bool, max_samples: int) -> None:
+@click.option("--label", is_flag=True, help="Serve a page to label the run's judged outputs (RUN/labels.jsonl).")
+@click.option("--who", default="", help="With --label: who gives the labels.")
+def view_command(
+    run_dirs: tuple[Path, ...], port: int, open_browser: bool, max_samples: int, label: bool = False, who: str = ""
+) -> None:
     """Serve the HTML report of RUN_DIR [RUN_DIR …] on 127.0.0.1 until Ctrl-C.
 
     With two or more runs the page compares each with the first. Only this machine can connect.
+    With --label, a keyboard-driven page to label one run's judged outputs (j/k, p/f, 1-9).
     """
+    if label and len(run_dirs) != 1:
+        raise click.UsageError("--label labels one run folder")
+    if who and not label:
+        raise click.UsageError("--who goes with --label")
     try:
-        server = serve(list(run_dirs), port, max_samples)
+        if label:
+            from assay.commands.labelview import serve_labels
+
+            server, _ = serve_labels(run_dirs[0], port, who)
+        else:
+            server = serve(list(run_dirs), port, max_samples)
     except AssayError as err:
         raise click.ClickException(str(err)) from None
     except OSError as err:
@@ -158,7 +172,8 @@ def view_command(run_dirs: tuple[Path, ...], port: int, open_browser: bool, max_
         raise click.ClickException(f"cannot listen on {HOST}:{port}: {err.strerror or err}{hint}") from None
     url = f"http://{HOST}:{server.server_address[1]}/"
     try:
-        click.echo(f"Serving the report of {len(run_dirs)} run(s) at {url}  (Ctrl-C to stop)")
+        what = "the labelling page of 1 run" if label else f"the report of {len(run_dirs)} run(s)"
+        click.echo(f"Serving {what} at {url}  (Ctrl-C to stop)")
         sys.stdout.flush()
         if open_browser:
             import webbrowser
