@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from assay.commands.labelview import serve_labels
+from assay.commands.labelview import label_items, serve_labels
 from assay.judging.labels import run_labels
 from tests.judges.judges_support import judged_run, replier
 
@@ -120,3 +120,45 @@ def test_assay_view_label_serves_the_page_and_refuses_two_runs(run: Path) -> Non
     assert two.returncode == 2 and "--label labels one run folder" in two.stderr
     lone = subprocess.run(assay_cmd("view", str(run), "--who", "ann", "--port", "0"), capture_output=True, text=True)
     assert lone.returncode == 2 and "--who goes with --label" in lone.stderr
+
+
+def test_outputs_where_the_judges_disagree_come_first_and_d_shows_only_them(
+    watched: Any, serve: Any, tmp_path: Path
+) -> None:
+    """Two judges: judge-2 fails s2, which judge-1 passes. That output is listed first, says who said what, and
+    `d` narrows the page to it (and back)."""
+    from tests.judge.judge_support import blocks, judge_spec
+
+    def reply(request: dict[str, Any]) -> str:
+        if request["model"] == "student":
+            return request["messages"][-1]["content"].split("::")[-1]
+        output = blocks(request)["response"]
+        passed = output != "a0" and not (request["model"] == "judge-2" and output == "a2")
+        return json.dumps({"explanation": "scripted", "label": "pass" if passed else "fail"})
+
+    server = serve(reply)
+    models = {"model": [judge_spec(server, "judge-1"), judge_spec(server, "judge-2")]}
+    run = judged_run(tmp_path, server, {"s0": "a0", "s1": "a1", "s2": "a2"}, extra=models)
+    items = label_items(run, "ann")
+    assert items[0]["sample_id"] == "s2"
+    assert items[0]["disagree"] == "judge-1 1, judge-2 0" and not any(it["disagree"] for it in items[1:])
+    web, _ = serve_labels(run, 0, who="ann")
+    thread = threading.Thread(target=web.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        watched.load(f"http://127.0.0.1:{web.server_address[1]}/")
+        page = watched.page
+        assert page.text_content("#where").startswith("qa / s2")
+        assert page.text_content("#disagree") == "judges disagree: judge-1 1, judge-2 0"
+        page.keyboard.press("d")
+        assert page.text_content("#progress") == "1 of 1 where judges disagree"
+        page.keyboard.press("j")  # nothing past it
+        assert page.text_content("#where").startswith("qa / s2")
+        page.keyboard.press("d")
+        assert page.text_content("#progress") == "1 of 3"
+        page.keyboard.press("j")
+        assert page.text_content("#disagree") == ""
+        assert watched.errors == [] and watched.csp_violations() == []
+    finally:
+        web.shutdown()
+        web.server_close()

@@ -1,11 +1,13 @@
 """``assay view RUN --label``: a page on 127.0.0.1 where a person labels a run's judged outputs, keyboard first.
 
-j / k next and previous, p / f pass and fail, 1-9 a grade; the note field takes text. The page lists the judged
-outputs of the run's judge metrics, unlabelled ones first. Each label is a POST appended to ``RUN/labels.jsonl``
-and nothing else is written. Requests whose ``Host`` is not this loopback address are refused (DNS rebinding), and a
-POST must carry the page's token in ``X-Assay-Token`` (a random value only the served page holds) with a JSON body
-and no foreign ``Origin``, so another site cannot label through the browser. The run's texts reach the page as a
-JSON data block and are shown with ``textContent`` only: model outputs are untrusted.
+j / k next and previous, p / f pass and fail, 1-9 a grade, d only where the judges disagree; the note field takes
+text. The page lists the judged outputs of the run's judge metrics, unlabelled ones where the judges disagree first
+(several judges on both sides of the pass threshold, repeated judgements that differ, a pairwise judge that flipped
+with the order), then the other unlabelled ones, then those already labelled. Each label is a POST appended to
+``RUN/labels.jsonl`` and nothing else is written. Requests whose ``Host`` is not this loopback address are refused
+(DNS rebinding), and a POST must carry the page's token in ``X-Assay-Token`` (a random value only the served page
+holds) with a JSON body and no foreign ``Origin``, so another site cannot label through the browser. The run's texts
+reach the page as a JSON data block and are shown with ``textContent`` only: model outputs are untrusted.
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ pre {{ white-space: pre-wrap; background: #f5f5f5; padding: .6rem; border-radius
 </style></head>
 <body>
 <p class="muted"><kbd>j</kbd>/<kbd>k</kbd> next/previous, <kbd>p</kbd> pass, <kbd>f</kbd> fail,
-<kbd>1</kbd>–<kbd>9</kbd> grade. <span id="progress"></span></p>
+<kbd>1</kbd>–<kbd>9</kbd> grade, <kbd>d</kbd> only where judges disagree. <span id="progress"></span></p>
 <h2 id="where"></h2>
+<p id="disagree" class="label"></p>
 <h3>Input</h3><pre id="input"></pre>
 <h3>Output</h3><pre id="output"></pre>
 <p>Judge: <span id="judge"></span></p>
@@ -42,14 +45,15 @@ pre {{ white-space: pre-wrap; background: #f5f5f5; padding: .6rem; border-radius
 <p><label>Note <input id="note" size="60" maxlength="4000"></label></p>
 <script type="application/json" id="items">{items}</script>
 <script nonce="{nonce}">
-const items = JSON.parse(document.getElementById('items').textContent);
+const all = JSON.parse(document.getElementById('items').textContent);
 const token = {token};
-let at = 0;
+let items = all, at = 0;
 const $ = id => document.getElementById(id);
 function show() {{
   const it = items[at];
-  if (!it) {{ $('where').textContent = 'nothing to label'; return; }}
-  $('progress').textContent = (at + 1) + ' of ' + items.length;
+  if (!it) {{ $('where').textContent = 'nothing to label'; $('progress').textContent = ''; return; }}
+  $('progress').textContent = (at + 1) + ' of ' + items.length + (items === all ? '' : ' where judges disagree');
+  $('disagree').textContent = it.disagree ? 'judges disagree: ' + it.disagree : '';
   $('where').textContent = it.task + ' / ' + it.sample_id + ' (repeat ' + it.repeat + ') · ' + it.metric;
   $('input').textContent = it.input;
   $('output').textContent = it.output;
@@ -76,6 +80,7 @@ document.addEventListener('keydown', e => {{
   else if (e.key === 'f') give('fail');
   else if (/^[1-9]$/.test(e.key)) give(Number(e.key));
   else if (e.key === 'n') {{ e.preventDefault(); $('note').focus(); }}
+  else if (e.key === 'd') {{ items = items === all ? all.filter(it => it.disagree) : all; at = 0; show(); }}
 }});
 show();
 document.body.dataset.ready = '1';
@@ -88,8 +93,30 @@ def _clip(text: Any) -> str:
     return value if len(value) <= MAX_TEXT else value[: MAX_TEXT - 1] + "…"
 
 
+def disagreement(details: Any) -> str:
+    """How a verdict's judges disagree, in words; empty when they agree (or there was one judgement)."""
+    if not isinstance(details, dict):
+        return ""
+    threshold = details.get("pass_threshold")
+    per_judge = [j for j in details.get("per_judge") or [] if isinstance(j, dict) and "score" in j]
+    if isinstance(threshold, int | float) and len(per_judge) > 1:
+        sides = {j["score"] >= threshold for j in per_judge}
+        if len(sides) > 1:
+            return ", ".join(f"{j['model']} {j['score']:g}" for j in per_judge)
+    spread = details.get("spread")
+    if isinstance(spread, dict) and isinstance(threshold, int | float):
+        low, high = spread.get("min"), spread.get("max")
+        if isinstance(low, int | float) and isinstance(high, int | float) and low < threshold <= high:
+            return f"repeated judgements from {low:g} to {high:g}"
+    position = details.get("position")
+    if isinstance(position, dict) and position.get("inconsistent"):
+        return "the judge's preference flipped with the order of the responses"
+    return ""
+
+
 def label_items(run_dir: Path, who: str) -> list[dict[str, Any]]:
-    """Every judged output of the run's judge metrics with ``who``'s latest label; unlabelled ones first."""
+    """Every judged output of the run's judge metrics with ``who``'s latest label: unlabelled ones where the
+    judges disagree first, then other unlabelled ones, then labelled ones."""
     from assay.judging.collect import judge_metrics
     from assay.judging.labels import latest, run_labels
     from assay.store.rundir import read_manifest
@@ -123,8 +150,9 @@ def label_items(run_dir: Path, who: str) -> list[dict[str, Any]]:
                     "task": task, "sample_id": sample_id, "repeat": j, "metric": metric,
                     "input": _clip(rec.get("prompt", "")), "output": _clip(output), "judge": _clip(judged),
                     "label": None if lab is None else lab.label, "note": "" if lab is None else lab.note,
+                    "disagree": disagreement(verdict.get("details")),
                 }  # fmt: skip
-    return sorted(found.values(), key=lambda it: it["label"] is not None)
+    return sorted(found.values(), key=lambda it: (it["label"] is not None, not it["disagree"]))
 
 
 def _script_json(value: Any) -> str:
