@@ -40,12 +40,14 @@ def judged_run(
     repeats: int = 1,
     extra: Mapping[str, Any] | None = None,
     name: str = "judged",
+    **row: Any,
 ) -> Path:
-    """A finished run folder: one row per answer, the student says it, an llm_judge grades it."""
+    """A finished run folder: one row per answer (plus the fields ``row``), the student says it, an llm_judge
+    grades it."""
     judge = {"name": "llm_judge", "expected": "none", "model": judge_spec(server), "criteria": "is it right?"}
     task = {
         "name": "qa",
-        "dataset": [{"id": sid, "question": f"Say::{text}"} for sid, text in answers.items()],
+        "dataset": [{"id": sid, "question": f"Say::{text}", **row} for sid, text in answers.items()],
         "fields": {"id": "id", "input": "question"},
         "template": "{{ question }}",
         "repeats": repeats,

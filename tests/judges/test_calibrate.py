@@ -171,3 +171,33 @@ def test_identity_follows_the_grading_not_the_connection() -> None:
     rag = {"name": "faithfulness", "model": "openai:j", "context": "doc.contexts"}
     assert judge_identity(rag)["id"] == judge_identity(rag | {"cache": True})["id"]
     assert judge_identity(rag)["id"] != judge_identity(rag | {"context": "doc.other"})["id"]
+
+
+def test_calibrate_reports_a_pairwise_judges_swap_consistency(serve, tmp_path: Path) -> None:
+    """q0's judge prefers whichever response is shown first (its verdict errs: never paired with a label, yet
+    counted here); the others keep their preference when swapped: 3 of 4 consistent, the flip towards the first."""
+    from tests.judge.judge_support import blocks
+
+    def reply(request: dict[str, object]) -> str:
+        if request["model"] == "student":
+            return request["messages"][-1]["content"].split("::")[-1]  # type: ignore[index]
+        b = blocks(request)  # type: ignore[arg-type]
+        if "q0" in (b["response A"], b["response B"]):
+            return json.dumps({"explanation": "first is better", "winner": "A"})
+        return json.dumps({"explanation": "better", "winner": "A" if b["response A"] != "old" else "B"})
+
+    pairwise = {"mode": "pairwise", "baseline": "doc.old", "reference": None}
+    server = serve(reply)
+    run = judged_run(tmp_path, server, {f"q{i}": f"q{i}" for i in range(4)}, extra=pairwise, old="old")
+    rows = [{"sample_id": f"q{i}", "label": "pass"} for i in range(4)]
+    code, out, err = _invoke(
+        "judge", "calibrate", str(run), "--labels", str(write_labels(tmp_path / "l.jsonl", rows)), "--json"
+    )
+    assert code == 0, err
+    (record,) = json.loads(out)
+    assert record["position_bias"] == {
+        "judgements": 4, "inconsistent": 1, "prefers_first": 1, "prefers_second": 0, "swap_consistency": 0.75,
+    }  # fmt: skip
+    assert record["n_items"] == 3 and record["n_judge_errors"] == 1
+    code, shown, _ = _invoke("judge", "calibrate", str(run), "--labels", str(tmp_path / "l.jsonl"))
+    assert "swap consistency (1 of 4 flipped: 1 to the first, 0 to the second)" in shown and "0.75" in shown

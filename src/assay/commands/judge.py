@@ -188,6 +188,11 @@ def print_record(console: Console, record: dict[str, Any]) -> None:
         table.add_row(
             f"self-consistency ({consistency['n_outputs']} outputs judged twice+)", _f(consistency["agreement"]), ""
         )
+    position = record.get("position_bias")
+    if position and position["judgements"]:
+        flips = f"{position['inconsistent']} of {position['judgements']} flipped"
+        lean = f"{position['prefers_first']} to the first, {position['prefers_second']} to the second"
+        table.add_row(f"position: swap consistency ({flips}: {lean})", _f(position["swap_consistency"]), "")
     verbose = record["verbosity"]
     table.add_row(
         "verbosity: ρ(judge score, length)", _f(verbose["judge_spearman"]), _ci(verbose.get("judge_spearman_ci"))

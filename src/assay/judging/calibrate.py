@@ -5,7 +5,8 @@ Per judge metric: accuracy beside the base rate (always answering the people's m
 α when several people labelled, the confusion matrix (rows the people's labels, columns the judge's), each with a
 seeded percentile bootstrap interval over the labelled items; the judge's self-consistency where it judged the same
 output more than once (repeats with identical outputs); and verbosity bias, Spearman's ρ of the judge's score with
-the output's length in characters (beside the same ρ of the people's labels, where there are numeric ones).
+the output's length in characters (beside the same ρ of the people's labels, where there are numeric ones); and
+position bias of a pairwise judge, how often its preference flipped when the two responses swapped places.
 """
 
 from __future__ import annotations
@@ -154,6 +155,17 @@ def self_consistency(jm: JudgeMetric, level: Level) -> dict[str, Any] | None:
     }
 
 
+def position_bias(jm: JudgeMetric) -> dict[str, Any] | None:
+    """A pairwise judge's swap consistency over the run: judgements read in both orders, how many flipped with the
+    order (and towards which position), the share that did not; None for a judge that does not compare pairs."""
+    if not jm.positions:
+        return None
+    keys = ("judgements", "inconsistent", "prefers_first", "prefers_second")
+    totals = {k: sum(int(p.get(k) or 0) for p in jm.positions.values()) for k in keys}
+    n = totals["judgements"]
+    return {**totals, "swap_consistency": _num(1 - totals["inconsistent"] / n) if n else None}
+
+
 def verbosity(jm: JudgeMetric, level: Level, *, iters: int = ITERS, seed: int = SEED) -> dict[str, Any]:
     """Spearman's ρ of the judge's score with output length (all its judgements), and of the people's labels."""
     keys = sorted(jm.judged)
@@ -213,6 +225,7 @@ def calibrate_run(
                 "n_judge_errors": jm.n_errors,
                 **figures,
                 "self_consistency": self_consistency(jm, level),
+                "position_bias": position_bias(jm),
                 "verbosity": verbosity(jm, level, iters=iters, seed=seed),
                 "bootstrap": {"method": "percentile", "iters": iters, "seed": seed, "confidence": CONFIDENCE},
                 "created_at": time.time(),

@@ -47,6 +47,7 @@ class JudgeMetric:
     judged: dict[tuple[str, int], Judged] = field(default_factory=dict)
     n_errors: int = 0
     labels: dict[tuple[str, int], dict[str, Label]] = field(default_factory=dict)  # item -> who -> latest label
+    positions: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)  # pairwise: details["position"]
 
     @property
     def key(self) -> str:
@@ -100,6 +101,9 @@ def read_judgements(metrics: Sequence[JudgeMetric], records: Iterable[Mapping[st
                 errors[(jm.task, jm.metric, sample_id)] = 0
                 for j, v in enumerate(verdicts):
                     jm.judged.pop((sample_id, j), None)
+                    position = (v.get("details") or {}).get("position")
+                    if isinstance(position, dict):  # counted errored or not: all orders flipping is an error
+                        jm.positions[(sample_id, j)] = position
                     if v.get("error") is not None or v.get("score") is None:
                         errors[(jm.task, jm.metric, sample_id)] += 1
                         continue
