@@ -438,7 +438,7 @@ def run_command(
     else:
         settings = _resume_settings(settings)
     try:
-        given = {"base_url": base_url, "api_key_env": api_key_env, "params": _params(params)}
+        given: dict[str, Any] = {"base_url": base_url, "api_key_env": api_key_env, "params": _params(params)}
         if not models and any(given.values()):
             raise click.UsageError("--base-url, --api-key-env and --param need --model")
         from assay.commands import matrixrun
