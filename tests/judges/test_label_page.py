@@ -111,7 +111,7 @@ def test_assay_view_label_serves_the_page_and_refuses_two_runs(run: Path) -> Non
         with urllib.request.urlopen(url, timeout=10) as resp:
             page = resp.read().decode()
             csp = resp.headers["Content-Security-Policy"]
-        assert '"sample_id": "s1"' in page and EVIL not in page  # the output is in the data block, escaped
+        assert '"sample_id":"s1"' in page and EVIL not in page  # the output is in the data block, escaped
         assert "default-src 'none'" in csp and "unsafe-inline" not in csp
     finally:
         proc.terminate()

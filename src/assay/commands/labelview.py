@@ -155,15 +155,12 @@ def label_items(run_dir: Path, who: str) -> list[dict[str, Any]]:
     return sorted(found.values(), key=lambda it: (it["label"] is not None, not it["disagree"]))
 
 
-def _script_json(value: Any) -> str:
-    """JSON safe inside a <script> block: no ``<``, ``>`` or ``&`` can end it or open a comment."""
-    text = json.dumps(value, ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
 def make_handler(run_dir: Path, who: str, token: str, port_ref: list[int]) -> type[BaseHTTPRequestHandler]:
     """GET / the page (the run's items read afresh), POST /label one label; nothing else."""
     from assay.judging.labels import append_labels, label_from
+    from assay.report.html import embed_json
+
+    known: set[tuple[str, str, int, str]] = set()  # so a POST does not re-read the whole run
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "assay-label"
@@ -202,14 +199,16 @@ def make_handler(run_dir: Path, who: str, token: str, port_ref: list[int]) -> ty
                 return self._refuse(404, "not found")
             try:
                 items = label_items(run_dir, who)
+                known.clear()  # the judged outputs a label may name, read afresh with every page
+                known.update((it["task"], it["sample_id"], it["repeat"], it["metric"]) for it in items)
             except (AssayError, OSError) as err:
                 return self._refuse(500, f"could not read the run: {err}")
             nonce = secrets.token_urlsafe(16)
             page = PAGE.format(
                 title=html.escape(run_dir.name),
                 nonce=nonce,
-                items=_script_json(items),
-                token=_script_json(token),
+                items=embed_json(items),
+                token=embed_json(token),
             )
             csp = (
                 f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
@@ -237,7 +236,10 @@ def make_handler(run_dir: Path, who: str, token: str, port_ref: list[int]) -> ty
                 if not isinstance(obj, dict):
                     raise ValueError("expected a JSON object")
                 lab = label_from({**obj, "who": who, "when": None}, "POST /label")
-                known = {(it["task"], it["sample_id"], it["repeat"], it["metric"]) for it in label_items(run_dir, who)}
+                if not known:  # a POST before any page was served
+                    known.update(
+                        (it["task"], it["sample_id"], it["repeat"], it["metric"]) for it in label_items(run_dir, who)
+                    )
                 if lab.key not in known:
                     raise ValueError(f"no judged output {lab.key} in this run")
                 append_labels(run_dir, [lab])
