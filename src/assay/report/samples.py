@@ -99,6 +99,35 @@ def sample_input(rec: SampleRecord, field_path: str | None = None) -> Any:
     return rec.prompt
 
 
+def pack_transcript(transcript: list[dict[str, Any]]) -> list[list[Any]]:
+    """An agent's transcript for the page's drawer, one entry per message, texts capped:
+    ``[role, text, calls, seconds, [in, out], error]`` where ``calls`` are an assistant's ``[[name, args]]`` and a
+    tool message's ``[[name]]``, ``seconds`` the model call's latency or the tool's duration, ``error`` 1 when a
+    tool failed."""
+    from assay.agents.transcript import content_text
+
+    out: list[list[Any]] = []
+    for m in transcript:
+        role = str(m.get("role") or "")
+        calls: list[list[Any]] | None = None
+        if role == "assistant" and m.get("tool_calls"):
+            calls = [
+                [
+                    clip(str((c.get("function") or {}).get("name") or "")),
+                    clip((c.get("function") or {}).get("arguments")),
+                ]
+                for c in m["tool_calls"]
+                if isinstance(c, dict)
+            ]
+        elif role == "tool":
+            calls = [[clip(str(m.get("name") or ""))]]
+        seconds = m.get("latency_s", m.get("duration_s"))
+        usage = m.get("usage") if isinstance(m.get("usage"), dict) else None
+        tokens = [usage.get("input_tokens", 0), usage.get("output_tokens", 0)] if usage else None
+        out.append(_trim([role, cap_text(content_text(m)), calls, seconds, tokens, 1 if m.get("error") else None]))
+    return out
+
+
 def pack_sample(
     rec: SampleRecord, run_index: int, task_index: int, metrics: MetricIndex, field_path: str | None = None
 ) -> dict[str, Any]:
@@ -148,6 +177,9 @@ def pack_sample(
                 item["f"] = resp.finish_reason
             if resp.model:
                 item["m"] = resp.model
+            if resp.transcript:
+                item["h"] = pack_transcript(resp.transcript)
+                item["s"] = resp.stop_reason
         if err:
             item["e"] = clip(err)
         responses.append(item)

@@ -178,7 +178,8 @@
         el("td", null, TASKS[s.t]),
         sidCell,
         el("td", "text", short(textOf(s.n !== undefined ? s.n : s.p))),
-        el("td", "text", short(outputText(s) || ((s.o || []).some(function (r) { return r && r.e; }) ? "(no response)" : ""))),
+        add(el("td", "text", short(outputText(s) || ((s.o || []).some(function (r) { return r && r.e; }) ? "(no response)" : ""))),
+          agentNote(s)),
         el("td", "text", short(textOf(s.g))),
         el("td", "num", fmtScore(scoreOf(s, metric))),
         add(el("td", "outcome"), badges(outcome(s, metric))),
@@ -314,12 +315,48 @@
     } else if (!r.e) {
       add(box, el("pre", "text sub", "(no text)"));
     }
-    (r.c || []).forEach(function (call) {
+    if (r.h) add(box, transcriptBox(r.h, r.s));
+    else (r.c || []).forEach(function (call) {
       var tool = add(el("div", "tool"), el("span", "k", "tool call "), el("b", "mono", call[0]), " ", el("code", null, call[1] || "{}"));
       if (call.length > 2 && call[2] !== null) add(tool, add(el("div"), el("span", "k", "→ "), el("code", null, call[2])));
       add(box, tool);
     });
     if (meta.length) add(box, el("div", "sub", meta.join(" · ")));
+    return box;
+  }
+
+  // "2 turns · 3 tool calls" under an agent sample's output in the list (turns: the model's calls).
+  function agentNote(s) {
+    var h = ((s.o || [])[0] || {}).h;
+    if (!h) return null;
+    var turns = h.filter(function (m) { return m[0] === "assistant"; }).length;
+    var calls = h.filter(function (m) { return m[0] === "tool"; }).length;
+    return el("div", "sub agent-note", turns + " turn" + (turns === 1 ? "" : "s") + " · " + calls + " tool call" + (calls === 1 ? "" : "s"));
+  }
+
+  // An agent's transcript as a conversation: each message with its role, tool calls folded with their arguments,
+  // tool results (errors marked), per-call latency and tokens. Everything is text nodes: outputs are untrusted.
+  function transcriptBox(h, stop) {
+    var turns = h.filter(function (m) { return m[0] === "user"; }).length;
+    var calls = h.filter(function (m) { return m[0] === "tool"; }).length;
+    var box = add(el("details", "transcript"), el("summary", null,
+      "Transcript: " + h.length + " messages, " + turns + " user turn" + (turns === 1 ? "" : "s") + ", " +
+      calls + " tool call" + (calls === 1 ? "" : "s") + (stop ? " · stopped: " + stop : "")));
+    box.open = true;
+    h.forEach(function (m) {
+      var role = m[0], text = m[1], meta = [];
+      if (typeof m[3] === "number") meta.push(fmtSeconds(m[3]));
+      if (m[4]) meta.push(m[4][0] + " in / " + m[4][1] + " out");
+      var msg = add(el("div", "msg " + role + (m[5] ? " error" : "")),
+        el("span", "k", role === "tool" ? "tool " + ((m[2] || [[""]])[0][0] || "") + (m[5] ? " (error)" : "") : role),
+        meta.length ? el("span", "sub", " " + meta.join(" · ")) : null);
+      if (text !== undefined && text !== null && textOf(text) !== "") add(msg, el("pre", "text", textOf(text)));
+      if (role === "assistant") (m[2] || []).forEach(function (call) {
+        var summary = add(el("summary"), el("span", "k", "calls "), el("b", "mono", call[0]));
+        add(msg, add(el("details", "tool"), summary, el("code", null, call[1] || "{}")));
+      });
+      add(box, msg);
+    });
     return box;
   }
 
