@@ -75,3 +75,12 @@ def log_call(tag: str) -> str:
     with open(os.environ["AGENT_TOOL_LOG"], "a") as fh:
         fh.write(tag + "\n")
     return f"logged {tag}"
+
+
+def echo(text: str) -> str:
+    """Return the text given (a tool whose result is whatever the model wrote).
+
+    Args:
+        text: What to return.
+    """
+    return text

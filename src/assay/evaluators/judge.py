@@ -31,7 +31,7 @@ import threading
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from assay.errors import EvaluationInputError
@@ -48,6 +48,7 @@ from assay.evaluators.judge_prompt import (
     pairwise_messages,
     preference_format,
     render_input,
+    render_transcript,
     steps_format,
     steps_messages,
 )
@@ -73,6 +74,11 @@ class Inputs:
     input_text: str | None
     reference: str | None
     baseline: str | None
+    transcript: list[tuple[str, str]] = field(default_factory=list)  # (label, text) per message, when shown
+
+    def texts(self) -> list[str]:
+        """Every text shown to the judge besides the output(s): the boundary must differ from all of them."""
+        return [self.input_text or "", self.reference or "", *(t for _, t in self.transcript)]
 
 
 class StepsError(Exception):
@@ -244,7 +250,9 @@ class LLMJudge(JudgeBase):
                 raise EvaluationInputError(
                     f"llm_judge (pairwise): no baseline output to compare with (baseline={where!r})"
                 )
-        return Inputs(render_input(input_value) or None, reference, baseline)
+        shown = context.get("transcript") if self.options.transcript else None
+        transcript = render_transcript(shown) if isinstance(shown, list) else []
+        return Inputs(render_input(input_value) or None, reference, baseline, transcript)
 
     @staticmethod
     def _source(
@@ -293,7 +301,7 @@ class LLMJudge(JudgeBase):
     async def _grade(
         self, models: JudgeModels, j: int, k: int, output: str, inputs: Inputs, steps: list[str] | None
     ) -> Unit:
-        boundary = new_boundary([output, inputs.input_text or "", inputs.reference or ""])
+        boundary = new_boundary([output, *inputs.texts()])
         messages = grade_messages(
             boundary=boundary,
             scale=self.scale,
@@ -303,6 +311,7 @@ class LLMJudge(JudgeBase):
             steps=steps,
             input_text=inputs.input_text,
             reference=inputs.reference,
+            transcript=inputs.transcript,
         )
         weigh = self.options.score_from == "logprobs"
         record = await models.call(
@@ -410,7 +419,7 @@ class LLMJudge(JudgeBase):
         inputs: Inputs,
         steps: list[str] | None,
     ) -> CallRecord:
-        boundary = new_boundary([first, second, inputs.input_text or "", inputs.reference or ""])
+        boundary = new_boundary([first, second, *inputs.texts()])
         messages = pairwise_messages(
             boundary=boundary,
             criteria=self.options.criteria,
@@ -420,6 +429,7 @@ class LLMJudge(JudgeBase):
             steps=steps,
             input_text=inputs.input_text,
             reference=inputs.reference,
+            transcript=inputs.transcript,
         )
         return await models.call(
             j,

@@ -91,6 +91,11 @@ class JudgeOptions(JudgeCallOptions):
         default="target", description="the reference answer shown to the judge: 'target', 'doc.FIELD' or null"
     )
     include_input: bool = Field(default=True, description="show the judge the task's input")
+    transcript: bool = Field(
+        default=False,
+        description="show the judge an agent's whole transcript, each message labelled and delimited (tool results "
+        "are untrusted data like the output), not only its final output",
+    )
     mode: Literal["grade", "pairwise"] = Field(
         default="grade", description="'grade' on the scale, or 'pairwise' against a baseline output"
     )

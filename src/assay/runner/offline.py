@@ -160,8 +160,14 @@ def _jsonable(value: Any) -> Any:
 
 
 def _context(item: Answered, prompt: str) -> dict[str, Any]:
+    """What a pair-by-pair evaluator sees of the sample, as the per-sample path gives it (an agent's transcript
+    when the sample has one response)."""
     s = item.sample
-    return {"input": s.input, "prompt": prompt, "doc": s.doc, "metadata": s.metadata, "target": s.target}
+    context = {"input": s.input, "prompt": prompt, "doc": s.doc, "metadata": s.metadata, "target": s.target}
+    only = item.responses[0] if len(item.responses) == 1 else None
+    if only is not None and only.transcript:
+        context["transcript"] = only.transcript
+    return context
 
 
 def _every(contexts: Callable[[], list[dict[str, Any]]]) -> list[Mapping[str, Any]]:

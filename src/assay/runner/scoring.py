@@ -50,6 +50,17 @@ def limit_stop(responses: list[Response | None], index: int, reduces: bool) -> s
     return None
 
 
+def _with_transcript(
+    context: dict[str, Any], responses: list[Response | None], k: int, reduces: bool
+) -> dict[str, Any]:
+    """The evaluator's context with the judged response's agent transcript, when it has one (an llm_judge with
+    ``transcript: true`` shows it); a pipeline that reduces several repeats to one value has no single transcript."""
+    response = responses[k] if k < len(responses) and (not reduces or len(responses) == 1) else None
+    if response is None or not response.transcript:
+        return context
+    return {**context, "transcript": response.transcript}
+
+
 async def _judge(evaluator: Evaluator, value: Any, expected: Any, context: dict[str, Any]) -> Verdict:
     """One verdict; an evaluator that raises (evaluate() already guards; an overriding aevaluate may not) errors."""
     try:
@@ -120,7 +131,8 @@ async def score_sample(
                         evaluator, pipeline, responses, k, expected, metric.expected, sample.doc, context, _judge
                     )
                 else:
-                    verdict = explain_no_match(await _judge(evaluator, value, expected, context), mark)
+                    shown = _with_transcript(context, responses, k, pipeline.reduces)
+                    verdict = explain_no_match(await _judge(evaluator, value, expected, shown), mark)
                 if feedback_model is not None:
                     from assay.feedback.generate import with_model_feedback
 
