@@ -27,7 +27,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from benchmarks.bench_runner import ServerProcess
 
 SAMPLES = 500
 LATENCY_S = 0.05
@@ -64,21 +67,12 @@ def serve(latency_s: float) -> None:
             time.sleep(3600)
 
 
-class ServerProcess:
-    """The scripted server in its own process, so its CPU is not counted as the client's."""
+def _server(latency_s: float) -> ServerProcess:
+    """The scripted server in its own process, so its CPU is not counted as the client's (imported here: the
+    inspect_ai side runs in a Python without assay)."""
+    from benchmarks.bench_runner import ServerProcess
 
-    def __init__(self, latency_s: float) -> None:
-        cmd = [sys.executable, "-m", "benchmarks.bench_agent", "--serve", str(latency_s)]
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-        assert self.proc.stdout is not None
-        self.base_url = self.proc.stdout.readline().strip()
-
-    def __enter__(self) -> ServerProcess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
+    return ServerProcess(latency_s, cmd=[sys.executable, "-m", "benchmarks.bench_agent", "--serve", str(latency_s)])
 
 
 def _rows(n: int) -> list[dict[str, Any]]:
@@ -226,7 +220,7 @@ def main(argv: list[str] | None = None) -> None:
             print("inspect_ai: not installed here; --inspect-python PATH names a Python that has it")
     if inspect_python is not None:
         sides.append(("inspect_ai", "inspect", inspect_python))
-    with ServerProcess(latency) as server:
+    with _server(latency) as server:
         for label, name, python in sides:
             figures = _side(name, server.base_url, n, concurrency, python)
             if figures is None:

@@ -58,9 +58,11 @@ def _task(n: int) -> Task:
 class ServerProcess:
     """``python -m assay.testing.server`` in its own process, so its CPU is not counted as the client's."""
 
-    def __init__(self, latency_s: float, *extra: str) -> None:
+    def __init__(self, latency_s: float, *extra: str, cmd: list[str] | None = None) -> None:
+        """The test server replying "42" after ``latency_s``; ``cmd``: another server command printing its URL."""
+        default = [sys.executable, "-m", "assay.testing.server", "--latency", str(latency_s), "--reply", "42", *extra]
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "assay.testing.server", "--latency", str(latency_s), "--reply", "42", *extra],
+            cmd or default,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
