@@ -68,3 +68,33 @@ def test_without_the_option_the_judge_sees_the_output_only(tmp_path: Path) -> No
     (request,) = seen
     assert "## The agent's transcript" not in request["messages"][-1]["content"]
     assert run.records[0].filters["none"].verdicts["llm_judge"][0]["passed"] is False
+
+
+def test_rescoring_with_the_option_shows_the_logged_transcript(tmp_path: Path) -> None:
+    """`assay score RUN --task CHANGED` (no model call) gives the judge the transcript the run logged."""
+    import os
+    import subprocess
+
+    import yaml
+
+    from tests.e2e.e2e_support import assay_cmd
+
+    seen.clear()
+    with OpenAITestServer(_reply, models=("assay-test", "judge")) as server:
+        task = _task(tmp_path, server)
+        run = run_task(tmp_path, task, server)
+        assert run.records[0].filters["none"].verdicts["llm_judge"][0]["passed"] is False
+        changed = yaml.safe_load(task.read_text())
+        changed["evaluators"][0]["transcript"] = True
+        task.write_text(yaml.safe_dump(changed))
+        cmd = assay_cmd("score", str(run.path), "--task", str(task), "-o", str(tmp_path / "rescored"))
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]),
+        }
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+    assert len(seen) == 2 and "## The agent's transcript" in seen[1]["messages"][-1]["content"]
+    (folder,) = [p for p in (tmp_path / "rescored").iterdir() if p.is_dir()]
+    record = json.loads((folder / "samples.jsonl").read_text().splitlines()[0])
+    assert record["filters"]["none"]["verdicts"]["llm_judge"][0]["passed"] is True
