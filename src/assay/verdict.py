@@ -43,6 +43,8 @@ class Verdict:
     ``score`` is in [0, 1] (one within :data:`SCORE_TOLERANCE` outside it, float rounding, is clipped); ``reason``
     says what differed (None when passed); ``feedback`` says what would make the output pass. An *error* verdict
     (``error`` set, ``score`` NaN) means the evaluator could not judge; it is never a failure and never a zero.
+    ``own_scale``: the score is a metric's value on its own scale (any finite number: a length, a BLEU difference),
+    averaged and given an interval as it is, never clipped into [0, 1]; ``passed`` is then the metric's own rule.
     """
 
     score: float
@@ -51,9 +53,15 @@ class Verdict:
     details: dict[str, Any] = field(default_factory=dict)
     feedback: str | None = None
     error: str | None = None
+    own_scale: bool = False
 
     def __post_init__(self) -> None:
-        if self.error is None:
+        if self.error is None and self.own_scale:
+            score = self.score
+            if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+                raise ValueError(f"Verdict.score on its own scale must be a finite number, got {score!r}")
+            object.__setattr__(self, "score", float(score))
+        elif self.error is None:
             score = self.score
             if not (isinstance(score, int | float) and 0.0 <= score <= 1.0):  # the usual score passes this alone
                 clipped = unit_score(score) if isinstance(score, int | float) else None
@@ -112,8 +120,8 @@ class Verdict:
         return cls(math.nan, False, None, details or {}, None, message)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict (an error's score is ``None``, since JSON has no NaN)."""
-        return {
+        """A JSON-safe dict (an error's score is ``None``, since JSON has no NaN); ``own_scale`` only when set."""
+        out = {
             "score": None if self.is_error else self.score,
             "passed": self.passed,
             "reason": self.reason,
@@ -121,6 +129,9 @@ class Verdict:
             "details": self.details,
             "error": self.error,
         }
+        if self.own_scale:
+            out["own_scale"] = True
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Verdict:
@@ -133,6 +144,7 @@ class Verdict:
             dict(data.get("details") or {}),
             data.get("feedback"),
             data.get("error"),
+            bool(data.get("own_scale", False)),
         )
 
 

@@ -10,7 +10,9 @@ built, so ``def check(output, expected)``, ``def check(response, expected)`` and
 all work; one that cannot be called so is a ConfigError naming the parameter.
 
 It may return a bool, a number in [0, 1] (passes at ``threshold``), a dict ``{score, passed?, reason?, feedback?,
-details?}`` or a Verdict. A wrong return type, a score outside [0, 1] or an exception becomes an error verdict
+details?}`` or a Verdict. With ``scale: own`` the number is a metric on its own scale (a length, a difference of
+BLEU scores): any finite number, reported as it is with its interval, passing within ``at_least`` / ``at_most``
+when they are set (every value passes when neither is). A wrong return type, a score outside [0, 1] or an exception becomes an error verdict
 that says so; a score within 1e-9 outside [0, 1] is float rounding (sacrebleu's perfect 100.00000000000004,
 divided by 100) and is clipped into it. A failing result without feedback gets feedback naming the function, the
 first line of its docstring (say what the check wants there) and the reason it gave.
@@ -31,10 +33,10 @@ import numbers
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from assay.errors import ConfigError
 from assay.evaluators.base import Evaluator, Options
@@ -179,6 +181,25 @@ class CustomOptions(Options):
         le=1.0,
         description="the score (0–1) at or above which a returned number, or a dict without 'passed', passes",
     )
+    scale: Literal["unit", "own"] = Field(
+        "unit",
+        description="'unit': the function returns scores in [0, 1]; 'own': a metric on its own scale (any finite "
+        "number, e.g. a length), averaged and given an interval as it is, never clipped",
+    )
+    at_least: float | None = Field(
+        None, description="scale 'own': a value passes when it is at least this (unset: no lower bound)"
+    )
+    at_most: float | None = Field(
+        None, description="scale 'own': a value passes when it is at most this (unset: no upper bound)"
+    )
+
+    @model_validator(mode="after")
+    def _bounds_need_own_scale(self) -> CustomOptions:
+        if self.scale == "unit" and (self.at_least is not None or self.at_most is not None):
+            raise ValueError("at_least and at_most bound a metric on its own scale: set scale: own")
+        if self.scale == "own" and self.threshold != 0.5:
+            raise ValueError("threshold is for scores in [0, 1]; on its own scale use at_least / at_most")
+        return self
 
     @field_validator("fn", mode="before")
     @classmethod
@@ -315,19 +336,35 @@ class Custom(Evaluator):
 
     def _score(self, score: Any) -> float | str:
         """The returned score in [0, 1] (float rounding just outside is clipped: :func:`assay.verdict.unit_score`),
-        or what is wrong with it."""
+        or on scale 'own' any finite number; else what is wrong with it."""
+        own = self.options.scale == "own"
+        wanted = "a finite number" if own else "a number in [0, 1]"
         if isinstance(score, bool | np.bool_) or not isinstance(score, numbers.Real):
-            return f"a score of type {type(score).__name__} (expected a number in [0, 1])"
+            return f"a score of type {type(score).__name__} (expected {wanted})"
         value = float(score)
+        if own:
+            return value if np.isfinite(value) else f"the score {value!r} (expected {wanted})"
         clipped = unit_score(value)
         if clipped is None:
-            return f"the score {value!r}, outside [0, 1]"
+            return f"the score {value!r}, outside [0, 1] (a metric on its own scale: set scale: own)"
         return clipped
+
+    def _own_failure(self, value: float) -> str | None:
+        """Why a value on its own scale fails its bounds (None: it passes)."""
+        low, high = self.options.at_least, self.options.at_most
+        if low is not None and value < low:
+            return f"{self.label} gave {value:.4g}, below the minimum {low:g}"
+        if high is not None and value > high:
+            return f"{self.label} gave {value:.4g}, above the maximum {high:g}"
+        return None
 
     def _from_score(self, score: numbers.Real) -> Verdict:
         value = self._score(score)
         if isinstance(value, str):
             return Verdict.errored(f"custom function {self.label} returned {value}")
+        if self.options.scale == "own":
+            failure = self._own_failure(value)
+            return Verdict(value, failure is None, failure, {}, None, own_scale=True)
         threshold = self.options.threshold
         return Verdict.partial(value, f"{self.label} scored {value:.4g}, below the threshold {threshold:g}", threshold)
 
@@ -343,9 +380,11 @@ class Custom(Evaluator):
         score = self._score(result["score"])
         if isinstance(score, str):
             return Verdict.errored(f"custom function {self.label} returned {score}")
+        own = self.options.scale == "own"
         passed = result.get("passed")
+        failure = self._own_failure(score) if own else None
         if passed is None:
-            passed = score >= self.options.threshold
+            passed = failure is None if own else score >= self.options.threshold
         elif not isinstance(passed, bool | np.bool_):
             return Verdict.errored(f"custom function {self.label} returned 'passed' of type {type(passed).__name__}")
         for key in ("reason", "feedback"):
@@ -357,11 +396,14 @@ class Custom(Evaluator):
         if details is not None and not isinstance(details, dict):
             return Verdict.errored(f"custom function {self.label} returned 'details' of type {type(details).__name__}")
         if passed:
-            return Verdict(score, True, None, dict(details or {}), None)
-        reason = (
-            result.get("reason") or f"{self.label} scored {score:.4g}, below the threshold {self.options.threshold:g}"
+            return Verdict(score, True, None, dict(details or {}), None, own_scale=own)
+        fallback = failure or (
+            f"{self.label} gave {score:.4g}, marked failing"
+            if own
+            else f"{self.label} scored {score:.4g}, below the threshold {self.options.threshold:g}"
         )
-        return Verdict(score, False, reason, dict(details or {}), result.get("feedback"))
+        reason = result.get("reason") or fallback
+        return Verdict(score, False, reason, dict(details or {}), result.get("feedback"), own_scale=own)
 
     def to_config(self) -> dict[str, Any]:
         """The config, with the callable as its dotted path; ConfigError if it has none or kwargs are not JSON."""
@@ -379,12 +421,18 @@ class Custom(Evaluator):
                 raise ConfigError(f"custom: option 'kwargs' cannot be saved in a config: {err}") from None
         if self.options.threshold != 0.5:
             config["threshold"] = self.options.threshold
+        if self.options.scale != "unit":
+            config["scale"] = self.options.scale
+        for key in ("at_least", "at_most"):
+            if getattr(self.options, key) is not None:
+                config[key] = getattr(self.options, key)
         return config
 
     def __repr__(self) -> str:
-        extra = "".join(
-            f", {k}={v!r}" for k, v in (("kwargs", self.options.kwargs), ("threshold", self.options.threshold))
-        )
+        shown = [("kwargs", self.options.kwargs), ("threshold", self.options.threshold)]
+        if self.options.scale == "own":
+            shown += [("scale", "own"), ("at_least", self.options.at_least), ("at_most", self.options.at_most)]
+        extra = "".join(f", {k}={v!r}" for k, v in shown)
         return f"Custom(fn={self.label!r}{extra})"
 
     def __eq__(self, other: object) -> bool:
@@ -393,7 +441,9 @@ class Custom(Evaluator):
             and self.fn == other.fn
             and self.options.kwargs == other.options.kwargs
             and self.options.threshold == other.options.threshold
+            and (self.options.scale, self.options.at_least, self.options.at_most)
+            == (other.options.scale, other.options.at_least, other.options.at_most)
         )
 
     def __hash__(self) -> int:
-        return hash((self.name, self.options.threshold))
+        return hash((self.name, self.options.threshold, self.options.scale))

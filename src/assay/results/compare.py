@@ -274,18 +274,21 @@ def paired_figures(
     return out
 
 
-def failure_score(higher_is_better: bool) -> float:
-    """What an errored sample scores under ``"as_failure"``: the worst a verdict's score can be."""
+def failure_score(higher_is_better: bool, scored: npt.NDArray[np.float64] | None = None) -> float:
+    """What an errored sample scores under ``"as_failure"``: the worst a verdict's score can be, 0 or 1; for a
+    metric on its own scale (``scored`` holds values outside [0, 1]) the worst value either run gave."""
+    if scored is not None and scored.size and (float(scored.min()) < 0.0 or float(scored.max()) > 1.0):
+        return float(scored.min()) if higher_is_better else float(scored.max())
     return 0.0 if higher_is_better else 1.0
 
 
-def _outcomes(errors: str, n: int, paired: int, errored_a: int, errored_b: int, hib: bool) -> str:
+def _outcomes(errors: str, n: int, paired: int, errored_a: int, errored_b: int, fail: float) -> str:
     """The compared outcomes as a sentence, with the counts."""
     counts = f"errored: {errored_a} in A, {errored_b} in B"
     if errors == "as_failure":
         return (
             f"means, difference and test over all {paired} paired samples, an errored sample counting as a failure "
-            f"(score {failure_score(hib):g}); {counts}"
+            f"(score {fail:g}); {counts}"
         )
     return (
         f"means, difference and test over the {n} of {paired} paired samples both runs scored; a sample either run "
@@ -320,14 +323,14 @@ def compare_metric(
     sva, svb = run_a.sample_values(task, filter_name, metric), run_b.sample_values(task, filter_name, metric)
     va, vb = sva.values[ia], svb.values[ib]
     ok_a, ok_b = ~np.isnan(va), ~np.isnan(vb)
+    all_a, all_b = sva.values[sva.scored], svb.values[svb.scored]
+    fail = failure_score(higher_is_better, np.concatenate([all_a, all_b]))
     if errors == "as_failure":
         keep = np.ones(va.size, dtype=np.bool_)
-        fail = failure_score(higher_is_better)
         a, b = np.where(ok_a, va, fail), np.where(ok_b, vb, fail)
     else:
         keep = ok_a & ok_b
         a, b = va[keep], vb[keep]
-    all_a, all_b = sva.values[sva.scored], svb.values[svb.scored]
     fig = paired_figures(
         a, b, higher_is_better=higher_is_better, alpha=alpha, iters=iters, rng=task_rng(seed, task, 2),
         confidence=confidence,
@@ -352,7 +355,7 @@ def compare_metric(
         p_value=fig.p_value,
         exact=fig.exact,
         errors=errors,
-        outcomes=_outcomes(errors, fig.n, int(va.size), n_err_a, n_err_b, higher_is_better),
+        outcomes=_outcomes(errors, fig.n, int(va.size), n_err_a, n_err_b, fail),
         n_errored_a=n_err_a,
         n_errored_b=n_err_b,
         run_mean_a=stats.mean(all_a),
