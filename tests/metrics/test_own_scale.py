@@ -32,7 +32,8 @@ def broken(output):
 
 def _task(tmp_path: Path, evaluator: dict[str, object], n: int) -> Path:
     (tmp_path / "data.jsonl").write_text("".join(json.dumps({"id": f"q{i}", "input": "x"}) + "\n" for i in range(n)))
-    task = {"name": "own", "dataset": "data.jsonl", "template": "{{ input }}", "evaluators": [{**evaluator, "expected": "none"}]}
+    metric = {**evaluator, "expected": "none"}
+    task = {"name": "own", "dataset": "data.jsonl", "template": "{{ input }}", "evaluators": [metric]}
     path = tmp_path / "task.yaml"
     path.write_text(yaml.safe_dump(task, sort_keys=False))
     return path
