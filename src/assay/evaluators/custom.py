@@ -11,11 +11,12 @@ all work; one that cannot be called so is a ConfigError naming the parameter.
 
 It may return a bool, a number in [0, 1] (passes at ``threshold``), a dict ``{score, passed?, reason?, feedback?,
 details?}`` or a Verdict. With ``scale: own`` the number is a metric on its own scale (a length, a difference of
-BLEU scores): any finite number, reported as it is with its interval, passing within ``at_least`` / ``at_most``
-when they are set (every value passes when neither is). A wrong return type, a score outside [0, 1] (on the unit
-scale) or an exception becomes an error verdict that says so; a score within 1e-9 outside [0, 1] is float rounding (sacrebleu's perfect 100.00000000000004,
-divided by 100) and is clipped into it. A failing result without feedback gets feedback naming the function, the
-first line of its docstring (say what the check wants there) and the reason it gave.
+BLEU scores): any finite number, reported as it is with its interval, passing within ``at_least`` / ``at_most`` when
+they are set (every value passes when neither is). A wrong return type, a score outside [0, 1] (on the unit scale)
+or an exception becomes an error verdict that says so; a score within 1e-9 outside [0, 1] is float rounding
+(sacrebleu's perfect 100.00000000000004, divided by 100) and is clipped into it. A failing result without feedback
+gets feedback naming the function, the first line of its docstring (say what the check wants there) and the reason
+it gave.
 
 Async callables are awaited by :meth:`Custom.aevaluate`. The sync :meth:`Custom.evaluate` runs them to
 completion with ``asyncio.run``; when called from inside a running event loop (Jupyter, async code) it runs
