@@ -9,7 +9,7 @@ from typing import Any
 from assay.tasks.importers.lmeval.docfns import DocFunction
 from assay.tasks.importers.lmeval.docs import Documents
 from assay.tasks.importers.lmeval.filters import convert_filters
-from assay.tasks.importers.lmeval.hooks import resolve
+from assay.tasks.importers.lmeval.hooks import hook_path, load_hook, resolve
 from assay.tasks.importers.lmeval.yamlfile import FunctionRef, TaskFile
 
 ROW_KEY = "lmeval"  # where each row keeps lm-eval's view of its document
@@ -17,7 +17,7 @@ SUPPORTED = frozenset(
     {"task", "task_alias", "tag", "dataset_path", "dataset_name", "dataset_kwargs", "training_split"}
     | {"validation_split", "test_split", "fewshot_split", "process_docs", "doc_to_text", "doc_to_target"}
     | {"doc_to_choice", "description", "target_delimiter", "fewshot_delimiter", "fewshot_config", "num_fewshot"}
-    | {"metric_list", "output_type", "generation_kwargs", "repeats", "filter_list", "metadata"}
+    | {"metric_list", "output_type", "generation_kwargs", "repeats", "filter_list", "metadata", "process_results"}
     | {"should_decontaminate", "doc_to_decontamination_query"}  # contamination checks: not run, key accepted
 )
 OUTPUT_TYPES = ("generate_until", "multiple_choice", "loglikelihood", "loglikelihood_rolling")
@@ -32,9 +32,7 @@ def check_keys(tf: TaskFile) -> None:
     for key in tf.data:
         if key not in SUPPORTED:
             hint = ""
-            if key == "process_results":
-                hint = " (a process_results hook: port its metrics to assay evaluators)"
-            elif key in ("group", "aggregate_metric_list") or isinstance(tf.data.get("task"), list):
+            if key in ("group", "aggregate_metric_list") or isinstance(tf.data.get("task"), list):
                 hint = " (group files: run their tasks one by one)"
             raise tf.error((key,), f"lm-eval key not supported by assay's importer{hint}")
     fc = tf.data.get("fewshot_config") or {}
@@ -192,6 +190,9 @@ def _fewshot(tf: TaskFile, docs: Documents, split: str, wrap: _Wrapper) -> dict[
 
 def _metrics(tf: TaskFile, kind: str) -> list[Any]:
     raw = tf.data.get("metric_list")
+    hook = tf.data.get("process_results")
+    if hook is not None:
+        return _hook_metrics(tf, hook, raw)
     if raw is None:
         return ["exact_match"] if kind == "generate_until" else []  # [] takes assay's lm-eval defaults
     if not isinstance(raw, list):
@@ -221,6 +222,32 @@ def _metrics(tf: TaskFile, kind: str) -> list[Any]:
                 raise tf.error((*at, "metric"), f"lm-eval metric {metric!r} with these options is not supported here")
         if "higher_is_better" in entry:
             spec["higher_is_better"] = bool(entry["higher_is_better"])
+        out.append(spec)
+    return out
+
+
+def _hook_metrics(tf: TaskFile, hook: Any, raw: Any) -> list[Any]:
+    """A process_results hook's metrics: each metric_list entry reads its key of what the hook returns."""
+    if not isinstance(hook, FunctionRef):
+        raise tf.error(("process_results",), "a !function hook (e.g. !function utils.process_results)")
+    path, attr = hook_path(hook)
+    load_hook(path, attr, hook.where)  # a missing module or function is named now, with the tag's line
+    if not isinstance(raw, list) or not raw:
+        raise tf.error(("metric_list",), "a process_results hook needs the metric_list naming its metrics")
+    out: list[Any] = []
+    for i, entry in enumerate(raw):
+        at: tuple[str | int, ...] = ("metric_list", i)
+        if not isinstance(entry, dict) or not isinstance(entry.get("metric"), str):
+            raise tf.error(at, "an entry is {metric: NAME, aggregation: mean, higher_is_better: true}")
+        if entry.get("aggregation", "mean") != "mean":
+            raise tf.error((*at, "aggregation"), f"'mean' is supported, got {entry['aggregation']!r}")
+        extra = [k for k in entry if k not in ("metric", "aggregation", "higher_is_better")]
+        if extra:
+            raise tf.error((*at, extra[0]), "a process_results metric takes no options")
+        metric = entry["metric"]
+        spec = {"name": "lmeval_result", "hook": f"{path.resolve()}:{attr}", "key": metric, "metric": metric}
+        spec["expected"] = "none"  # the hook reads its references from the document
+        spec["higher_is_better"] = bool(entry.get("higher_is_better", True))
         out.append(spec)
     return out
 

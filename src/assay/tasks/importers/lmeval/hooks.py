@@ -39,13 +39,23 @@ def _module(path: Path, where: str) -> ModuleType:
     return module
 
 
-def resolve(ref: FunctionRef) -> Callable[..., Any]:
-    """The callable a ``!function`` tag names; ConfigError naming the tag's file and line when it cannot be."""
+def hook_path(ref: FunctionRef) -> tuple[Path, str]:
+    """The module file and function name a ``!function`` tag names (``utils.f``: ``utils.py`` beside the task)."""
     module_name, _, attr = ref.dotted.rpartition(".")
     if not module_name or not attr:
         raise ConfigError(f"{ref.where}: !function {ref.dotted!r}: expected module.function (e.g. utils.process_docs)")
-    path = ref.folder / (module_name.replace(".", "/") + ".py")
-    fn = getattr(_module(path, ref.where), attr, None)
+    return ref.folder / (module_name.replace(".", "/") + ".py"), attr
+
+
+def load_hook(path: Path, attr: str, where: str) -> Callable[..., Any]:
+    """Function ``attr`` of the module file ``path``; ConfigError naming ``where`` when it cannot be had."""
+    fn = getattr(_module(path, where), attr, None)
     if not callable(fn):
-        raise ConfigError(f"{ref.where}: !function {ref.dotted!r}: {path.name} has no function {attr!r}")
+        raise ConfigError(f"{where}: !function: {path.name} has no function {attr!r}")
     return fn
+
+
+def resolve(ref: FunctionRef) -> Callable[..., Any]:
+    """The callable a ``!function`` tag names; ConfigError naming the tag's file and line when it cannot be."""
+    path, attr = hook_path(ref)
+    return load_hook(path, attr, ref.where)
