@@ -202,6 +202,13 @@ def load_tasks(tasks: Any, *, task_format: str | None = None) -> list[Task]:
     return out
 
 
+def _own_model(task: Task) -> dict[str, Any] | None:
+    """A task's own model: its ``model:``, else the one model its ``models:`` names (several: a matrix's)."""
+    if task.model:
+        return task.model
+    return next(iter(task.models.values())) if task.models and len(task.models) == 1 else None
+
+
 def resolve_model(
     model: Any, tasks: Sequence[Task], *, timeout_s: float | None = None, options: dict[str, Any] | None = None
 ) -> Model:
@@ -225,12 +232,18 @@ def resolve_model(
         return model
     spec, owner = model, None
     if spec is None:
-        owners = [t for t in tasks if t.model]
+        owners = [t for t in tasks if _own_model(t)]
         if not owners:
+            several = next((t for t in tasks if t.models), None)
+            if several is not None:
+                raise ConfigError(
+                    f"task {several.name!r} lists {len(several.models or {})} models: `assay run` runs them as a "
+                    "matrix, one cell each; one run evaluates one model: pass model=… (or --model)"
+                )
             raise ConfigError("no model: pass model=… (or --model) or give the task a 'model:' section")
         owner = owners[0]
-        spec = owner.model
-        other = next((t.name for t in owners if t.model != spec), None)
+        spec = _own_model(owner)
+        other = next((t.name for t in owners if _own_model(t) != spec), None)
         if other is not None:
             raise ConfigError(
                 f"tasks {owner.name!r} and {other!r} name different models in their 'model:' sections; "

@@ -11,6 +11,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
+import yaml
+
 from assay.results import load_run
 from assay.testing.server import OpenAITestServer
 from tests.e2e.e2e_support import assay_cmd, run_cli, sample_lines
@@ -150,3 +153,25 @@ def test_resume_takes_models_again_by_their_names(tmp_path: Path, server: OpenAI
     other = run_cli("run", "--resume", str(matrix_dir), "-m", "alpha=openai:beta", "--base-url", server.base_url,
                     "-q", cwd=tmp_path)  # fmt: skip
     assert other.returncode == 2 and "would mix two models' answers" in other.stderr
+
+
+def test_a_task_listing_models_runs_them_as_a_matrix_without_model(tmp_path: Path, server: OpenAITestServer) -> None:
+    task = write_task(tmp_path)
+    config = yaml.safe_load(task.read_text())
+    config["models"] = {
+        name: {"provider": "openai", "model": name, "base_url": server.base_url} for name in ("alpha", "beta")
+    }
+    task.write_text(yaml.safe_dump(config, sort_keys=False))
+    env = {**os.environ, "OPENAI_API_KEY": "EMPTY"}
+    proc = subprocess.run(assay_cmd("run", str(task), "-o", "runs", "-q"), cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=120)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    matrix_dir = only_matrix(tmp_path / "runs")
+    assert json.loads((matrix_dir / "matrix.json").read_text())["models"] == ["alpha", "beta"]
+    assert figures(matrix_dir) == EXPECTED
+    # the Python API evaluates one model: it says so rather than picking one of the task's
+    import assay
+    from assay.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"lists 2 models: `assay run` runs them as a matrix"):
+        assay.run(task, output_dir=tmp_path / "api", progress=False)

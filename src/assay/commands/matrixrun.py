@@ -43,9 +43,25 @@ def load_tasks(tasks: list[Any]) -> list[Task]:
     return load(tasks)
 
 
+def task_models(tasks: list[Task]) -> list[tuple[str | None, Any]]:
+    """The named models the tasks list under ``models:`` (promptfoo's providers), in order; a name two tasks give
+    different models is a ConfigError."""
+    from assay.errors import ConfigError
+
+    found: dict[str, Any] = {}
+    for task in tasks:
+        for name, spec in (task.models or {}).items():
+            if name in found and found[name] != spec:
+                raise ConfigError(f"tasks give two models the name {name!r}: {found[name]!r} and {spec!r}")
+            found[name] = spec
+    return list(found.items())
+
+
 def wants_matrix(tasks: list[Task], models: list[tuple[str | None, Any]]) -> bool:
-    """Several models, or a task with prompt variants: a matrix rather than one run."""
-    return len(models) > 1 or any(task.config.variants for task in tasks)
+    """Several models (given, or the tasks' own ``models:`` when none is), or a task with prompt variants: a matrix
+    rather than one run."""
+    listed = models or task_models(tasks)
+    return len(listed) > 1 or any(task.config.variants for task in tasks)
 
 
 def maybe_matrix(
@@ -65,7 +81,7 @@ def maybe_matrix(
             resume, tasks or [], models, settings, options, say, retry_errors=retry_errors, quiet=quiet, fmt=fmt
         )
     if resume is None and tasks is not None and wants_matrix(tasks, models):
-        return run_matrix(tasks, models, settings, say, quiet=quiet, fmt=fmt)
+        return run_matrix(tasks, models or task_models(tasks), settings, say, quiet=quiet, fmt=fmt)
     return None
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import re
 import types
 import typing
 from pathlib import Path
@@ -143,6 +144,8 @@ class TaskConfig(_Strict):
     target_delimiter: str = " "  # multiple_choice: between the context and each choice, as lm-eval's
     evaluators: list[Any] = Field(default_factory=list)  # checked by assay.tasks.metrics
     model: dict[str, Any] | None = None
+    # named models: `assay run` without --model runs each as a cell of a matrix (promptfoo's providers)
+    models: dict[str, dict[str, Any]] | None = None
     optimize: dict[str, Any] | None = None  # what `assay optimize` may change; checked by assay.optimize.spec
     cache: bool | None = None  # answer repeated requests from the response cache (opt-in; not part of the hash)
     resources: ResourcesConfig | None = None  # how it runs, not what it evaluates: not part of the task hash
@@ -154,6 +157,16 @@ class TaskConfig(_Strict):
     def _variant_shorthand(cls, value: Any) -> Any:
         if isinstance(value, dict):
             return {k: {"template": v} if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+    @field_validator("models")
+    @classmethod
+    def _named_models(cls, value: dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Any]] | None:
+        if value is not None and not value:
+            raise ValueError("'models' is empty; name each model: {NAME: {provider: ..., model: ...}}")
+        for name in value or {}:
+            if not re.fullmatch(r"[\w][\w.\-]*", name):
+                raise ValueError(f"a model name uses letters, digits, '_', '-', '.'; got {name!r}")
         return value
 
     @field_validator("messages")

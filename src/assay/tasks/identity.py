@@ -58,7 +58,7 @@ def request_payload(task: Task) -> dict[str, Any]:
 def hash_payload(task: Task) -> dict[str, Any]:
     """Everything that changes the requests or the per-sample verdicts.
 
-    Left out on purpose: name, alias, description, tags, groups, model (the runner keys answers by model
+    Left out on purpose: name, alias, description, tags, groups, model and models (the runner keys answers by model
     separately), dataset location (only its content counts), and higher_is_better and repeat_reduction (they
     change how results are read and aggregated, not any request or per-sample verdict)."""
     return {
@@ -118,6 +118,8 @@ def task_config(task: Task) -> dict[str, Any]:
     out["evaluators"] = [m.to_config() for m in task.metrics]
     if task.model is not None:
         out["model"] = task.model
+    if task.models is not None:
+        out["models"] = task.models
     if cfg.resources is not None:
         out["resources"] = cfg.resources.model_dump(exclude_none=True)
     return out

@@ -139,6 +139,7 @@ class Task:
         self.repeats: int = cfg.repeats
         self.repeat_reduction: str | None = cfg.repeat_reduction
         self.model: dict[str, Any] | None = cfg.model
+        self.models: dict[str, dict[str, Any]] | None = cfg.models
         self.generation: dict[str, Any] = cfg.generation.params()
         self.tools: list[dict[str, Any]] | None = cfg.tools
         self.response_format: dict[str, Any] | None = cfg.response_format

@@ -1,6 +1,6 @@
 """promptfoo's examples/getting-started config, unchanged (two prompts, two providers, contains / icontains), run by
-`assay run` against the OpenAI test server: as promptfoo's first provider alone, and with both providers as a
-matrix. The figures are computed by hand from the scripted replies."""
+`assay run` against the OpenAI test server: unchanged, both providers with both prompts as a matrix (promptfoo's
+view); with one --model, that model alone; with named --model options, a matrix of those. The figures are computed by hand from the scripted replies."""
 
 from __future__ import annotations
 
@@ -47,23 +47,42 @@ def _means(run_dir: Path) -> dict[str, float]:
     return {name: tasks[name]["filters"]["none"]["row_checks"]["mean"] for name in sorted(tasks)}
 
 
-def test_getting_started_runs_unchanged_on_its_first_provider(tmp_path: Path) -> None:
+def test_getting_started_runs_unchanged_as_a_matrix_of_its_providers(tmp_path: Path) -> None:
     with OpenAITestServer(reply, models=("gpt-4o-mini", "gpt-4o")) as server:
-        proc, runs = _run(tmp_path, server)
+        proc, runs = _run(tmp_path, server)  # no --model: promptfoo's providers, every prompt with each
         requests = server.requests
     assert proc.returncode == 0, proc.stdout + proc.stderr  # failed checks are scored failures, not errors
-    assert {r["model"] for r in requests} == {"gpt-4o-mini"} and len(requests) == 4
+    assert sorted(r["model"] for r in requests) == ["gpt-4o"] * 4 + ["gpt-4o-mini"] * 4
     assert {r["messages"][-1]["content"] for r in requests} >= {
         "Convert this English to French: Hello world",
         "Translate to Spanish: Where is the library?",
     }
-    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
-    assert _means(run_dir) == {"Getting-started.prompt-1": 1.0, "Getting-started.prompt-2": 0.5}
-    by_id = {(r["task"], r["sample_id"]): r["filters"]["none"] for r in sample_lines(run_dir)}
+    (matrix_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    matrix = json.loads((matrix_dir / "matrix.json").read_text())
+    assert matrix["models"] == ["gpt-4o-mini", "gpt-4o"]  # named as promptfoo names its providers
+    cells = {c["name"]: _means(matrix_dir / c["run_dir"]) for c in matrix["cells"]}
+    assert cells == {
+        "gpt-4o-mini": {"Getting-started.prompt-1": 1.0, "Getting-started.prompt-2": 0.5},
+        "gpt-4o": {"Getting-started.prompt-1": 0.5, "Getting-started.prompt-2": 0.5},
+    }
+    mini = matrix_dir / next(c["run_dir"] for c in matrix["cells"] if c["name"] == "gpt-4o-mini")
+    by_id = {(r["task"], r["sample_id"]): r["filters"]["none"] for r in sample_lines(mini)}
     failed = [key for key, f in by_id.items() if not f["passed"]["row_checks"]]
     assert len(by_id) == 4 and len(failed) == 1 and failed[0][0] == "Getting-started.prompt-2"
     (check,) = by_id[failed[0]]["verdicts"]["row_checks"][0]["details"]["checks"]
     assert check["type"] == "contains" and check["passed"] is False
+    assert "Matrix of 2 cells" in proc.stdout + proc.stderr
+
+
+def test_one_model_given_runs_that_model_alone(tmp_path: Path) -> None:
+    with OpenAITestServer(reply, models=("gpt-4o-mini", "gpt-4o")) as server:
+        proc, runs = _run(tmp_path, server, "--model", "openai:gpt-4o", "--base-url", server.base_url)
+        requests = server.requests
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert {r["model"] for r in requests} == {"gpt-4o"} and len(requests) == 4
+    (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
+    assert not (run_dir / "matrix.json").exists()
+    assert _means(run_dir) == {"Getting-started.prompt-1": 0.5, "Getting-started.prompt-2": 0.5}
 
 
 def test_getting_started_with_both_providers_as_a_matrix(tmp_path: Path) -> None:

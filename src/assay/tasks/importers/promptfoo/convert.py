@@ -1,5 +1,6 @@
 """A read promptfoo config as assay task configs: one task per prompt over the same tests, each test a row with its
-vars and its checks (judged by ``row_checks``), the first provider as the tasks' model."""
+vars and its checks (judged by ``row_checks``), the first provider as the tasks' model; several providers are also
+listed under ``models:``, which ``assay run`` runs as a matrix (prompts × providers, promptfoo's view)."""
 
 from __future__ import annotations
 
@@ -73,6 +74,9 @@ def task_configs(config: PromptfooConfig) -> list[dict[str, Any]]:
     generation: dict[str, Any] = {}
     if config.providers:  # the first provider; `assay run --model` evaluates another
         model, generation = model_spec(config.providers[0], "providers[0]")
+    models = _named_models(config.providers) if len(config.providers) > 1 else None
+    if models is not None:
+        generation = {}  # each provider's own settings go with its model
     judge = model_spec(config.grader, "defaultTest.options.provider")[0] if config.grader else model
     rows = []
     for i, test in enumerate(config.tests):
@@ -108,7 +112,24 @@ def task_configs(config: PromptfooConfig) -> list[dict[str, Any]]:
             task["generation"] = generation
         if model is not None:
             task["model"] = model
+        if models is not None:
+            task["models"] = models
         out.append(task)
+    return out
+
+
+def _named_models(providers: list[Any]) -> dict[str, dict[str, Any]]:
+    """Each provider as a named model (its ``label``, else its model's name), its settings as the model's params."""
+    out: dict[str, dict[str, Any]] = {}
+    for i, provider in enumerate(providers):
+        spec, generation = model_spec(provider, f"providers[{i}]")
+        if generation and spec.get("provider") == "openai":
+            spec["params"] = generation
+        label = provider.get("label") if isinstance(provider, dict) else None
+        name = _name(str(label or spec.get("model") or "echo"))
+        while name in out:  # two providers of one model with different settings
+            name += f"-{i + 1}"
+        out[name] = spec
     return out
 
 
