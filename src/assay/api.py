@@ -188,13 +188,13 @@ def load_tasks(tasks: Any, *, task_format: str | None = None) -> list[Task]:
     if not items:
         raise ConfigError("no task given")
     items = in_task_format(items, task_format)
-    from assay.tasks.importers.lmeval import is_lmeval_reference, load_lmeval_task
+    from assay.tasks.importers.lmeval import is_lmeval_reference, load_lmeval_tasks
     from assay.tasks.importers.promptfoo import is_promptfoo_config, load_promptfoo
 
     out: list[Task] = []
     for t in items:  # a promptfoo config gives one task per prompt
         if isinstance(t, str | Path) and is_lmeval_reference(t):  # lm-eval:NAME, or an lm-eval task YAML
-            out.append(load_lmeval_task(t))
+            out.extend(load_lmeval_tasks(t))  # a group file gives its tasks
         elif isinstance(t, str | Path) and is_promptfoo_config(t):
             out.extend(load_promptfoo(t))
         else:

@@ -1,6 +1,7 @@
 """promptfoo's examples/getting-started config, unchanged (two prompts, two providers, contains / icontains), run by
 `assay run` against the OpenAI test server: unchanged, both providers with both prompts as a matrix (promptfoo's
-view); with one --model, that model alone; with named --model options, a matrix of those. The figures are computed by hand from the scripted replies."""
+view); with one --model, that model alone; with named --model options, a matrix of those. The figures are computed
+by hand from the scripted replies."""
 
 from __future__ import annotations
 

@@ -37,13 +37,14 @@ def is_lmeval_reference(source: object) -> bool:
 
 
 def find_task(name: str) -> Path:
-    """The YAML file of the installed lm-eval's task ``name`` (``task: name`` in its tasks folder)."""
+    """The YAML file of the installed lm-eval's task or group ``name`` (``task: name`` or ``group: name`` in its
+    tasks folder)."""
     try:
         import lm_eval  # type: ignore[import-untyped]
     except ImportError:
         raise ConfigError(f"{PREFIX}{name}: lm-eval is not installed (pip install lm-eval)") from None
     root = Path(lm_eval.__file__).parent / "tasks"
-    wanted = re.compile(rf"^task:\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$", re.M)
+    wanted = re.compile(rf"^(task|group):\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$", re.M)
     for path in sorted(root.rglob("*.yaml")):
         try:
             if wanted.search(path.read_text(encoding="utf-8")):
@@ -66,13 +67,26 @@ def resolve_reference(source: str | Path) -> Path:
 def load_lmeval_task(source: str | Path) -> Task:
     """An assay Task from an lm-eval task file (or ``lm-eval:NAME``), checked and validated."""
     from assay.tasks.importers.lmeval.convert import convert
+    from assay.tasks.importers.lmeval.groups import is_group_file
     from assay.tasks.importers.lmeval.yamlfile import read_task_file
     from assay.tasks.task import Task
 
     path = resolve_reference(source)
     tf = read_task_file(path)
+    if is_group_file(tf):
+        raise ConfigError(f"{path}: a group file holds several tasks: load it with load_lmeval_tasks")
     config = convert(tf)
     return Task.from_config(config, base_dir=tf.path.parent, source=str(path))
 
 
-__all__ = ["PREFIX", "find_task", "is_lmeval_reference", "load_lmeval_task", "resolve_reference"]
+def load_lmeval_tasks(source: str | Path) -> list[Task]:
+    """The tasks of an lm-eval task file, or of a group file (each task belonging to its groups)."""
+    from assay.tasks.importers.lmeval.groups import is_group_file, load_group
+    from assay.tasks.importers.lmeval.yamlfile import read_task_file
+
+    path = resolve_reference(source)
+    tf = read_task_file(path)
+    return load_group(tf) if is_group_file(tf) else [load_lmeval_task(path)]
+
+
+__all__ = ["PREFIX", "find_task", "is_lmeval_reference", "load_lmeval_task", "load_lmeval_tasks", "resolve_reference"]

@@ -33,7 +33,7 @@ def check_keys(tf: TaskFile) -> None:
         if key not in SUPPORTED:
             hint = ""
             if key in ("group", "aggregate_metric_list") or isinstance(tf.data.get("task"), list):
-                hint = " (group files: run their tasks one by one)"
+                hint = " (a group file lists its tasks under task: and names itself under group:)"
             raise tf.error((key,), f"lm-eval key not supported by assay's importer{hint}")
     fc = tf.data.get("fewshot_config") or {}
     if not isinstance(fc, dict):
