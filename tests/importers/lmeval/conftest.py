@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,3 +25,20 @@ def tiny_lm(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from assay.testing.tiny_lm import make_tiny_lm
 
     return make_tiny_lm(tmp_path_factory.mktemp("tiny") / "gpt2")
+
+
+def lmeval_chat(base_url: str, task: str, work: Path) -> dict[str, Any]:
+    """lm-eval itself on ``task`` (a task file under ``work``) against an OpenAI test server, through its
+    local-chat-completions model, with its per-sample logs."""
+    import lm_eval
+    from lm_eval.tasks import TaskManager
+
+    return lm_eval.simple_evaluate(  # type: ignore[no-any-return]
+        model="local-chat-completions",
+        model_args=f"model=test-model,base_url={base_url}/chat/completions,num_concurrent=1,"
+        "max_retries=1,tokenized_requests=False",
+        tasks=[task],
+        apply_chat_template=True,
+        task_manager=TaskManager(include_path=str(work), include_defaults=False),
+        log_samples=True,
+    )

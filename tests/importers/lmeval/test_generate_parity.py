@@ -13,7 +13,7 @@ import pytest
 
 from assay.testing.server import OpenAITestServer
 from tests.e2e.e2e_support import assay_cmd, sample_lines
-from tests.importers.lmeval.conftest import FIXTURES
+from tests.importers.lmeval.conftest import FIXTURES, lmeval_chat
 from tests.importers.lmeval.test_import import reply
 
 pytest.importorskip("lm_eval", reason="lm-eval is not installed")
@@ -21,9 +21,6 @@ pytest.importorskip("tenacity", reason="lm-eval's API models need lm-eval[api] (
 
 
 def test_gsm8k_figures_and_extractions_equal_lm_evals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import lm_eval
-    from lm_eval.tasks import TaskManager
-
     work = tmp_path / "gsm8k"
     shutil.copytree(FIXTURES / "gsm8k", work)
     monkeypatch.chdir(work)  # lm-eval reads relative data_files from the working directory
@@ -32,15 +29,7 @@ def test_gsm8k_figures_and_extractions_equal_lm_evals(tmp_path: Path, monkeypatc
     with OpenAITestServer(reply) as server:
         cmd = assay_cmd("run", "gsm8k.yaml", "-m", "openai:test-model", "--base-url", server.base_url, "-o", "runs")
         proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=300)
-        theirs = lm_eval.simple_evaluate(
-            model="local-chat-completions",
-            model_args=f"model=test-model,base_url={server.base_url}/chat/completions,num_concurrent=1,"
-            "max_retries=1,tokenized_requests=False",
-            tasks=["gsm8k"],
-            apply_chat_template=True,
-            task_manager=TaskManager(include_path=str(work), include_defaults=False),
-            log_samples=True,
-        )
+        theirs = lmeval_chat(server.base_url, "gsm8k", work)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (run_dir,) = [p for p in (work / "runs").iterdir() if p.is_dir()]
     ours = json.loads((run_dir / "results.json").read_text())["results"]["gsm8k"]

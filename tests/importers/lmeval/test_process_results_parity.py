@@ -15,7 +15,7 @@ import pytest
 
 from assay.testing.server import OpenAITestServer, last_user_text
 from tests.e2e.e2e_support import assay_cmd, sample_lines
-from tests.importers.lmeval.conftest import FIXTURES
+from tests.importers.lmeval.conftest import FIXTURES, lmeval_chat
 
 pytest.importorskip("lm_eval", reason="lm-eval is not installed")
 pytest.importorskip("tenacity", reason="lm-eval's API models need lm-eval[api] (tenacity)")
@@ -41,9 +41,6 @@ def reply(request: dict[str, Any]) -> str:
 
 
 def test_truthfulqa_gen_values_equal_lm_evals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import lm_eval
-    from lm_eval.tasks import TaskManager
-
     work = tmp_path / "truthfulqa"
     shutil.copytree(FIXTURES / "truthfulqa", work)
     monkeypatch.chdir(work)  # lm-eval reads relative data_files from the working directory
@@ -52,15 +49,7 @@ def test_truthfulqa_gen_values_equal_lm_evals(tmp_path: Path, monkeypatch: pytes
     with OpenAITestServer(reply) as server:
         cmd = assay_cmd("run", "truthfulqa_gen.yaml", "-m", "openai:test-model", "--base-url", server.base_url)
         proc = subprocess.run([*cmd, "-o", "runs"], cwd=work, env=env, capture_output=True, text=True, timeout=300)
-        theirs = lm_eval.simple_evaluate(
-            model="local-chat-completions",
-            model_args=f"model=test-model,base_url={server.base_url}/chat/completions,num_concurrent=1,"
-            "max_retries=1,tokenized_requests=False",
-            tasks=["truthfulqa_gen"],
-            apply_chat_template=True,
-            task_manager=TaskManager(include_path=str(work), include_defaults=False),
-            log_samples=True,
-        )
+        theirs = lmeval_chat(server.base_url, "truthfulqa_gen", work)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (run_dir,) = [p for p in (work / "runs").iterdir() if p.is_dir()]
     ours = json.loads((run_dir / "results.json").read_text())["results"]["truthfulqa_gen"]

@@ -199,12 +199,8 @@ def _metrics(tf: TaskFile, kind: str) -> list[Any]:
         raise tf.error(("metric_list",), "a list of {metric: NAME, ...}")
     out: list[Any] = []
     for i, entry in enumerate(raw):
-        at: tuple[str | int, ...] = ("metric_list", i)
-        if not isinstance(entry, dict) or not isinstance(entry.get("metric"), str):
-            raise tf.error(at, "an entry is {metric: NAME, aggregation: mean, higher_is_better: true, ...}")
+        at = _metric_entry(tf, i, entry)
         metric = entry["metric"]
-        if entry.get("aggregation", "mean") != "mean":
-            raise tf.error((*at, "aggregation"), f"'mean' is supported, got {entry['aggregation']!r}")
         kwargs = {k: v for k, v in entry.items() if k not in ("metric", "aggregation", "higher_is_better")}
         spec: dict[str, Any] = {"name": metric}
         if metric == "exact_match":
@@ -226,6 +222,16 @@ def _metrics(tf: TaskFile, kind: str) -> list[Any]:
     return out
 
 
+def _metric_entry(tf: TaskFile, i: int, entry: Any) -> tuple[str | int, ...]:
+    """The key path of metric_list entry ``i``, once it is checked to be ``{metric: NAME}`` aggregated by mean."""
+    at: tuple[str | int, ...] = ("metric_list", i)
+    if not isinstance(entry, dict) or not isinstance(entry.get("metric"), str):
+        raise tf.error(at, "an entry is {metric: NAME, aggregation: mean, higher_is_better: true, ...}")
+    if entry.get("aggregation", "mean") != "mean":
+        raise tf.error((*at, "aggregation"), f"'mean' is supported, got {entry['aggregation']!r}")
+    return at
+
+
 def _hook_metrics(tf: TaskFile, hook: Any, raw: Any) -> list[Any]:
     """A process_results hook's metrics: each metric_list entry reads its key of what the hook returns."""
     if not isinstance(hook, FunctionRef):
@@ -236,11 +242,7 @@ def _hook_metrics(tf: TaskFile, hook: Any, raw: Any) -> list[Any]:
         raise tf.error(("metric_list",), "a process_results hook needs the metric_list naming its metrics")
     out: list[Any] = []
     for i, entry in enumerate(raw):
-        at: tuple[str | int, ...] = ("metric_list", i)
-        if not isinstance(entry, dict) or not isinstance(entry.get("metric"), str):
-            raise tf.error(at, "an entry is {metric: NAME, aggregation: mean, higher_is_better: true}")
-        if entry.get("aggregation", "mean") != "mean":
-            raise tf.error((*at, "aggregation"), f"'mean' is supported, got {entry['aggregation']!r}")
+        at = _metric_entry(tf, i, entry)
         extra = [k for k in entry if k not in ("metric", "aggregation", "higher_is_better")]
         if extra:
             raise tf.error((*at, extra[0]), "a process_results metric takes no options")
