@@ -6,8 +6,6 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-_startup = False  # the GC was turned off by pause_startup and is still off
-
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
@@ -22,23 +20,4 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
-        gc.enable()
-
-
-def pause_startup() -> None:
-    """Turn the cyclic GC off while a command starts: importing its modules and loading its tasks set off ~90 young
-    collections (15-30 ms before the first request of ``assay run``) that find next to nothing to free.
-    :func:`resume_startup` turns it on again, once the run's first answer is in or the run loop starts, and at the
-    latest when the command ends. A GC already off is left alone."""
-    global _startup
-    if gc.isenabled():
-        gc.disable()
-        _startup = True
-
-
-def resume_startup() -> None:
-    """End :func:`pause_startup`'s pause (no-op when there is none)."""
-    global _startup
-    if _startup:
-        _startup = False
         gc.enable()

@@ -20,7 +20,6 @@ from tests.e2e.e2e_support import only_run_dir, write_task
 # the server answers from a thread of the same process, so it sees the modules loaded when the first request came
 _RUN_AND_LOOK = textwrap.dedent(
     """
-    import gc
     import json
     import sys
     from assay.testing.server import OpenAITestServer
@@ -31,7 +30,6 @@ _RUN_AND_LOOK = textwrap.dedent(
     def reply(request):
         if not seen:
             seen["loaded"] = sorted(name for name in ("numpy", "rich", "jinja2") if name in sys.modules)
-            seen["gc_on"] = gc.isenabled()
         return arithmetic_reply(request)
 
     with OpenAITestServer(reply) as server:
@@ -42,7 +40,7 @@ _RUN_AND_LOOK = textwrap.dedent(
             main(args)
         except SystemExit as end:
             code = end.code
-    report = {"code": code, "first": seen, "rich_at_end": "rich" in sys.modules, "gc_on_at_end": gc.isenabled()}
+    report = {"code": code, "first": seen, "rich_at_end": "rich" in sys.modules}
     print(json.dumps(report))
     """
 )
@@ -63,7 +61,6 @@ def test_the_first_request_waits_for_neither_numpy_nor_jinja_and_the_run_still_w
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen["code"] == 0, proc.stderr
     assert seen["first"]["loaded"] == []
-    assert not seen["first"]["gc_on"] and seen["gc_on_at_end"]  # no GC passes over start-up's imports; none left off
     assert not seen["rich_at_end"]  # a quiet run's plain messages (not a terminal) never import rich, nor its markup
     results = json.loads((only_run_dir(tmp_path / "runs") / "results.json").read_text())
     assert results["results"]["add"]["exact_match,none"] == 17 / 20  # q0, q7, q14 are answered wrongly
@@ -87,20 +84,3 @@ def test_a_row_that_cannot_render_still_stops_the_run_before_any_request(tmp_pat
         asyncio.run(execute([load_task(config)], PythonModel(agent, threaded=False), settings))
     assert calls == []
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
-
-
-def test_a_run_that_fails_to_start_leaves_the_gc_on(tmp_path: Path) -> None:
-    """The GC paused for start-up is on again when `assay run` stops before any request (here: a task error)."""
-    (tmp_path / "bad.yaml").write_text("name: bad\ndataset: {rows: []}\ntemplate: '{{ q }}'\n")
-    code = (
-        "import gc, sys\n"
-        "from assay.cli import main\n"
-        "try:\n"
-        "    main(['run', sys.argv[1], '--model', 'openai:x', '--base-url', 'http://127.0.0.1:9/v1', '-q'])\n"
-        "except SystemExit as end:\n"
-        "    print(end.code, gc.isenabled())\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path / "bad.yaml")], cwd=tmp_path, capture_output=True, text=True
-    )
-    assert proc.stdout.split() == ["2", "True"], proc.stderr

@@ -1,9 +1,8 @@
-"""The per-run fixed costs cut for many small runs keep their guarantees: samples never become durable before
-their run.json, derived writes may skip fsync only when asked, and the git hash is asked of git once per state."""
+"""The per-run fixed costs cut for many small runs keep their guarantees: derived writes may skip fsync only when
+asked, and the git hash is asked of git once per state."""
 
 import os
 import subprocess
-import threading
 import time
 
 import pytest
@@ -12,7 +11,7 @@ from assay.record import SampleRecord
 from assay.runner import gitinfo
 from assay.runner.gitinfo import GitHash
 from assay.store import rundir
-from assay.store.rundir import SAMPLES, SampleWriter, atomic_write_text
+from assay.store.rundir import atomic_write_text
 
 
 def record(i: int) -> SampleRecord:
@@ -29,38 +28,6 @@ def _fsync_spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
     monkeypatch.setattr(rundir.os, "fsync", spy)
     return synced
-
-
-def test_samples_become_durable_only_after_the_manifest_named_first(tmp_path, monkeypatch):
-    synced = _fsync_spy(monkeypatch)
-    manifest = tmp_path / "run.json"
-    atomic_write_text(manifest, "{}", durable=False)
-    assert synced == []  # not on the request path
-    release = threading.Event()
-    real_sync = rundir.sync_file
-
-    def slow_sync(path):
-        release.wait(5)
-        real_sync(path)
-
-    monkeypatch.setattr(rundir, "sync_file", slow_sync)
-    writer = SampleWriter(tmp_path / SAMPLES, fsync_every=1, sync_first=manifest)
-    threading.Timer(0.2, release.set).start()
-    t0 = time.perf_counter()
-    writer.write(record(0))  # a checkpoint: must wait for run.json's fsync
-    assert time.perf_counter() - t0 >= 0.15
-    assert synced[:2] == ["run.json", SAMPLES]
-    writer.write(record(1))
-    writer.close()
-    assert synced.count("run.json") == 1
-
-
-def test_a_manifest_that_cannot_be_synced_fails_the_checkpoint(tmp_path):
-    writer = SampleWriter(tmp_path / SAMPLES, sync_first=tmp_path / "missing.json")
-    writer.write(record(0))  # the line itself is written (a kill keeps it)
-    with pytest.raises(FileNotFoundError):
-        writer.close()
-    assert (tmp_path / SAMPLES).read_text().count("\n") == 1
 
 
 def test_atomic_write_fsyncs_unless_told_not_to(tmp_path, monkeypatch):

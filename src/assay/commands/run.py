@@ -393,10 +393,6 @@ def run_command(
     fmt: str,
 ) -> None:
     """Run TASKS (YAML files) against a model and write a run folder; or --resume one."""
-    from assay.gcpause import pause_startup, resume_startup
-
-    pause_startup()  # no GC passes over what start-up imports: the run turns it on at its first answer
-    click.get_current_context().call_on_close(resume_startup)
     from assay.api import arun_outcome, in_task_format
 
     say = _Messages()  # messages stay one line each in CI logs

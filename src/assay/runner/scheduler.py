@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -54,9 +54,6 @@ class SchedulerConfig:
     fsync_every: int = 200
     max_response_chars: int | None = DEFAULT_MAX_RESPONSE_CHARS  # what samples.jsonl keeps of each answer
     prior: tuple[int, int, int] = (0, 0, 0)  # a resumed run's samples already written: (done, model, evaluator errors)
-    # called once, when the first attempt ends (answered or not): requests are in flight, so the run can prepare
-    # what its end needs while it waits for the model (assay.runner.warmup)
-    on_first_answer: Callable[[], None] | None = None
 
 
 @dataclass
@@ -121,12 +118,6 @@ def _verdict_error(record: SampleRecord) -> str | None:
     return None
 
 
-def _being_cancelled() -> bool:
-    """True while the running task unwinds a cancellation (the run stops): no attempt ended with an answer."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
-
-
 def _cap(value: Any, limit: int | None) -> Any:
     return value[:limit] if limit is not None and isinstance(value, str) and len(value) > limit else value
 
@@ -161,7 +152,6 @@ class Scheduler:
         self.limiter = AttemptLimiter(config.concurrency)
         self.budget = RetryBudget.of(config.retry, config.concurrency)  # shared by every request of the run
         self.room = Room(max(2 * config.concurrency, 1), PARKED_PER_SLOT * max(config.concurrency, 1))
-        self._on_first_answer = config.on_first_answer
 
     async def run(self, work: Sequence[tuple[Task, Sample]]) -> RunStats:
         """Process every (task, sample) pair; a failure of one sample is recorded, never fatal.
@@ -368,9 +358,6 @@ class Scheduler:
                 break
             finally:
                 limiter.release()
-                if self._on_first_answer is not None and not _being_cancelled():  # an answer or an error came
-                    first, self._on_first_answer = self._on_first_answer, None
-                    first()
             if error.fatal:
                 raise ModelAccessError(f"the model refused the request, so the run stopped: {error}") from None
             if error.status == 429:

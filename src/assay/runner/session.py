@@ -2,43 +2,33 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import errno
 import re
 import secrets
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
-from assay.gcpause import gc_paused, resume_startup
+from assay.gcpause import gc_paused
 from assay.models.base import Model
 from assay.record import RunManifest
+from assay.runner.ending import Ending, drive, is_disk_full
 from assay.runner.executors import make_executor, require_ray
-from assay.runner.executors.local import LocalExecutor
 from assay.runner.gitinfo import GitHash as GitHash  # re-exported: it used to live here
 from assay.runner.gitinfo import git_hash
 from assay.runner.lock import run_lock
 from assay.runner.pending import PendingWork
 from assay.runner.progress import RunProgress
-from assay.runner.scheduler import (
-    ErrorRateExceeded,
-    ModelAccessError,
-    RunStats,
-    Scheduler,
-    SchedulerConfig,
-    WorkerLost,
-)
+from assay.runner.scheduler import RunStats, Scheduler, SchedulerConfig
 from assay.runner.settings import RESULTS_OPTIONS as RESULTS_OPTIONS  # re-exported: settings used to live here
 from assay.runner.settings import RUNTIME_SETTINGS as RUNTIME_SETTINGS
 from assay.runner.settings import RunOutcome, RunSettings
-from assay.runner.warmup import Warmup
 from assay.secrets import redact_spec
 from assay.store.rundir import (
-    MANIFEST,
     SAMPLES,
     SampleWriter,
     drop_samples,
@@ -54,12 +44,12 @@ from assay.store.rundir import (
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from assay.models.cache import ResponseCache
     from assay.results.scanahead import ScanAhead
     from assay.tasks import Sample, Task
 
 
 DEFAULT_TIMEOUT_S = 60.0
-DISK_FULL = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
 
 
 def _slug(text: str) -> str:
@@ -178,10 +168,6 @@ def say(console: Console | None, text: str, style: str | None = None) -> None:
         print(text, file=sys.stderr, flush=True)
 
 
-def _disk_full(err: BaseException) -> bool:
-    return isinstance(err, OSError) and err.errno in DISK_FULL
-
-
 async def execute(
     tasks: list[Task],
     model: Model,
@@ -218,6 +204,102 @@ async def execute(
     raise AssertionError("unreachable")  # pragma: no cover - mypy: ExitStack may swallow exceptions
 
 
+@dataclass
+class _Resumed:
+    """What a run folder holds already: samples finished, samples to ask again, and the error counts so far."""
+
+    manifest: RunManifest | None = None
+    done: set[tuple[str, str]] = field(default_factory=set)
+    retry: set[tuple[str, str]] = field(default_factory=set)
+    prior: tuple[int, int, int] = (0, 0, 0)
+
+
+def _read_resumed(run_dir: Path | None, retry_errors: bool) -> _Resumed:
+    if run_dir is None:
+        if retry_errors:
+            raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
+        return _Resumed()
+    manifest = read_manifest(run_dir)
+    repair_torn_tail(run_dir / SAMPLES)
+    remove_leftovers(run_dir)  # a killed writer's chunk folders and half-written files: this writer's now
+    retry = errored_keys(run_dir) if retry_errors else set()
+    return _Resumed(manifest, finished_keys(run_dir), retry, error_counts(run_dir, exclude=retry))
+
+
+def _check_before_writing(work: PendingWork, model: Model, settings: RunSettings, offline: bool) -> Model | None:
+    """Every check that needs no run folder: prompts render, the model can answer them and has what it needs
+    (a hosted API's key), and the feedback model too. Returns the feedback model, loaded."""
+    from assay.runner.offline import check_renders
+
+    if offline:
+        check_renders(work)
+    else:
+        check_requests(work, model)
+    if work:
+        model.check()  # e.g. a hosted API without its key: fail now, not with a folder of failed samples
+    if settings.feedback_model is None:
+        return None
+    from assay.models.registry import load_model
+
+    feedback_model = load_model(settings.feedback_model)
+    feedback_model.check()
+    return feedback_model
+
+
+def _open_cache(tasks: list[Task], settings: RunSettings) -> tuple[RunSettings, ResponseCache | None]:
+    """The run's response cache (on or off, recorded and kept on resume), its switch handed to the judges too."""
+    if settings.cache is None:
+        settings = settings.model_copy(update={"cache": settings.use_cache(tasks)})
+    share_run_cache(tasks, bool(settings.cache), settings.cache_path)
+    if not settings.cache:
+        return settings, None
+    from assay.models.cache import ResponseCache
+
+    return settings, ResponseCache(settings.cache_path)
+
+
+async def _release(tasks: list[Task], model: Model, feedback_model: Model | None, cache: ResponseCache | None) -> None:
+    await model.aclose()
+    await close_evaluators(tasks)
+    if feedback_model is not None:
+        await feedback_model.aclose()
+    if cache is not None:
+        cache.close()
+
+
+def _record_ending(
+    run_dir: Path, manifest: RunManifest, ending: Ending, started: float, console: Console | None
+) -> None:
+    """Write how the run ended into run.json, and tell the user how to resume a run that stopped early."""
+    manifest.status = ending.status
+    manifest.total_seconds = (manifest.total_seconds or 0.0) + (time.perf_counter() - started)
+    if ending.status == "finished":
+        manifest.finished_at = time.time()
+    try:
+        write_manifest(run_dir, manifest)
+    except OSError as err:
+        if not is_disk_full(err):
+            raise
+        ending.disk_full(err)
+    if ending.resume_command is not None:
+        say(console, ending.message or "", style="yellow")
+        say(console, f"Run folder: {run_dir}  (resume with: {ending.resume})")
+
+
+def _write_results(
+    run_dir: Path, settings: RunSettings, ahead: ScanAhead | None, ending: Ending, console: Console | None
+) -> None:
+    from assay.results import write_results
+
+    try:
+        write_results(run_dir, processes=settings.processes, ahead=ahead, **settings.results_options())
+    except OSError as err:
+        if not is_disk_full(err):
+            raise
+        ending.disk_full(err)
+        say(console, ending.message or "", style="yellow")
+
+
 async def _execute(
     tasks: list[Task],
     model: Model,
@@ -228,175 +310,79 @@ async def _execute(
     held: contextlib.ExitStack,
     git: GitHash | None = None,
 ) -> RunOutcome:
-    done: set[tuple[str, str]] = set()
-    retry: set[tuple[str, str]] = set()
-    prior = (0, 0, 0)
-    if run_dir is not None:
-        manifest = read_manifest(run_dir)
-        repair_torn_tail(run_dir / SAMPLES)
-        remove_leftovers(run_dir)  # a killed writer's chunk folders and half-written files: this writer's now
-        done = finished_keys(run_dir)
-        retry = errored_keys(run_dir) if retry_errors else set()
-        prior = error_counts(run_dir, exclude=retry)
-    elif retry_errors:
-        raise ConfigError("retry_errors applies to a resumed run (give resume=RUN_DIR / --resume)")
+    resumed = _read_resumed(run_dir, retry_errors)
     if settings.executor == "ray":
         require_ray()
-    from assay.runner.offline import OfflineScheduler, check_renders, is_offline
+    from assay.runner.offline import OfflineScheduler, is_offline
 
     with gc_paused():  # a resume's pass over the samples makes many small objects: no full collections meanwhile
-        work = PendingWork(tasks, settings.limit, done - retry)  # made as it is reached: memory flat in its size
-    skipped = work.skipped
-
+        work = PendingWork(tasks, settings.limit, resumed.done - resumed.retry)  # made as reached: memory flat
     offline = is_offline(model, settings.feedback_model)  # answers exist: scored in chunks, no request loop
-    if offline:
-        check_renders(work)
-    else:
-        check_requests(work, model)
-    if work:
-        model.check()  # e.g. a hosted API without its key: fail now, not with a folder of failed samples
-    feedback_model = None
-    if settings.feedback_model is not None:
-        from assay.models.registry import load_model
+    feedback_model = _check_before_writing(work, model, settings, offline)
+    if resumed.retry and run_dir is not None:
+        drop_samples(run_dir, resumed.retry)  # after every check: the error records are replaced by the new answers
+    settings, cache = _open_cache(tasks, settings)
 
-        feedback_model = load_model(settings.feedback_model)
-        feedback_model.check()
-    if retry and run_dir is not None:
-        drop_samples(run_dir, retry)  # after every check: the error records are replaced by the new answers
-    if run_dir is not None and settings.name is not None:
-        manifest.name = settings.name  # a resumed run may be renamed (a label, not what it evaluates)
-    if settings.cache is None:
-        settings = settings.model_copy(update={"cache": settings.use_cache(tasks)})  # recorded, kept on resume
-    share_run_cache(tasks, bool(settings.cache), settings.cache_path)  # judges follow the run's switch
-    cache = None
-    if settings.cache:
-        from assay.models.cache import ResponseCache
-
-        cache = ResponseCache(settings.cache_path)
     fresh = run_dir is None
     if run_dir is None:
         run_dir = new_run_dir(settings.output_dir, tasks)
         held.enter_context(run_lock(run_dir, action="write"))
         manifest = start_manifest(tasks, model, settings, run_dir, git)
-        write_manifest(run_dir, manifest, durable=False)  # the SampleWriter fsyncs it in a thread, before any sample
+        write_manifest(run_dir, manifest)
+    else:
+        assert resumed.manifest is not None
+        manifest = resumed.manifest
+        if settings.name is not None:
+            manifest.name = settings.name  # a resumed run may be renamed (a label, not what it evaluates)
     ahead = _scan_ahead(run_dir, manifest, settings) if offline and fresh else None
     if ahead is not None:
         held.callback(ahead.discard)  # its spools, however the run ends (nothing once the results are written)
+
     show = settings.progress if settings.progress is not None else _is_terminal(console)
-    progress = RunProgress(len(work) + skipped, enabled=show, console=console)
-    warm = Warmup()  # what the results need (numpy), imported while the first requests are in flight
-    held.callback(warm.wait)  # however the run ends, the import is not left half-done
-    held.callback(resume_startup)
-
-    def first_answer() -> None:  # requests are in flight: what start-up put off can be done now
-        resume_startup()  # the GC paused while `assay run` started (assay.gcpause)
-        warm.start()
-
+    progress = RunProgress(len(work) + work.skipped, enabled=show, console=console)
     config = SchedulerConfig(
         concurrency=settings.concurrency,
         retry=settings.retry_policy(attempt_timeout(model, settings)),
         max_error_rate=settings.max_error_rate,
         feedback_model=feedback_model,
         max_response_chars=settings.max_response_chars,
-        prior=prior,
-        on_first_answer=first_answer,
+        prior=resumed.prior,
     )
-    status: str = "failed"
-    stopped_by: str | None = "error"
-    message: str | None = "the run stopped on an unexpected error"
-    session_start = time.perf_counter()
+    ending = Ending(run_dir)
+    started = time.perf_counter()
     stats = RunStats()
     scheduler: Scheduler | None = None
-    resume = f"assay run --resume {run_dir}"
     try:
-        with SampleWriter(run_dir / SAMPLES, sync_first=run_dir / MANIFEST if fresh else None) as writer:
+        with SampleWriter(run_dir / SAMPLES) as writer:
             scheduler = make_executor(
                 settings.executor, model, writer, config, cache=cache, progress=progress, ray=settings.ray,
                 offline=offline, processes=settings.processes,
             )  # fmt: skip
-            progress.start(already_done=skipped)
             if isinstance(scheduler, OfflineScheduler):
                 scheduler.scan_ahead = ahead
-            if not isinstance(scheduler, LocalExecutor):
-                resume_startup()  # only the local request loop reports its first answer
+            progress.start(already_done=work.skipped)
             try:
-                stats = await scheduler.run(work)
-                status, stopped_by, message = "finished", None, None
-            except ErrorRateExceeded as err:
-                stats = scheduler.stats
-                complete = stats.written == len(work)  # the end-of-run check: every sample is in
-                status, stopped_by, message = ("finished" if complete else "failed"), "error_rate", str(err)
-                if stats.errors:
-                    resume += " --retry-errors"  # the failed samples are what must be asked again
-                if stats.evaluator_errors:
-                    message += f"; once the evaluator works, `assay score {run_dir}` scores the answers again"
-            except ModelAccessError as err:
-                status, stopped_by, message = "failed", "model_access", f"{err}; after fixing it, resume the run"
-                stats = scheduler.stats
-            except WorkerLost as err:
-                status, stopped_by, message = "failed", "worker_lost", str(err)
-                stats = scheduler.stats
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                status, stopped_by = "interrupted", None
-                message = f"interrupted; finished samples are saved in {run_dir}"
-                stats = scheduler.stats
-                raise
-            except OSError as err:
-                stats = scheduler.stats
-                if not _disk_full(err):
-                    message = f"{message}: {type(err).__name__}: {err}"
-                    raise
-                stopped_by, message = "disk_full", _disk_full_message(err, run_dir)
-            except BaseException as err:
-                message = f"{message}: {type(err).__name__}: {err}"
-                stats = scheduler.stats
-                raise
+                stats = await drive(scheduler, work, ending)
             finally:
                 progress.stop()
     except OSError as err:  # closing the samples file on a full disk
-        if not _disk_full(err):
+        if not is_disk_full(err):
             raise
-        status, stopped_by, message = "failed", "disk_full", _disk_full_message(err, run_dir)
+        ending.disk_full(err)
     finally:
-        await model.aclose()
-        await close_evaluators(tasks)
-        if feedback_model is not None:
-            await feedback_model.aclose()
-        if cache is not None:
-            cache.close()
-        manifest.status = status
-        manifest.total_seconds = (manifest.total_seconds or 0.0) + (time.perf_counter() - session_start)
-        if status == "finished":
-            manifest.finished_at = time.time()
-        try:
-            write_manifest(run_dir, manifest)
-        except OSError as err:
-            if not _disk_full(err):
-                raise
-            status, stopped_by, message = "failed", "disk_full", _disk_full_message(err, run_dir)
-        if stopped_by is not None or status == "interrupted":
-            say(console, message or "", style="yellow")
-            say(console, f"Run folder: {run_dir}  (resume with: {resume})")
+        await _release(tasks, model, feedback_model, cache)
+        _record_ending(run_dir, manifest, ending, started, console)
     if scheduler is not None and scheduler.cache_failures:
         failures = scheduler.cache_failures
         say(console, f"warning: {len(failures)} response(s) could not be cached (first: {failures[0]})", "yellow")
-    if status == "finished":
-        warm.wait()  # before importing the results code: this thread never imports numpy while the warm-up does
-        from assay.results import write_results
-
-        try:
-            write_results(run_dir, processes=settings.processes, ahead=ahead, **settings.results_options())
-        except OSError as err:
-            if not _disk_full(err):
-                raise
-            status, stopped_by, message = "failed", "disk_full", _disk_full_message(err, run_dir)
-            say(console, message, style="yellow")
+    if ending.status == "finished":
+        _write_results(run_dir, settings, ahead, ending, console)
     return RunOutcome(
         run_dir=run_dir,
-        status=status,
+        status=ending.status,
         name=manifest.name,
         written=stats.written,
-        skipped=skipped,
+        skipped=work.skipped,
         errors=stats.errors,
         evaluator_errors=stats.evaluator_errors,
         cache_hits=stats.cache_hits,
@@ -408,11 +394,11 @@ async def _execute(
         requests=stats.requests,
         retries=stats.retries,
         seconds=stats.seconds,
-        message=message,
+        message=ending.message,
         first_error=stats.first_error,
         first_evaluator_error=stats.first_evaluator_error,
-        stopped_by=stopped_by,
-        resume_command=resume if stopped_by is not None or status == "interrupted" else None,
+        stopped_by=ending.stopped_by,
+        resume_command=ending.resume_command,
     )
 
 
@@ -425,11 +411,3 @@ def _scan_ahead(run_dir: Path, manifest: RunManifest, settings: RunSettings) -> 
     from assay.results.writer import results_options
 
     return ScanAhead(run_dir, manifest, results_options(**settings.results_options()))
-
-
-def _disk_full_message(err: OSError, run_dir: Path) -> str:
-    what = "the disk is full" if err.errno != errno.EFBIG else "a file size limit was reached"
-    return (
-        f"{what} ({err.strerror}) while writing {run_dir}; every sample finished before it is saved. "
-        f"Free some space, then resume with: assay run --resume {run_dir}"
-    )

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import shutil
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -183,15 +182,11 @@ class SampleWriter:
     survives the process being killed (SIGKILL, OOM). Against a power cut or an OS crash, the file is durable as of
     its last checkpoint (every ``fsync_every`` lines or ``fsync_interval_s`` seconds, and on close).
 
-    ``sync_first`` (a new run's ``run.json``, written without fsync) is fsynced in a thread at once, off the
-    request path, and every checkpoint waits for it: samples never become durable without the manifest that makes
-    them a run. A write that fails part-way (a full disk) is cut back, so the file never holds half a line and the
+    A write that fails part-way (a full disk) is cut back, so the file never holds half a line and the
     error reaches the caller at once, with every earlier sample intact.
     """
 
-    def __init__(
-        self, path: Path, *, fsync_every: int = 200, fsync_interval_s: float = 2.0, sync_first: Path | None = None
-    ) -> None:
+    def __init__(self, path: Path, *, fsync_every: int = 200, fsync_interval_s: float = 2.0) -> None:
         self.path = path
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, NEW_FILE_MODE)
         self._fsync_every = fsync_every
@@ -199,24 +194,6 @@ class SampleWriter:
         self._since_sync = 0
         self._last_sync = time.monotonic()
         self.written = 0
-        self._first: threading.Thread | None = None
-        self._first_error: OSError | None = None
-        if sync_first is not None:
-            self._first = threading.Thread(target=self._sync_first, args=(sync_first,), name="assay-fsync", daemon=True)
-            self._first.start()
-
-    def _sync_first(self, path: Path) -> None:
-        try:
-            sync_file(path)
-        except OSError as err:  # raised by the next checkpoint: durability was asked for and not obtained
-            self._first_error = err
-
-    def _wait_first(self) -> None:
-        first, self._first = self._first, None
-        if first is not None:
-            first.join()
-            if self._first_error is not None:
-                raise self._first_error
 
     def write(self, record: SampleRecord) -> None:
         self.write_line((record.model_dump_json() + "\n").encode())
@@ -265,7 +242,6 @@ class SampleWriter:
 
     def checkpoint(self) -> None:
         """Make everything written so far durable (survives a power cut, not just a process kill)."""
-        self._wait_first()
         if self._fd is not None:
             os.fsync(self._fd)
         self._since_sync = 0
@@ -275,7 +251,6 @@ class SampleWriter:
         fd, self._fd = self._fd, None
         if fd is not None:
             try:
-                self._wait_first()
                 os.fsync(fd)
             finally:
                 os.close(fd)
