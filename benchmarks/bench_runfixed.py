@@ -3,9 +3,10 @@ spends outside waiting on the model.
 
 A real local OpenAI-compatible server in its own process answers after 50 ms. Each row is the median wall time of
 one ``arun_outcome`` over many runs, against the plain baseline in the same process: the same 20 requests at the
-same concurrency and nothing else. The runner's old per-run costs (a ``git`` child per run, a fsync of the first
-``run.json`` on the request path) are toggled back on for the "before" row, interleaved run by run with "after" so a
-busy shared machine affects both alike. The phase table is wall-clock time per step of the "after" runs.
+same concurrency and nothing else. The runner's old per-run cost (a ``git`` child per run: the commit is now asked
+of git once per directory and repository state) is toggled back on for the "before" row, interleaved run by run
+with "after" so a busy shared machine affects both alike. The phase table is wall-clock time per step of the
+"after" runs.
 """
 
 from __future__ import annotations
@@ -127,11 +128,6 @@ def main() -> None:
         (writer, "atomic_write_text", "  write_results: atomic_write_text (2 files, fsync each)"),
     ]:
         phases.wrap(owner, name, label)
-    plain_write_manifest = session.write_manifest
-
-    def durable_start(run_dir: Path, manifest: Any, *, durable: bool = True) -> None:
-        plain_write_manifest(run_dir, manifest)  # "before": every run.json write fsynced on the request path
-
     try:
         with tempfile.TemporaryDirectory() as tmp:
             data = Path(tmp) / "data.jsonl"
@@ -161,13 +157,9 @@ def main() -> None:
                 for label in ("before", "after"):
                     if label == "before":
                         gitinfo._CACHE.clear()  # a git child per run
-                        session.write_manifest = durable_start
-                    else:
-                        session.write_manifest = plain_write_manifest
                     walls[label].append(asyncio.run(one()))
                     phases.end_run(keep=label == "after")
                 plains.append(asyncio.run(_plain(base_url)))
-            session.write_manifest = plain_write_manifest
     finally:
         phases.restore()
         server.kill()
