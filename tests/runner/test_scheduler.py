@@ -238,5 +238,3 @@ def test_a_filter_step_that_raises_errors_that_pipeline_only(tmp_path: Path) -> 
     verdict = by_id["b"].filters["odd"].verdicts["exact_match"][0]
     assert verdict["error"] and "cannot parse" in verdict["error"]
     assert by_id["a"].filters["odd"].passed["exact_match"] is True
-
-
