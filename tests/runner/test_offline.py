@@ -217,7 +217,8 @@ async def test_an_offline_run_leaves_the_gc_as_it_found_it(tmp_path: Path) -> No
     import gc
 
     rows, preds = write_inputs(tmp_path, 20)
-    frozen = gc.get_freeze_count()
+    frozen, thresholds = gc.get_freeze_count(), gc.get_threshold()
     outcome = await execute([load_task(task_config(rows))], PredictionsModel(preds), settings(tmp_path, "gc"))
     assert outcome.status == "finished" and outcome.written == 20
     assert gc.isenabled() and gc.get_freeze_count() == frozen  # frozen only while it ran
+    assert gc.get_threshold() == thresholds  # full collections paused only while it ran
