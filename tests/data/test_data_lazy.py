@@ -175,6 +175,10 @@ def test_hash_collisions_between_different_ids_are_not_duplicates(tmp_path: Path
 def test_the_file_size_threshold_is_what_decides(tmp_path: Path):
     small = read_dataset(DatasetSpec(path=str(jsonl(tmp_path / "d.jsonl", ROWS))))
     assert not is_lazy(small.rows) and os.path.getsize(tmp_path / "d.jsonl") < readers_module.LAZY_MIN_BYTES
+    many = [{"id": f"r{i}", "q": f"question {i} " + "é" * 200} for i in range(readers_module.LAZY_MIN_BYTES // 200)]
+    large = read_dataset(DatasetSpec(path=str(jsonl(tmp_path / "large.jsonl", many))))
+    assert os.path.getsize(tmp_path / "large.jsonl") >= readers_module.LAZY_MIN_BYTES
+    assert is_lazy(large.rows) and list(large.rows) == many  # a dataset of a few MB is not held as dicts
 
 
 def test_a_bad_line_after_a_row_lacking_a_field_is_reported_first_as_by_the_eager_reader(
