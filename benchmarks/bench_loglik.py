@@ -9,6 +9,7 @@ the whole evaluation, model load included) and its peak RSS. The ratio is assay'
 
     python -m benchmarks loglik                      # 500 samples
     python -m benchmarks.bench_loglik --samples 2000
+    python -m benchmarks.bench_loglik --memory --samples 25000   # assay's peak RSS at 2,500 and 25,000 samples
 """
 
 from __future__ import annotations
@@ -96,17 +97,43 @@ def measure(side: str, folder: Path, model: Path) -> dict[str, float]:
     return figures
 
 
+def memory(samples: int) -> None:
+    """assay's peak RSS at ``samples // 10`` and at ``samples`` (4 requests each): the growth a sample costs."""
+    from assay.testing.tiny_lm import make_tiny_lm
+
+    peaks: dict[int, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        model = make_tiny_lm(Path(tmp) / "gpt2")
+        for n in (samples // 10, samples):
+            folder = Path(tmp) / str(n)
+            folder.mkdir()
+            write_data(folder, n)
+            f = measure("assay", folder, model)
+            peaks[n] = f["rss_mb"]
+            print(f"   assay: {n} samples ({4 * n} requests) in {f['seconds']:.2f}s, peak RSS {f['rss_mb']:.0f} MB")
+    small, large = sorted(peaks)
+    grown = peaks[large] - peaks[small]
+    per_sample = grown * 2**20 / (large - small)
+    print(f"peak RSS grew {grown:.0f} MB for {4 * (large - small)} more requests ({per_sample:.0f} B a sample)")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--samples", type=int, default=500, help="multiple-choice samples, 4 choices (default 500)")
     parser.add_argument(
         "--only", choices=("assay", "lm-eval"), default=None, help="run one side (e.g. assay alone on 25,000 samples)"
     )
+    parser.add_argument(
+        "--memory", action="store_true", help="assay alone at a tenth of --samples and at --samples: is memory flat?"
+    )
     parser.add_argument("--child", nargs=3, metavar=("SIDE", "FOLDER", "MODEL"), help=argparse.SUPPRESS)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.child:
         side, folder, model = args.child
         child(side, Path(folder), Path(model))
+        return
+    if args.memory:
+        memory(args.samples)
         return
     from assay.testing.tiny_lm import make_tiny_lm
 
