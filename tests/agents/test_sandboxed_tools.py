@@ -4,13 +4,17 @@ code_exec, and the sandbox is gone once the trajectory ends."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agent_support import run_task, write_agent_task
 
 from assay.testing.server import Conversation, ConversationReplies, OpenAITestServer
+from assay.tools.base import SampleTools, ToolError, ToolSet
+from assay.tools.sandboxed import SandboxTool
 from tests.metrics.sandbox_support import needs_bwrap
 
 pytestmark = needs_bwrap
@@ -96,3 +100,22 @@ def test_the_sandbox_is_removed_after_the_trajectory(tmp_path: Path, monkeypatch
     assert run.records[0].responses[0].text.strip() == "/sandbox"
     assert len(made) == 1 and made[0].name.startswith("assay-sandbox-")
     assert not made[0].exists()
+
+
+def test_a_busy_loop_is_a_time_out_whichever_limit_ends_it() -> None:
+    """The CPU limit equals the tool's time limit, so a busy loop may reach either first: the reply says it timed
+    out either way (not "exit code 152"), and the sample's sandbox still works for the next call."""
+
+    async def calls() -> tuple[str, str]:
+        tool = SandboxTool("python", timeout_s=1)
+        state = SampleTools(ToolSet([tool]))
+        try:
+            with pytest.raises(ToolError) as busy:
+                await tool.call({"code": "while True:\n    pass"}, state)
+            return str(busy.value), await tool.call({"code": "print(6 * 7)"}, state)
+        finally:
+            await state.aclose()
+
+    busy, after = asyncio.run(calls())
+    assert busy.startswith("timed out") and "152" not in busy
+    assert after.strip() == "42"

@@ -15,7 +15,10 @@ import pytest
 import assay
 from assay import evaluators
 from assay.errors import ConfigError
-from assay.evaluators.code.code_exec import OPT_IN_ENV, extract_code
+from assay.evaluators.code.code_exec import OPT_IN_ENV, extract_code, verdict_for
+from assay.evaluators.code.harness import run_tests
+from assay.evaluators.code.limits import Limits
+from assay.evaluators.code.sandbox import signal_name
 from assay.tasks import Task
 from assay.verdict import Verdict
 from tests.metrics.sandbox_support import needs_bwrap
@@ -62,6 +65,27 @@ def test_infinite_loop_times_out() -> None:
     assert not v.passed and not v.is_error and v.details["outcome"] == "timed_out"
     assert "time limit" in (v.reason or "")
     assert time.monotonic() - started < 30  # it was killed, not waited for
+
+
+def test_the_cpu_limit_is_the_same_time_out_as_the_wall_limit() -> None:
+    """A busy loop reaches the CPU limit (the time limit's seconds) or the wall limit first depending on the load;
+    either way the verdict is a time-out. CPU first here for certain: a 1 s CPU limit under a 60 s wall limit."""
+    limits = Limits(timeout_s=60, cpu_s=1, memory_mb=256)
+    outcome = asyncio.run(run_tests("while True:\n    pass", {"style": "asserts", "tests": ["assert True"]}, limits))
+    assert signal_name(outcome.returncode) == "SIGXCPU" and outcome.seconds < 30
+    v = verdict_for(outcome, limits)
+    assert not v.passed and not v.is_error and v.details["outcome"] == "timed_out"
+    assert v.reason == "timed out: the program reached the 1 s CPU time limit"
+    assert "infinite loop" in (v.feedback or "")
+    wall = asyncio.run(
+        run_tests(
+            "import time\ntime.sleep(60)",
+            {"style": "asserts", "tests": ["assert True"]},
+            Limits(timeout_s=1, memory_mb=256),
+        )
+    )  # sleeping uses no CPU: the wall limit
+    v = verdict_for(wall, Limits(timeout_s=1, memory_mb=256))
+    assert v.details["outcome"] == "timed_out" and v.reason == "timed out: the program ran past the 1 s time limit"
 
 
 def test_fork_bomb_is_contained_and_cleaned_up() -> None:

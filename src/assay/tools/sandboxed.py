@@ -54,6 +54,8 @@ class SandboxTool(Tool):
         return box
 
     async def call(self, arguments: dict[str, Any], state: SampleTools) -> str:
+        from assay.evaluators.code.sandbox import signal_name
+
         source = arguments.get(self.arg)
         if not isinstance(source, str):
             raise ToolError(f"{self.name} needs a string argument {self.arg!r}")
@@ -68,6 +70,8 @@ class SandboxTool(Tool):
             text = text[: MAX_REPLY_CHARS // 2] + "\n[...]\n" + text[-MAX_REPLY_CHARS // 2 :]
         if result.timed_out:
             raise ToolError(f"timed out after {self.timeout_s:g}s\n{text}".rstrip())
+        if signal_name(result.returncode) == "SIGXCPU":  # the CPU limit equals the time limit: the same time-out
+            raise ToolError(f"timed out at the {box.limits.cpu_seconds} s CPU time limit\n{text}".rstrip())
         if result.returncode:
             raise ToolError(f"exit code {result.returncode}\n{text}".rstrip())
         return text

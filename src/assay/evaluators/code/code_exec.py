@@ -13,7 +13,6 @@ import asyncio
 import concurrent.futures
 import os
 import re
-import signal
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -24,7 +23,7 @@ from assay.evaluators.base import Evaluator, Options, as_text
 from assay.evaluators.code.bwrap import find_host
 from assay.evaluators.code.harness import Outcome, run_tests
 from assay.evaluators.code.limits import Limits
-from assay.evaluators.code.sandbox import SandboxError
+from assay.evaluators.code.sandbox import SandboxError, signal_name
 from assay.evaluators.registry import register
 from assay.verdict import Verdict
 
@@ -123,16 +122,6 @@ def tests_spec(expected: Any, o: CodeExecOptions) -> dict[str, Any]:
     raise EvaluationInputError(f"code_exec: no tests to run (expected is {type(expected).__name__}: {expected!r:.80})")
 
 
-def _signal_name(returncode: int | None) -> str | None:
-    """The signal that ended a sandboxed program (bubblewrap exits with 128+N for one killed by signal N)."""
-    if returncode is None or not 128 < returncode < 128 + 65:
-        return None
-    try:
-        return signal.Signals(returncode - 128).name
-    except ValueError:
-        return f"signal {returncode - 128}"
-
-
 def verdict_for(outcome: Outcome, limits: Limits) -> Verdict:
     """A verdict from a finished run: pass, or a failure saying what happened and what to do."""
     r = outcome.result
@@ -149,11 +138,20 @@ def verdict_for(outcome: Outcome, limits: Limits) -> Verdict:
         return Verdict.pass_(1.0, details)
     if outcome.outcome == "error":  # the task's tests cannot be run this way: not the code's fault
         return Verdict.errored(f"code_exec: {r.get('message') or 'the tests could not be run'}")
-    if outcome.outcome == "timed_out":
+    sig = signal_name(outcome.returncode)
+    if outcome.outcome == "timed_out" or sig == "SIGXCPU":
+        # The CPU limit equals the wall limit, and a busy loop reaches either first depending on the machine's
+        # load: both are the same time-out, reported alike.
         where = f" (in `{outcome.running}`)" if outcome.running else ""
-        details["running"] = outcome.running
+        details["outcome"], details["running"] = "timed_out", outcome.running
+        wall = outcome.outcome == "timed_out"
+        limit = (
+            f"ran past the {limits.timeout_s:g} s time limit"
+            if wall
+            else f"reached the {limits.cpu_seconds} s CPU time limit"
+        )
         return Verdict.fail(
-            f"timed out: the program ran past the {limits.timeout_s:g} s time limit{where}",
+            f"timed out: the program {limit}{where}",
             feedback="The code did not finish in time: look for an infinite loop, a blocking call or a slow algorithm.",
             details=details,
         )
@@ -168,11 +166,8 @@ def verdict_for(outcome: Outcome, limits: Limits) -> Verdict:
             feedback=f"Make the code satisfy `{test}` (it failed with {message})." if test else f"Fix: {message}.",
             details=details,
         )
-    sig = _signal_name(outcome.returncode)
     message = r.get("message")
-    if sig == "SIGXCPU":
-        message = f"killed at the CPU time limit ({limits.cpu_seconds} s)"
-    elif sig == "SIGXFSZ":
+    if sig == "SIGXFSZ":
         message = "killed for writing a file past the size limit"
     elif sig is not None:
         message = f"killed by {sig}"

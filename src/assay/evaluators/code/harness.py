@@ -26,6 +26,7 @@ from assay.evaluators.code.limits import Limits
 from assay.evaluators.code.sandbox import PIPE, Sandbox, SandboxError, SandboxProcess
 
 MAX_EVENTS = 1 << 22  # bytes of the test process's report
+EXIT_GRACE_S = 1.0  # for a program the tests saw end to exit by itself, so its exit code tells why
 
 
 @dataclass
@@ -86,6 +87,12 @@ async def _events(stream: asyncio.StreamReader, seen: list[list[Any]]) -> None:
                 seen.append(event)
 
 
+def _program_ended(events: list[list[Any]]) -> bool:
+    """Whether the test process saw the program end before the tests did (a crash rather than a verdict)."""
+    result = next((e[1] for e in reversed(events) if e[0] == "result" and len(e) > 1), None)
+    return isinstance(result, dict) and result.get("outcome") == "crashed"
+
+
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
     if proc.returncode is None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -122,6 +129,12 @@ async def run_tests(code: str, spec: dict[str, Any], limits: Limits, *, python: 
             timed_out = True
         finally:
             _kill_group(runner)
+            if not timed_out:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(reader, 5.0)
+                if _program_ended(events):  # its own exit code says why (e.g. SIGXCPU): let it exit, not kill it
+                    with contextlib.suppress(TimeoutError):
+                        await served.wait(EXIT_GRACE_S)
             served.kill()
             await runner.wait()
             await served.wait()

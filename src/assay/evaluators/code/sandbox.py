@@ -52,6 +52,16 @@ class ExecResult:
     seconds: float
 
 
+def signal_name(returncode: int | None) -> str | None:
+    """The signal that ended a sandboxed program (bubblewrap exits with 128+N for one killed by signal N)."""
+    if returncode is None or not 128 < returncode < 128 + 65:
+        return None
+    try:
+        return signal.Signals(returncode - 128).name
+    except ValueError:
+        return f"signal {returncode - 128}"
+
+
 async def _bounded(stream: asyncio.StreamReader | None) -> bytes:
     """Read a pipe to its end keeping at most the first and the last MAX_OUTPUT // 2 bytes."""
     if stream is None:
