@@ -87,9 +87,14 @@ async def _events(stream: asyncio.StreamReader, seen: list[list[Any]]) -> None:
                 seen.append(event)
 
 
+def _result(events: list[list[Any]]) -> Any:
+    """The test process's last reported result (a dict when it reported one)."""
+    return next((e[1] for e in reversed(events) if e[0] == "result" and len(e) > 1), None)
+
+
 def _program_ended(events: list[list[Any]]) -> bool:
     """Whether the test process saw the program end before the tests did (a crash rather than a verdict)."""
-    result = next((e[1] for e in reversed(events) if e[0] == "result" and len(e) > 1), None)
+    result = _result(events)
     return isinstance(result, dict) and result.get("outcome") == "crashed"
 
 
@@ -155,7 +160,7 @@ async def run_tests(code: str, spec: dict[str, Any], limits: Limits, *, python: 
         outcome.outcome = "timed_out"
         outcome.running = next((str(e[1]) for e in reversed(events) if e[0] == "test" and len(e) > 1), None)
         return outcome
-    result = next((e[1] for e in reversed(events) if e[0] == "result" and len(e) > 1), None)
+    result = _result(events)
     if not isinstance(result, dict):
         if runner.returncode is not None and runner.returncode < 0:  # killed at its own limits: by the code's data
             outcome.outcome = "crashed"
