@@ -139,7 +139,7 @@ def verdict_for(outcome: Outcome, limits: Limits) -> Verdict:
     if outcome.outcome == "error":  # the task's tests cannot be run this way: not the code's fault
         return Verdict.errored(f"code_exec: {r.get('message') or 'the tests could not be run'}")
     sig = signal_name(outcome.returncode)
-    if outcome.outcome == "timed_out" or sig == "SIGXCPU":
+    if outcome.outcome == "timed_out" or (outcome.outcome == "crashed" and sig == "SIGXCPU"):
         # The CPU limit equals the wall limit, and a busy loop reaches either first depending on the machine's
         # load: both are the same time-out, reported alike.
         where = f" (in `{outcome.running}`)" if outcome.running else ""
