@@ -106,16 +106,23 @@ def test_a_busy_loop_is_a_time_out_whichever_limit_ends_it() -> None:
     """The CPU limit equals the tool's time limit, so a busy loop may reach either first: the reply says it timed
     out either way (not "exit code 152"), and the sample's sandbox still works for the next call."""
 
-    async def calls() -> tuple[str, str]:
-        tool = SandboxTool("python", timeout_s=1)
-        state = SampleTools(ToolSet([tool]))
+    # The second loop lowers its own CPU limit to 1 s under the tool's 10 s: the CPU limit ends it, for certain.
+    cpu_first = "import resource\nresource.setrlimit(resource.RLIMIT_CPU, (1, 2))\nwhile True:\n    pass"
+
+    async def calls() -> tuple[str, str, str]:
+        tool, cpu_tool = SandboxTool("python", timeout_s=1), SandboxTool("python", timeout_s=10)
+        state, cpu_state = SampleTools(ToolSet([tool])), SampleTools(ToolSet([cpu_tool]))
         try:
             with pytest.raises(ToolError) as busy:
                 await tool.call({"code": "while True:\n    pass"}, state)
-            return str(busy.value), await tool.call({"code": "print(6 * 7)"}, state)
+            with pytest.raises(ToolError) as at_cpu:
+                await cpu_tool.call({"code": cpu_first}, cpu_state)
+            return str(busy.value), str(at_cpu.value), await tool.call({"code": "print(6 * 7)"}, state)
         finally:
             await state.aclose()
+            await cpu_state.aclose()
 
-    busy, after = asyncio.run(calls())
+    busy, at_cpu, after = asyncio.run(calls())
     assert busy.startswith("timed out") and "152" not in busy
+    assert at_cpu.startswith("timed out at the") and "CPU time limit" in at_cpu
     assert after.strip() == "42"
