@@ -179,9 +179,16 @@ def in_task_format(items: Sequence[Any], task_format: str | None) -> list[Any]:
     return [t if not isinstance(t, str | Path) or str(t).startswith("lm-eval:") else f"lm-eval:{t}" for t in items]
 
 
-def load_tasks(tasks: Any, *, task_format: str | None = None) -> list[Task]:
+def load_tasks(
+    tasks: Any, *, task_format: str | None = None, lmeval: dict[str, Any] | None = None, limit: int | None = None
+) -> list[Task]:
     """Tasks from Task objects, YAML paths or config dicts (one or a list). ``task_format="lm-eval"`` reads every
-    path as an lm-eval task YAML (or lm-eval task name) whatever its keys, as ``--task-format lm-eval`` does."""
+    path as an lm-eval task YAML (or lm-eval task name) whatever its keys, as ``--task-format lm-eval`` does.
+
+    lm-eval references (``lm-eval:NAME``, lm-eval task or group files) are loaded together by lm-eval's own task
+    layer, as ``lm_eval --tasks a,b`` loads them; ``lmeval`` holds lm-eval's options (``num_fewshot``, ``seeds``,
+    ``apply_chat_template``, ``fewshot_as_multiturn``, ``system_instruction``, ``gen_kwargs``, ``metadata``,
+    ``bootstrap_iters``) and ``limit`` is applied as lm-eval applies it."""
     from assay.tasks import Task, load_task
 
     items = list(tasks) if isinstance(tasks, list | tuple) else [tasks]
@@ -191,10 +198,15 @@ def load_tasks(tasks: Any, *, task_format: str | None = None) -> list[Task]:
     from assay.tasks.importers.lmeval import is_lmeval_reference, load_lmeval_tasks
     from assay.tasks.importers.promptfoo import is_promptfoo_config, load_promptfoo
 
+    references = [t for t in items if isinstance(t, str | Path) and is_lmeval_reference(t)]
+    if lmeval and not references:
+        raise ConfigError(f"lm-eval options ({', '.join(sorted(lmeval))}) apply to lm-eval tasks, and none is given")
     out: list[Task] = []
     for t in items:  # a promptfoo config gives one task per prompt
-        if isinstance(t, str | Path) and is_lmeval_reference(t):  # lm-eval:NAME, or an lm-eval task YAML
-            out.extend(load_lmeval_tasks(t))  # a group file gives its tasks
+        if isinstance(t, str | Path) and is_lmeval_reference(t):
+            if t is references[0]:  # every lm-eval reference in one load, where the first one stands
+                options = {**(lmeval or {}), **({"limit": limit} if limit is not None else {})}
+                out.extend(load_lmeval_tasks(references, **options))
         elif isinstance(t, str | Path) and is_promptfoo_config(t):
             out.extend(load_promptfoo(t))
         else:
@@ -291,7 +303,7 @@ def resume_tasks(tasks: Any, manifest: RunManifest, run_dir: Path) -> list[Task]
     """The tasks of a resumed run: each rebuilt from its config in run.json, or given again (a task file, for a
     config recorded without its credentials, e.g. a key in a judge's URL); either way it must be the task the run
     started with (same hash)."""
-    from assay.tasks import Task
+    from assay.tasks.importers import task_from_config
 
     given = {task.name: task for task in load_tasks(tasks)} if tasks is not None else {}
     names = [info.name for info in manifest.tasks]
@@ -308,7 +320,7 @@ def resume_tasks(tasks: Any, manifest: RunManifest, run_dir: Path) -> list[Task]
                     f"{', '.join(info.redacted)} (a key in a URL is never written); give the task file again to "
                     f"resume: assay run --resume {run_dir} TASK.yaml (tasks=… in Python)"
                 )
-            task = Task.from_config(info.config)
+            task = task_from_config(info.config)
         if task.hash != info.task_hash:
             why = (
                 "the task file given differs from the one the run started with"
@@ -372,7 +384,8 @@ async def arun_outcome(
         return await execute(task_objs, model_obj, recorded, run_dir=run_dir, retry_errors=retry_errors)
     if retry_errors:
         raise ConfigError("retry_errors applies to a resumed run: pass resume=RUN_DIR")
-    task_objs = load_tasks(tasks, task_format=task_format)
+    lmeval = settings.pop("lmeval", None)
+    task_objs = load_tasks(tasks, task_format=task_format, lmeval=lmeval, limit=settings.get("limit"))
     run_settings = _settings(settings)
     model_obj = resolve_model(model, task_objs, timeout_s=run_settings.timeout_s, options=model_options)
     return await execute(task_objs, model_obj, run_settings)

@@ -40,7 +40,7 @@ _BUILTIN_MODULES: dict[str, str] = {
     "rougeLsum": "assay.evaluators.generation",
     "semantic_similarity": "assay.evaluators.semantic",
     "row_checks": "assay.tasks.rowchecks",  # per-row checks (promptfoo assert:)
-    "lmeval_result": "assay.tasks.importers.lmeval.results",  # an lm-eval task's process_results hook
+    "lmeval_metric": "assay.tasks.importers.lmeval.metric",  # a metric of an lm-eval task, by its process_results
     "code_exec": "assay.evaluators.code.code_exec",
     "acc": "assay.evaluators.loglikelihood.choice",
     "acc_norm": "assay.evaluators.loglikelihood.choice",

@@ -136,6 +136,8 @@ class ResponseCache:
             "response_format": request.response_format,
             "repeat": request.repeat,
         }
+        if request.loglikelihood is not None:  # the texts scored: two queries after one prompt differ here alone
+            payload["loglikelihood"] = request.loglikelihood.model_dump(exclude_none=True)
         key = hashlib.sha256(_canonical(payload).encode()).hexdigest()
         if len(self._labels) >= _MAX_PENDING_LABELS:
             self._labels.clear()

@@ -45,6 +45,8 @@ class LoglikelihoodQuery(BaseModel):
     ``unconditional`` the continuations scored again after an empty context (for ``acc_mutual_info``).
     ``loglikelihood``: one continuation after the context. ``loglikelihood_rolling``: one whole text (the
     single continuation, no context), scored in rolling windows of the model's length.
+    ``contexts``, when given, is one context per continuation (lm-eval's requests as its task built them, e.g. a
+    partial-evaluation multiple choice: several contexts, one continuation); ``context`` is then unused.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -54,12 +56,18 @@ class LoglikelihoodQuery(BaseModel):
     continuations: tuple[str, ...]
     choices: tuple[str, ...] | None = None
     unconditional: tuple[str, ...] | None = None
+    contexts: tuple[str, ...] | None = None
 
     def pairs(self) -> list[tuple[str, str]]:
         """Every (context, continuation) pair to score, the unconditional ones (empty context) last."""
         if self.kind == "loglikelihood_rolling":
             raise ValueError("a rolling query scores whole texts, not (context, continuation) pairs")
-        out = [(self.context, c) for c in self.continuations]
+        if self.contexts is not None:
+            if len(self.contexts) != len(self.continuations):
+                raise ValueError(f"{len(self.contexts)} contexts for {len(self.continuations)} continuations")
+            out = list(zip(self.contexts, self.continuations, strict=True))
+        else:
+            out = [(self.context, c) for c in self.continuations]
         out.extend(("", c) for c in self.unconditional or ())
         return out
 

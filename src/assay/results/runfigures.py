@@ -14,6 +14,7 @@ from assay.results.document import RecordFacts
 from assay.results.independence import OBSERVED_RECORDS, SharedContext
 from assay.results.judging import JudgingFigures
 from assay.results.operational import OperationalTally
+from assay.tasks.importers.lmeval.figures import LmevalItems
 
 
 class RunFigures:
@@ -38,6 +39,7 @@ class RunFigures:
         self.corpus_metrics = {t.name: [m.name for m in t.metrics if m.aggregation == "corpus"] for t in manifest.tasks}
         self.corpus_stats: dict[tuple[str, str, str], corpus.CorpusStats] = {}
         self.agents = AgentTally()  # trajectories' turns, tool calls, stop reasons
+        self.lmeval = LmevalItems({t.name: t.config for t in manifest.tasks})  # lm-eval tasks' per-document values
 
     def observe(self, rec: dict[str, Any]) -> None:
         """Take one record dict (every record once, in the order written) into account."""
@@ -46,6 +48,7 @@ class RunFigures:
         ops.add_requests(rec)
         self.facts.add(rec)
         self.agents.observe(rec)
+        self.lmeval.observe(rec)
         detector = self.shared.get(task)
         if detector is not None and detector.seen < detector.limit:  # the first records of each task
             detector.observe(rec)
@@ -73,6 +76,7 @@ class RunFigures:
         self.facts.merge(later.facts)
         self.judging.merge(later.judging)
         self.agents.merge(later.agents)
+        self.lmeval.merge(later.lmeval)
         for task, detector in later.shared.items():
             self.shared[task].merge(detector)
         for key, stats in later.corpus_stats.items():

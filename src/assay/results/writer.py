@@ -265,6 +265,16 @@ def compute_results(
     }
     if run_figures.agents.tasks:  # a run with agent trajectories (other runs' results stay byte for byte)
         doc["assay"]["agent_limit_stops"] = run_figures.agents.limit_stops()
+    if run_figures.lmeval.settings:  # lm-eval tasks: lm-eval's own aggregations, stderrs and groups
+        from assay.results.lmevaldoc import apply_lmeval
+        from assay.tasks.importers.lmeval.figures import lmeval_documents
+
+        aggregations = {
+            t.name: {m.name: str(m.evaluator.get("aggregation", "mean")) for m in t.metrics}
+            for t in manifest.tasks
+            if t.name in run_figures.lmeval.settings
+        }
+        apply_lmeval(doc, lmeval_documents(run_figures.lmeval), aggregations)
     return _Computed(json_safe(doc), scanned.tasks)
 
 

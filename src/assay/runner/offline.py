@@ -197,8 +197,13 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
     sample and never fatal; a metric the row gives nothing to check gets no verdicts (not applicable).
     """
     n = len(chunk)
-    out: list[dict[str, Any]] = [{} for _ in range(n)]
     failures = [next((e for e in item.errors if e), "the model request failed") for item in chunk]
+    if task.external:  # e.g. an lm-eval task: its own filters and process_results, sample by sample
+        return [
+            {name: fr.model_dump() for name, fr in task.score_responses(item.sample, item.responses, f).items()}
+            for item, f in zip(chunk, failures, strict=True)
+        ]
+    out: list[dict[str, Any]] = [{} for _ in range(n)]
     made: list[dict[str, Any]] = []
 
     def contexts() -> list[dict[str, Any]]:  # for evaluators judging pair by pair (custom ones may read them)
@@ -367,6 +372,8 @@ def check_renders(work: Iterable[tuple[Task, Sample]]) -> None:
 
 
 def _check_renders(task: Task, samples: Iterable[Sample]) -> None:
+    if task.external:  # its requests were built when it was loaded
+        return
     prompt = task.prompt if task.config.fewshot is None else None
     for sample in samples:
         if prompt is None or not prompt.cannot_fail(sample):

@@ -286,9 +286,9 @@ def _name(shard: Any, i: int) -> str:
 
 
 def _tasks_for(run_dir: Path, manifest: RunManifest, tasks: list[Task] | None) -> dict[str, Task]:
-    from assay.tasks import Task
+    from assay.tasks.importers import task_from_config
 
-    by_name: dict[str, Task] = {info.name: Task.from_config(info.config) for info in manifest.tasks}
+    by_name: dict[str, Task] = {info.name: task_from_config(info.config) for info in manifest.tasks}
     given = {task.name for task in tasks or []}
     for info in manifest.tasks:
         if info.redacted and info.name not in given:  # its judge would call a URL whose key was never written

@@ -87,6 +87,8 @@ async def score_sample(
     """
     started = time.perf_counter()
     failure = next((e for e in errors if e), "the model request failed")
+    if task.external:  # e.g. an lm-eval task: its own filters and process_results
+        return task.score_responses(sample, responses, failure), time.perf_counter() - started
     out: dict[str, FilterRecord] = {}
     context = {
         "input": sample.input,

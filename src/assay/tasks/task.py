@@ -6,7 +6,7 @@ import random
 from array import array
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from assay.data.readers import Dataset, read_dataset
 from assay.data.spec import DatasetSpec
@@ -28,7 +28,7 @@ from assay.tasks.template import Template, compile_template, describe_render_err
 
 if TYPE_CHECKING:
     from assay.evaluators.base import Evaluator
-    from assay.record import TaskInfo
+    from assay.record import FilterRecord, TaskInfo
 
 HASH_SCHEMA = identity.HASH_SCHEMA  # re-exported: it used to live here
 
@@ -40,6 +40,11 @@ class Task:
     rendered by :meth:`validate`, which :meth:`from_yaml`, :meth:`samples` and :attr:`hash` call, so that
     every error surfaces before anything runs.
     """
+
+    # True for a task another tool's task layer builds and scores (an lm-eval task: lm-eval builds every request
+    # when it is loaded, its filters and process_results score each sample through :meth:`score_responses`); the
+    # runner then renders no prompt and applies no pipeline or metric of its own
+    external: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -467,6 +472,11 @@ class Task:
     def configured_pipelines(self) -> list[FilterPipeline]:
         """The filter pipelines as configured (empty when none are: the task then uses the ``none`` pipeline)."""
         return list(self._pipelines)
+
+    def score_responses(self, sample: Sample, responses: list[Response | None], failure: str) -> dict[str, FilterRecord]:
+        """Every filter's record of one sample, for an ``external`` task (the runner's own scoring
+        applies :attr:`pipelines` and :attr:`metrics` to every other task)."""
+        raise NotImplementedError(f"task {self.name!r} is scored by its pipelines and metrics")
 
     def apply_filters(self, responses: Sequence[Response | None]) -> dict[str, list[Any]]:
         """Each pipeline's filtered values for one sample's responses (one per repeat, None where it failed)."""

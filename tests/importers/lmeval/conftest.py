@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -42,3 +43,19 @@ def lmeval_chat(base_url: str, task: str, work: Path) -> dict[str, Any]:
         task_manager=TaskManager(include_path=str(work), include_defaults=False),
         log_samples=True,
     )
+
+
+def _answers() -> list[int]:
+    rows = [json.loads(line) for line in (FIXTURES / "gsm8k" / "test.jsonl").read_text().splitlines()]
+    return [int(r["answer"].rsplit("#### ", 1)[1]) for r in rows]
+
+
+def reply(request: dict[str, Any]) -> str:
+    text = request["messages"][-1]["content"]
+    question = text.rsplit("Question: ", 1)[1]
+    a, b = (int(x) for x in re.findall(r"\d+", question)[:2])
+    if a % 3 == 0:
+        return f"So {a} + {b} = {a + b + 1}.\n#### {a + b + 1} (1 try)"  # wrong; flexible's last match: one digit
+    if a % 3 == 1:
+        return f"He ends with {a + b} apples."  # right, but no '####': only flexible-extract finds it
+    return f"{a} + {b} = {a + b}\n#### {a + b}"

@@ -1,22 +1,21 @@
-"""lm-eval task YAMLs read unchanged into assay tasks: ``include``, ``!function`` hooks from the task's folder,
-``doc_to_*`` as lm-eval means them, few-shot, filters, metrics and generation settings (see convert.py).
-``lm-eval:NAME`` finds a task in the installed lm-eval's task folders."""
+"""lm-eval tasks read by lm-eval's own task layer (``TaskManager``, the ``assay[lm-eval]`` extra) and run on assay's
+runner: ``lm-eval:NAME`` names a task, group or tag of the installed lm-eval; an lm-eval task or group YAML is
+loaded with its folder on lm-eval's include path (its ``include:`` files and ``utils.py`` beside it)."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from assay.errors import ConfigError
+from assay.tasks.importers.lmeval.settings import EXTRA_HINT, PREFIX, LmevalSettings, settings_for
 
 if TYPE_CHECKING:
-    from assay.tasks import Task
+    from assay.tasks.importers.lmeval.task import LmevalTask
 
-PREFIX = "lm-eval:"
-# top-level keys only lm-eval task files have (an assay task file has 'name' and 'dataset')
+# top-level keys only lm-eval task and group files have (an assay task file has 'name' and 'dataset')
 _MARKERS = re.compile(
-    r"^(task|include|dataset_path|doc_to_text|doc_to_target|doc_to_choice|metric_list|filter_list)\s*:", re.M
+    r"^(task|group|include|dataset_path|doc_to_text|doc_to_target|doc_to_choice|metric_list|filter_list)\s*:", re.M
 )
 
 
@@ -36,57 +35,15 @@ def is_lmeval_reference(source: object) -> bool:
     return bool(_MARKERS.search(text)) and not re.search(r"^(name|dataset)\s*:", text, re.M)
 
 
-def find_task(name: str) -> Path:
-    """The YAML file of the installed lm-eval's task or group ``name`` (``task: name`` or ``group: name`` in its
-    tasks folder)."""
-    try:
-        import lm_eval  # type: ignore[import-untyped]
-    except ImportError:
-        raise ConfigError(f"{PREFIX}{name}: lm-eval is not installed (pip install lm-eval)") from None
-    root = Path(lm_eval.__file__).parent / "tasks"
-    wanted = re.compile(rf"^(task|group):\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$", re.M)
-    for path in sorted(root.rglob("*.yaml")):
-        try:
-            if wanted.search(path.read_text(encoding="utf-8")):
-                return path
-        except (OSError, UnicodeDecodeError):
-            continue
-    raise ConfigError(f"{PREFIX}{name}: no task {name!r} in {root}")
+def load_lmeval_tasks(references: list[str | Path], **options: Any) -> list[LmevalTask]:
+    """The tasks of lm-eval references (names, task or group files), loaded together as ``lm_eval --tasks a,b``
+    loads them; ``options`` are :class:`LmevalSettings` fields (``num_fewshot``, ``limit``, seeds, chat options)."""
+    from assay.tasks.importers.lmeval.suite import load_suite
+    from assay.tasks.importers.lmeval.task import LmevalTask
+
+    settings = settings_for(references, **options)
+    suite = load_suite(settings)
+    return [LmevalTask(settings, name) for name in suite.tasks]
 
 
-def resolve_reference(source: str | Path) -> Path:
-    """The file an lm-eval reference names: ``lm-eval:NAME`` looked up, ``lm-eval:FILE`` or a path as given."""
-    text = str(source)
-    if text.startswith(PREFIX):
-        rest = text[len(PREFIX) :]
-        as_path = Path(rest)
-        return as_path if as_path.suffix.lower() in (".yaml", ".yml") or as_path.is_file() else find_task(rest)
-    return Path(source)
-
-
-def load_lmeval_task(source: str | Path) -> Task:
-    """An assay Task from an lm-eval task file (or ``lm-eval:NAME``), checked and validated."""
-    from assay.tasks.importers.lmeval.convert import convert
-    from assay.tasks.importers.lmeval.groups import is_group_file
-    from assay.tasks.importers.lmeval.yamlfile import read_task_file
-    from assay.tasks.task import Task
-
-    path = resolve_reference(source)
-    tf = read_task_file(path)
-    if is_group_file(tf):
-        raise ConfigError(f"{path}: a group file holds several tasks: load it with load_lmeval_tasks")
-    config = convert(tf)
-    return Task.from_config(config, base_dir=tf.path.parent, source=str(path))
-
-
-def load_lmeval_tasks(source: str | Path) -> list[Task]:
-    """The tasks of an lm-eval task file, or of a group file (each task belonging to its groups)."""
-    from assay.tasks.importers.lmeval.groups import is_group_file, load_group
-    from assay.tasks.importers.lmeval.yamlfile import read_task_file
-
-    path = resolve_reference(source)
-    tf = read_task_file(path)
-    return load_group(tf) if is_group_file(tf) else [load_lmeval_task(path)]
-
-
-__all__ = ["PREFIX", "find_task", "is_lmeval_reference", "load_lmeval_task", "load_lmeval_tasks", "resolve_reference"]
+__all__ = ["EXTRA_HINT", "PREFIX", "LmevalSettings", "is_lmeval_reference", "load_lmeval_tasks"]

@@ -1,0 +1,82 @@
+"""How lm-eval tasks are built, as ``lm_eval``'s own options say it: task sources, seeds, few-shot count, limit,
+chat options, generation kwargs and metadata. Recorded in run.json so that a resume, a re-score or a Ray worker
+builds the very same requests again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from assay.errors import ConfigError
+
+PREFIX = "lm-eval:"
+EXTRA_HINT = "pip install 'assay[lm-eval]'"
+DEFAULT_SEEDS = (0, 1234, 1234, 1234)  # lm-eval's: random, numpy, torch, few-shot sampler
+
+
+class LmevalSettings(BaseModel):
+    """The options ``lm_eval`` takes that shape the requests or the figures (names as ``lm_eval``'s flags).
+
+    ``sources`` are task, group or tag names of the installed lm-eval, or task/group YAML paths (made absolute);
+    ``include_path`` the folders scanned for task files besides lm-eval's own (a YAML's folder is added)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    sources: tuple[str, ...]
+    include_path: tuple[str, ...] = ()
+    num_fewshot: int | None = Field(None, ge=0)
+    limit: float | None = Field(None, gt=0)
+    seeds: tuple[int | None, int | None, int | None, int | None] = DEFAULT_SEEDS
+    apply_chat_template: bool | str = False
+    fewshot_as_multiturn: bool = False
+    system_instruction: str | None = None
+    gen_kwargs: dict[str, Any] | None = None
+    metadata: dict[str, Any] | None = None
+    bootstrap_iters: int = Field(100_000, ge=0)  # lm-eval's default; its stderrs resample this many times
+
+    @field_validator("fewshot_as_multiturn")
+    @classmethod
+    def _multiturn_needs_chat(cls, value: bool, info: Any) -> bool:
+        if value and not info.data.get("apply_chat_template"):
+            raise ValueError("fewshot_as_multiturn needs apply_chat_template (as lm_eval's --fewshot_as_multiturn)")
+        return value
+
+    def key(self) -> str:
+        """A stable text key of these settings (one loaded suite per key and process)."""
+        return self.model_dump_json()
+
+    @property
+    def chat(self) -> bool:
+        """True when prompts are chat messages (``--apply-chat-template``)."""
+        return bool(self.apply_chat_template)
+
+
+def source_of(reference: str | Path) -> tuple[str, str | None]:
+    """(what lm-eval's TaskManager loads, the folder to add to its include path) for ``lm-eval:NAME``,
+    ``lm-eval:FILE`` or a task/group YAML path."""
+    text = str(reference)
+    rest = text[len(PREFIX) :] if text.startswith(PREFIX) else text
+    path = Path(rest).expanduser()
+    if path.suffix.lower() in (".yaml", ".yml") or path.is_file():
+        if not path.is_file():
+            raise ConfigError(f"{rest}: no such lm-eval task file")
+        resolved = path.resolve()
+        return str(resolved), str(resolved.parent)
+    return rest, None
+
+
+def settings_for(references: list[str | Path], **options: Any) -> LmevalSettings:
+    """The settings of one lm-eval load: every reference's source and folder, and the run's options."""
+    sources: list[str] = []
+    folders: list[str] = list(options.pop("include_path", None) or ())
+    for ref in references:
+        source, folder = source_of(ref)
+        sources.append(source)
+        if folder is not None and folder not in folders:
+            folders.append(folder)
+    try:
+        return LmevalSettings(sources=tuple(sources), include_path=tuple(folders), **options)
+    except ValueError as err:
+        raise ConfigError(f"lm-eval options: {err}") from None
