@@ -78,7 +78,7 @@ def check_settings(settings: dict[str, Any], *, call: str = "assay.run", also: S
 def run_keywords() -> list[str]:
     """Every keyword ``run``/``arun`` take besides ``tasks``, ``model``, ``resume`` and ``retry_errors``."""
     seconds = [k[:-2] for k in RunSettings.model_fields if k.endswith("_s")]
-    extra = [*MODEL_OPTIONS, *RAY_OPTIONS, *_SPELLINGS, *seconds, "cache_dir", *DISPLAY_OPTIONS]
+    extra = [*MODEL_OPTIONS, *RAY_OPTIONS, *_SPELLINGS, *seconds, "cache_dir", "lmeval", *DISPLAY_OPTIONS]
     return sorted({*RunSettings.model_fields, *extra})
 
 
@@ -367,8 +367,11 @@ async def arun_outcome(
     task that run.json records without its credentials, e.g. a key in a judge's URL). An unknown keyword is a
     ConfigError listing the valid ones. ``task_format="lm-eval"`` reads the task paths as lm-eval task YAMLs.
     """
+    lmeval = settings.pop("lmeval", None)  # lm-eval's options, for its tasks (recorded with each task)
     settings, model_options = split_options(settings)
     if resume is not None:
+        if lmeval:
+            raise ConfigError("a resumed run's lm-eval tasks keep the lm-eval options they started with")
         run_dir = Path(resume)
         manifest = read_manifest(run_dir)
         fixed = sorted(set(settings) - RUNTIME_SETTINGS)
@@ -384,7 +387,6 @@ async def arun_outcome(
         return await execute(task_objs, model_obj, recorded, run_dir=run_dir, retry_errors=retry_errors)
     if retry_errors:
         raise ConfigError("retry_errors applies to a resumed run: pass resume=RUN_DIR")
-    lmeval = settings.pop("lmeval", None)
     task_objs = load_tasks(tasks, task_format=task_format, lmeval=lmeval, limit=settings.get("limit"))
     run_settings = _settings(settings)
     model_obj = resolve_model(model, task_objs, timeout_s=run_settings.timeout_s, options=model_options)

@@ -8,9 +8,9 @@ settings recorded in run.json and gets the same requests."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-import os
 import random
 import threading
 from collections import defaultdict
@@ -136,16 +136,21 @@ def _load(settings: LmevalSettings) -> dict[str, Any]:
             if not defaults and settings.include_path:
                 continue
             raise ConfigError(f"lm-eval: {err.args[0] if err.args else err}") from None
-        except (ValueError, TypeError, FileNotFoundError) as err:
-            raise ConfigError(f"lm-eval could not load {', '.join(settings.sources)}: {err}") from None
+        except Exception as err:  # a dataset lm-eval cannot read (offline, missing files), a broken task file
+            raise ConfigError(
+                f"lm-eval could not load {', '.join(settings.sources)}: {type(err).__name__}: {err}"
+            ) from None
     raise AssertionError("unreachable")
 
 
 @contextmanager
 def _quiet() -> Iterator[None]:
     """lm-eval's and datasets' progress bars and info logs off while a suite is built (assay shows its own)."""
-    saved = os.environ.get("TQDM_DISABLE")
-    os.environ["TQDM_DISABLE"] = "1"
+    import lm_eval.api.task as lm_task_module  # type: ignore[import-untyped]
+
+    bar = getattr(lm_task_module, "tqdm", None)
+    if bar is not None:
+        lm_task_module.tqdm = functools.partial(bar, disable=True)
     logger = logging.getLogger("lm_eval")
     level = logger.level
     logger.setLevel(logging.WARNING)
@@ -159,10 +164,8 @@ def _quiet() -> Iterator[None]:
     try:
         yield
     finally:
-        if saved is None:
-            os.environ.pop("TQDM_DISABLE", None)
-        else:
-            os.environ["TQDM_DISABLE"] = saved
+        if bar is not None:
+            lm_task_module.tqdm = bar
         logger.setLevel(level)
         if bars:
             datasets.utils.logging.enable_progress_bar()
