@@ -36,11 +36,12 @@ def is_matrix(path: Path) -> bool:
     return holds_index(path)
 
 
-def load_tasks(tasks: list[Any]) -> list[Task]:
-    """The task files (or ``lm-eval:NAME``) read once, before deciding between one run and a matrix."""
+def load_tasks(tasks: list[Any], lmeval: dict[str, Any] | None = None, limit: int | None = None) -> list[Task]:
+    """The task files (or ``lm-eval:NAME``) read once, before deciding between one run and a matrix; ``lmeval``:
+    lm-eval's options for its tasks (``--num-fewshot``, ``--apply-chat-template``, …), ``limit`` as lm-eval's."""
     from assay.api import load_tasks as load
 
-    return load(tasks)
+    return load(tasks, lmeval=lmeval, limit=limit)
 
 
 def task_models(tasks: list[Task]) -> list[tuple[str | None, Any]]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from assay.commands.lmevalopts import lmeval_options
 from assay.errors import AssayError
 from assay.runner.exits import (
     DEFAULT_MAX_ERROR_RATE,
@@ -351,6 +352,7 @@ class _TaskSource(click.ParamType):
     '\'{"provider": "openai", "model": "m", "base_url": "http://…/v1"}\'.',
 )
 @executor_options
+@lmeval_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no table (for CI logs).")
 @click.option("--format", "fmt", type=click.Choice(["rich", "markdown", "json"]), default="rich", show_default=True)
 def run_command(
@@ -389,10 +391,11 @@ def run_command(
     ray_shard_size: int | None,
     ray_start_timeout: float | None,
     processes: int | None,
+    lmeval: dict[str, Any] | None,
     quiet: bool,
     fmt: str,
 ) -> None:
-    """Run TASKS (YAML files) against a model and write a run folder; or --resume one."""
+    """Run TASKS (YAML files, or lm-eval tasks) against a model and write a run folder; or --resume one."""
     from assay.api import arun_outcome, in_task_format
 
     say = _Messages()  # messages stay one line each in CI logs
@@ -431,6 +434,8 @@ def run_command(
             prices=_prices(prices_file),
             feedback_model=_spec_arg(feedback_model),
         )
+    elif lmeval:
+        raise click.UsageError("a resumed run's lm-eval tasks keep the lm-eval options they started with")
     else:
         settings = _resume_settings(settings)
     try:
@@ -440,7 +445,7 @@ def run_command(
         from assay.commands import matrixrun
 
         named = matrixrun.parse_models(models)
-        task_objs = matrixrun.load_tasks(list(tasks)) if resume is None else list(tasks) or None
+        task_objs = matrixrun.load_tasks(list(tasks), lmeval, limit) if resume is None else list(tasks) or None
         code = matrixrun.maybe_matrix(task_objs, resume, named, {**settings, **given}, say, retry_errors, quiet, fmt)
         if code is not None:  # several models, or prompt variants: one run folder per cell, and matrix.json
             sys.exit(code)
