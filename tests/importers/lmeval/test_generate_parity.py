@@ -13,8 +13,7 @@ import pytest
 
 from assay.testing.server import OpenAITestServer
 from tests.e2e.e2e_support import assay_cmd, sample_lines
-from tests.importers.lmeval.conftest import FIXTURES, lmeval_chat
-from tests.importers.lmeval.conftest import reply
+from tests.importers.lmeval.conftest import FIXTURES, lmeval_chat, reply
 
 pytest.importorskip("lm_eval", reason="lm-eval is not installed")
 pytest.importorskip("tenacity", reason="lm-eval's API models need lm-eval[api] (tenacity)")

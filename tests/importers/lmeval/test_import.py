@@ -1,5 +1,6 @@
 """lm-eval task YAMLs copied from the installed lm-eval (only dataset_path / data_files rewritten to local JSONL in
-the fixture copies) read by `assay run` unchanged: gsm8k against the OpenAI test server, figures by hand."""
+the fixture copies) read by lm-eval's own task layer and run by `assay run`: gsm8k against the OpenAI test server
+(figures by hand), hellaswag's utils.py, errors, the missing extra, a chat model refused a log-likelihood task."""
 
 from __future__ import annotations
 
@@ -8,32 +9,16 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from assay.errors import ConfigError
-from assay.tasks.importers.lmeval import find_task, is_lmeval_reference, load_lmeval_task
+from assay.tasks.importers.lmeval import is_lmeval_reference, load_lmeval_tasks
 from assay.testing.server import OpenAITestServer
 from tests.e2e.e2e_support import assay_cmd
-from tests.importers.lmeval.conftest import FIXTURES
-
-
-def _answers() -> list[int]:
-    rows = [json.loads(line) for line in (FIXTURES / "gsm8k" / "test.jsonl").read_text().splitlines()]
-    return [int(r["answer"].rsplit("#### ", 1)[1]) for r in rows]
-
-
-def reply(request: dict[str, Any]) -> str:
-    text = request["messages"][-1]["content"]
-    question = text.rsplit("Question: ", 1)[1]
-    a, b = (int(x) for x in re.findall(r"\d+", question)[:2])
-    if a % 3 == 0:
-        return f"So {a} + {b} = {a + b + 1}.\n#### {a + b + 1} (1 try)"  # wrong; flexible's last match: one digit
-    if a % 3 == 1:
-        return f"He ends with {a + b} apples."  # right, but no '####': only flexible-extract finds it
-    return f"{a} + {b} = {a + b}\n#### {a + b}"
+from tests.importers.lmeval.conftest import FIXTURES, reply
 
 
 def test_gsm8k_runs_unchanged_with_lm_evals_keys_and_figures(tmp_path: Path) -> None:
@@ -69,66 +54,71 @@ def test_gsm8k_runs_unchanged_with_lm_evals_keys_and_figures(tmp_path: Path) -> 
     assert 0 < sum(strict) < sum(flexible) < 6  # the data exercise every branch
 
 
-def test_include_merges_the_included_file_and_the_includer_wins() -> None:
-    easy = load_lmeval_task(FIXTURES / "arc" / "arc_easy.yaml")
-    challenge = load_lmeval_task(FIXTURES / "arc" / "arc_challenge.yaml")
-    assert (easy.name, challenge.name) == ("arc_easy", "arc_challenge")
-    assert challenge.output_type == "multiple_choice" and [m.name for m in challenge.metrics] == ["acc", "acc_norm"]
-    sample = challenge.samples()[0]
-    assert sample.target == sample.doc["choices"]["label"].index(sample.doc["answerKey"])  # the target template
-    query = challenge.build_request(sample).loglikelihood
-    assert query is not None and query.context == f"Question: {sample.doc['question']}\nAnswer:"
-    assert query.continuations == tuple(" " + c for c in sample.doc["choices"]["text"])
+def test_a_task_files_utils_and_includes_are_lm_evals_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hellaswag's process_docs (its utils.py) and arc's include: lm-eval's own task objects build the requests."""
+    from lm_eval.tasks import TaskManager
+
+    work = tmp_path / "fixtures"
+    shutil.copytree(FIXTURES, work)
+    monkeypatch.chdir(work / "hellaswag")
+    (task,) = load_lmeval_tasks(work / "hellaswag" / "hellaswag.yaml")
+    theirs = TaskManager(include_path=str(work / "hellaswag"), include_defaults=False).load(["hellaswag"])["tasks"]
+    docs = list(theirs["hellaswag"].validation_docs())
+    samples = task.samples()
+    assert len(samples) == len(docs) > 3
+    for doc, sample in zip(docs, samples, strict=True):
+        query = task.build_request(sample).loglikelihood
+        assert query is not None and query.context == theirs["hellaswag"].fewshot_context(doc, 0)
+        assert [c.strip() for c in query.continuations] == doc["choices"]  # process_docs's cleaned endings
+        assert sample.target == theirs["hellaswag"].doc_to_target(doc)
 
 
-def test_hellaswag_process_docs_hook_runs_from_the_tasks_folder() -> None:
-    task = load_lmeval_task(FIXTURES / "hellaswag" / "hellaswag.yaml")
-    sample = task.samples()[0]
-    assert "[title]" not in sample.doc["query"] and sample.doc["gold"] == int(sample.doc["label"])
-    query = task.build_request(sample).loglikelihood
-    assert query is not None and query.context == sample.doc["query"]
-    assert sample.target == int(sample.doc["label"])
-
-
-def test_multiple_choice_few_shot_shows_the_gold_choice_text(tmp_path: Path) -> None:
-    work = tmp_path / "arc"
-    shutil.copytree(FIXTURES / "arc", work)
-    text = (work / "arc_easy.yaml").read_text()
-    (work / "arc_easy.yaml").write_text(text + "num_fewshot: 2\nfewshot_config:\n  sampler: first_n\n")
-    task = load_lmeval_task(work / "arc_easy.yaml")
-    train = [json.loads(line) for line in (work / "train.jsonl").read_text().splitlines()]
-    context = task.build_request(task.samples()[0]).loglikelihood.context  # type: ignore[union-attr]
-    shots = [
-        f"Question: {r['question']}\nAnswer: {r['choices']['text'][r['choices']['label'].index(r['answerKey'])]}"
-        for r in train[:2]
-    ]
-    assert context.startswith("\n\n".join(shots) + "\n\nQuestion: ")
-
-
-def test_an_unsupported_key_is_named_with_file_and_line(tmp_path: Path) -> None:
+def test_lm_eval_errors_name_the_task_and_nothing_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     work = tmp_path / "gsm8k"
     shutil.copytree(FIXTURES / "gsm8k", work)
-    lines = (work / "gsm8k.yaml").read_text().splitlines()
-    lines.insert(3, "gen_prefix: 'So'")
-    (work / "gsm8k.yaml").write_text("\n".join(lines) + "\n")
-    with pytest.raises(ConfigError, match=r"gsm8k\.yaml:4: gen_prefix: lm-eval key not supported"):
-        load_lmeval_task(work / "gsm8k.yaml")
-    proc = subprocess.run(assay_cmd("run", "gsm8k.yaml", "-m", "openai:x"), cwd=work, capture_output=True, text=True)
-    assert proc.returncode != 0 and "gsm8k.yaml:4: gen_prefix" in proc.stderr and "Traceback" not in proc.stderr
+    monkeypatch.chdir(work)
+    text = (work / "gsm8k.yaml").read_text()
+    (work / "gsm8k.yaml").write_text(text.replace("test.jsonl", "missing.jsonl"))
+    with pytest.raises(ConfigError, match=r"lm-eval could not load gsm8k: .*missing\.jsonl"):
+        load_lmeval_tasks(work / "gsm8k.yaml")
+    with pytest.raises(ConfigError, match="no such lm-eval task file"):
+        load_lmeval_tasks(work / "absent.yaml")
 
 
-def test_lm_eval_name_finds_the_installed_task_file() -> None:
-    pytest.importorskip("lm_eval")
-    import lm_eval
+def test_without_lm_eval_the_message_names_the_extra(tmp_path: Path) -> None:
+    code = (
+        "import sys; sys.modules['lm_eval'] = None\n"
+        "from assay.errors import ConfigError\n"
+        "from assay.tasks.importers.lmeval.suite import require_lm_eval\n"
+        "try:\n    require_lm_eval()\nexcept ConfigError as err:\n    print(err)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "pip install 'assay[lm-eval]'" in out.stdout, out.stderr
 
-    path = find_task("arc_easy")
-    assert path == Path(lm_eval.__file__).parent / "tasks" / "arc" / "arc_easy.yaml"
+
+def test_lm_eval_names_and_files_are_recognised() -> None:
     assert is_lmeval_reference("lm-eval:arc_easy") and is_lmeval_reference(FIXTURES / "gsm8k" / "gsm8k.yaml")
-    with pytest.raises(ConfigError, match="no task 'no_such_task'"):
-        find_task("no_such_task")
+    assert is_lmeval_reference(FIXTURES / "mmlu_group" / "_mmlu_stem.yaml")  # a group file
+    assert not is_lmeval_reference(Path(__file__).parents[3] / "examples" / "qa_tools" / "task.yaml")
 
 
-def test_task_format_lm_eval_reads_a_file_auto_detection_would_not(tmp_path: Path) -> None:
+def test_a_chat_model_is_refused_a_loglikelihood_task_before_any_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import assay
+
+    work = tmp_path / "arc"
+    shutil.copytree(FIXTURES / "arc", work)
+    monkeypatch.chdir(work)
+    with OpenAITestServer("A") as server:
+        with pytest.raises(ConfigError, match="multiple_choice ranks text by its log-likelihood"):
+            assay.run(str(work / "arc_easy.yaml"), "openai:m", base_url=server.base_url, output_dir=str(tmp_path))
+        assert server.requests_total == 0
+
+
+def test_task_format_lm_eval_reads_a_file_auto_detection_would_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A task file auto-detection does not take for lm-eval's (its suffix is not .yaml) is read as lm-eval's with
     ``--task-format lm-eval`` and ``assay.run(task_format="lm-eval")``; an unknown format is named."""
     import assay
@@ -138,6 +128,7 @@ def test_task_format_lm_eval_reads_a_file_auto_detection_would_not(tmp_path: Pat
     text = (work / "gsm8k.yaml").read_text()
     (work / "gsm8k.task").write_text(text)
     (work / "gsm8k.yaml").unlink()
+    monkeypatch.chdir(work)  # lm-eval reads relative data_files from the working directory
     assert not is_lmeval_reference(work / "gsm8k.task")
     env = {**os.environ, "OPENAI_API_KEY": "EMPTY", "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
     with OpenAITestServer(reply) as server:

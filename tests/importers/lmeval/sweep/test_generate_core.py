@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.importers.lmeval.parity import assay_run, assert_parity, inside, lm_eval_generate, registry_copy
 from assay.testing.server import OpenAITestServer
+from tests.importers.lmeval.parity import assay_run, assert_parity, inside, lm_eval_generate, registry_copy
 
 pytest.importorskip("lm_eval", reason="lm-eval is not installed")
 pytest.importorskip("tenacity", reason="lm-eval's API models need lm-eval[api] (tenacity)")

@@ -35,13 +35,13 @@ def is_lmeval_reference(source: object) -> bool:
     return bool(_MARKERS.search(text)) and not re.search(r"^(name|dataset)\s*:", text, re.M)
 
 
-def load_lmeval_tasks(references: list[str | Path], **options: Any) -> list[LmevalTask]:
+def load_lmeval_tasks(references: str | Path | list[str | Path], **options: Any) -> list[LmevalTask]:
     """The tasks of lm-eval references (names, task or group files), loaded together as ``lm_eval --tasks a,b``
     loads them; ``options`` are :class:`LmevalSettings` fields (``num_fewshot``, ``limit``, seeds, chat options)."""
     from assay.tasks.importers.lmeval.suite import load_suite
     from assay.tasks.importers.lmeval.task import LmevalTask
 
-    settings = settings_for(references, **options)
+    settings = settings_for(references if isinstance(references, list) else [references], **options)
     suite = load_suite(settings)
     return [LmevalTask(settings, name) for name in suite.tasks]
 

@@ -4,6 +4,7 @@ builds the very same requests again."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +54,13 @@ class LmevalSettings(BaseModel):
         return bool(self.apply_chat_template)
 
 
+_NAMED = re.compile(r"^(group|task):[ \t]*['\"]?([^'\"\s#\[\]{}]+)['\"]?[ \t]*(#.*)?$", re.M)
+
+
 def source_of(reference: str | Path) -> tuple[str, str | None]:
     """(what lm-eval's TaskManager loads, the folder to add to its include path) for ``lm-eval:NAME``,
-    ``lm-eval:FILE`` or a task/group YAML path."""
+    ``lm-eval:FILE`` or a task/group YAML path: a file is loaded by the name it gives itself (``group:``, else
+    ``task:``) with its folder on the include path, as ``lm_eval --include_path DIR --tasks NAME`` loads it."""
     text = str(reference)
     rest = text[len(PREFIX) :] if text.startswith(PREFIX) else text
     path = Path(rest).expanduser()
@@ -63,7 +68,14 @@ def source_of(reference: str | Path) -> tuple[str, str | None]:
         if not path.is_file():
             raise ConfigError(f"{rest}: no such lm-eval task file")
         resolved = path.resolve()
-        return str(resolved), str(resolved.parent)
+        try:
+            names = {m.group(1): m.group(2) for m in _NAMED.finditer(resolved.read_text(encoding="utf-8"))}
+        except (OSError, UnicodeDecodeError) as err:
+            raise ConfigError(f"{rest}: cannot read the task file: {err}") from None
+        name = names.get("group") or names.get("task")
+        if name is None or resolved.suffix.lower() not in (".yaml", ".yml"):  # lm-eval indexes *.yaml files only
+            return str(resolved), str(resolved.parent)
+        return name, str(resolved.parent)
     return rest, None
 
 

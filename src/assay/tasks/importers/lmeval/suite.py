@@ -46,7 +46,7 @@ def require_lm_eval() -> Any:
     """The ``lm_eval`` package; ConfigError naming the extra when it is not installed."""
     try:
         import lm_eval  # type: ignore[import-untyped]
-        import lm_eval.evaluator_utils  # type: ignore[import-untyped]  # noqa: F401
+        import lm_eval.evaluator_utils  # type: ignore[import-untyped]
         from lm_eval.tasks import TaskManager  # type: ignore[import-untyped]  # noqa: F401
     except ImportError as err:
         raise ConfigError(
@@ -124,16 +124,15 @@ def _manager(settings: LmevalSettings, defaults: bool) -> Any:
 
 
 def _load(settings: LmevalSettings) -> dict[str, Any]:
-    """lm-eval's ``TaskManager.load`` of the sources. Task files alone are first looked up without lm-eval's own
-    8-second index of its task folder, which is read only when a name is found nowhere else."""
-    only_files = all(s.endswith((".yaml", ".yml")) for s in settings.sources)
-    attempts = (False, True) if only_files else (True,)
+    """lm-eval's ``TaskManager.load`` of the sources. Where task files' folders are given, lm-eval's own task
+    folder (an 8-second index) is read only when a name is found nowhere else."""
+    attempts = (False, True) if settings.include_path else (True,)
     for defaults in attempts:
         _seed(settings)
         try:
             return dict(_manager(settings, defaults).load(list(settings.sources)))
         except KeyError as err:
-            if not defaults and settings.include_path:
+            if not defaults:
                 continue
             raise ConfigError(f"lm-eval: {err.args[0] if err.args else err}") from None
         except Exception as err:  # a dataset lm-eval cannot read (offline, missing files), a broken task file
