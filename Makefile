@@ -21,7 +21,7 @@ $(CORE): pyproject.toml
 
 # The tests need every extra; torch comes from /opt/wheels' CPU build where present.
 $(STAMP): $(CORE)
-	$(BIN)/python -m pip install --quiet --find-links /opt/wheels -e '.[dev,docs,hf,optimize,metrics,semantic,ray,agents]'
+	$(BIN)/python -m pip install --quiet --find-links /opt/wheels -e '.[dev,docs,hf,optimize,metrics,semantic,ray,agents,lm-eval]'
 	touch $(STAMP)
 
 demo: $(CORE)
