@@ -33,7 +33,7 @@ def registry() -> Path:
 
 def find_registry_task(name: str) -> Path:
     """The YAML file of lm-eval's registry task ``name`` (its ``task: name`` line)."""
-    wanted = re.compile(rf"^task:\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$", re.M)
+    wanted = re.compile(rf"^['\"]?task['\"]?:\s*['\"]?{re.escape(name)}['\"]?\s*(#.*)?$", re.M)
     for path in sorted(registry().rglob("*.yaml")):
         try:
             if wanted.search(path.read_text(encoding="utf-8")):
@@ -66,7 +66,7 @@ def registry_copy(
     lines = ["", "# parity test: the dataset location only", "dataset_path: json", "dataset_name: null"]
     lines += ["dataset_kwargs:", "  data_files:"] + [f"    {split}: {json.dumps(p)}" for split, p in files.items()]
     text = task_file.read_text(encoding="utf-8")
-    text = re.sub(r"^(dataset_path|dataset_name|dataset_kwargs):.*(\n[ \t]+.*)*", "", text, flags=re.M)
+    text = re.sub(r"^['\"]?(dataset_path|dataset_name|dataset_kwargs)['\"]?:.*(\n[ \t]+.*)*", "", text, flags=re.M)
     task_file.write_text(text.rstrip("\n") + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
     return task_file
 
@@ -173,9 +173,10 @@ def assert_parity(
     value_tol: float | None = None,
     requests: Callable[[str, int], list[tuple[Any, ...]]] | None = None,
 ) -> int:
-    """Every figure, stderr and group of lm-eval's results equals the run's; every document's value of every
-    metric under every filter equals lm-eval's logged one, and (``requests``: assay's arguments of a task's
-    document) every request. Returns how many per-document values were compared."""
+    """Every figure, stderr and group of lm-eval's results equals the run's; every document's filtered answers (the
+    text a filter kept, each choice's log-likelihood and greedy flag) and its value of every metric under every
+    filter equal lm-eval's logged ones, and (``requests``: assay's arguments of a task's document) every request.
+    Returns how many per-document values were compared."""
     ours = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
     for section in ("results", "groups"):
         for name, figures in (theirs.get(section) or {}).items():
@@ -192,6 +193,8 @@ def assert_parity(
             fr = rec["filters"][sample["filter"]]
             where = f"{task} doc {sample['doc_id']} {sample['filter']}"
             assert rec["prompt"] == _text(sample["arguments"][0][0]), f"{where}: prompt"
+            # each request's filtered answer: the text a filter kept, or each choice's (log-likelihood, is_greedy)
+            _same_value(fr["filtered"], list(sample["filtered_resps"]), value_tol or tol, f"{where} filtered")
             for metric in sample["metrics"]:
                 verdict = fr["verdicts"][metric][0]
                 assert verdict["error"] is None, f"{where} {metric}: {verdict['error']}"
