@@ -230,8 +230,3 @@ def loglik_requests(run_dir: Path) -> Callable[[str, int], list[tuple[Any, ...]]
         return [tuple(p) for p in query.pairs()]
 
     return pairs
-
-
-def scripted_server(reply: Callable[[dict[str, Any]], str], completion: Callable[[Any, dict[str, Any]], str] | None = None) -> OpenAITestServer:
-    """The scripted OpenAI-compatible server both tools ask."""
-    return OpenAITestServer(reply, completion=completion)
