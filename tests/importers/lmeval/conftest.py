@@ -45,11 +45,6 @@ def lmeval_chat(base_url: str, task: str, work: Path) -> dict[str, Any]:
     )
 
 
-def _answers() -> list[int]:
-    rows = [json.loads(line) for line in (FIXTURES / "gsm8k" / "test.jsonl").read_text().splitlines()]
-    return [int(r["answer"].rsplit("#### ", 1)[1]) for r in rows]
-
-
 def reply(request: dict[str, Any]) -> str:
     text = request["messages"][-1]["content"]
     question = text.rsplit("Question: ", 1)[1]

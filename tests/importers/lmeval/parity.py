@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 import assay
-from assay.testing.server import OpenAITestServer
 
 TIGHT = 1e-9  # figures computed from the same values in the same order
 FLOAT32 = 1e-5  # log-likelihood sums of float32 log-probs (kernels order the sum; see tests/loglik)

@@ -17,9 +17,10 @@ pytest.importorskip("lm_eval", reason="lm-eval is not installed")
 pytest.importorskip("tenacity", reason="lm-eval's API models need lm-eval[api] (tenacity)")
 
 ROWS = [
-    {"question": f"Tom has {a} apples and buys {b} more. How many apples does he have?", "answer": f"{a}+{b}\n#### {a + b}"}
+    {"question": f"Tom has {a} apples and buys {b} more. How many apples does he have?",
+     "answer": f"{a}+{b}\n#### {a + b}"}
     for a, b in [(3, 4), (10, 5), (7, 8), (12, 30), (1, 1), (6, 9), (21, 2), (4, 4)]
-]
+]  # fmt: skip
 
 
 def _answer(prompt: str) -> str:
@@ -48,7 +49,8 @@ def test_gsm8k_equal_to_lm_eval(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     if chat:
         options.update(apply_chat_template=True, fewshot_as_multiturn=True, system_instruction="Answer briefly.")
     with OpenAITestServer(chat_reply, completion=completion) as server, inside(tmp_path):
-        model = {"provider": "openai" if chat else "openai-completions", "model": "test-model", "base_url": server.base_url}
+        provider = "openai" if chat else "openai-completions"
+        model = {"provider": provider, "model": "test-model", "base_url": server.base_url}
         run_dir = assay_run([path], model, tmp_path, lmeval=options)
         theirs = lm_eval_generate(server.base_url, ["gsm8k"], tmp_path, chat=chat, **options)
     assert assert_parity(run_dir, theirs) == 2 * len(ROWS)
