@@ -36,9 +36,10 @@ _OPTIONS = [
         "lm_eval --apply_chat_template; an hf: model renders them with its tokenizer's template (or TEMPLATE).",
     ),
     click.option(
-        "--fewshot-as-multiturn",
-        is_flag=True,
-        help="lm-eval tasks, with --apply-chat-template: each few-shot example a user/assistant turn.",
+        "--fewshot-as-multiturn/--no-fewshot-as-multiturn",
+        default=None,
+        help="lm-eval tasks, with --apply-chat-template: each few-shot example a user/assistant turn (the default "
+        "with a chat template, as lm_eval's), or all of them in the one user message.",
     ),
     click.option("--system-instruction", help="lm-eval tasks: a system instruction before every prompt."),
     click.option(
@@ -131,10 +132,10 @@ def settings_from(
         out["num_fewshot"] = num_fewshot
     if apply_chat_template is not None:
         out["apply_chat_template"] = True if apply_chat_template == "default" else apply_chat_template
-    if fewshot_as_multiturn:
+    if fewshot_as_multiturn is not None:
         if apply_chat_template is None:
-            raise click.UsageError("--fewshot-as-multiturn needs --apply-chat-template (as lm_eval's)")
-        out["fewshot_as_multiturn"] = True
+            raise click.UsageError("--[no-]fewshot-as-multiturn goes with --apply-chat-template (as lm_eval's)")
+        out["fewshot_as_multiturn"] = fewshot_as_multiturn
     if system_instruction is not None:
         out["system_instruction"] = system_instruction
     if gen_kwargs is not None:

@@ -15,7 +15,7 @@ def task_from_config(config: dict[str, Any]) -> Task:
     if "lmeval" in config:
         from assay.tasks.importers.lmeval.rebuild import rebuild
 
-        return rebuild(config)  # type: ignore[no-any-return]
+        return rebuild(config)
     from assay.tasks import Task
 
     return Task.from_config(config)

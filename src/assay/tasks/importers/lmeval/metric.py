@@ -60,4 +60,6 @@ class LmevalMetric(Evaluator):
         v = verdicts[0]
         if v.get("error") is not None:
             return Verdict.errored(str(v["error"]), v.get("details") or {})
-        return Verdict(float(v["score"]), bool(v["passed"]), v.get("reason"), v.get("details") or {}, None, True)
+        return Verdict(
+            float(v["score"]), bool(v["passed"]), v.get("reason"), v.get("details") or {}, None, own_scale=True
+        )

@@ -31,7 +31,7 @@ class LmevalSettings(BaseModel):
     limit: float | None = Field(None, gt=0)
     seeds: tuple[int | None, int | None, int | None, int | None] = DEFAULT_SEEDS
     apply_chat_template: bool | str = False
-    fewshot_as_multiturn: bool = False
+    fewshot_as_multiturn: bool | None = None  # None: lm-eval's default, True whenever a chat template is applied
     system_instruction: str | None = None
     gen_kwargs: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
@@ -39,10 +39,15 @@ class LmevalSettings(BaseModel):
 
     @field_validator("fewshot_as_multiturn")
     @classmethod
-    def _multiturn_needs_chat(cls, value: bool, info: Any) -> bool:
+    def _multiturn_needs_chat(cls, value: bool | None, info: Any) -> bool | None:
         if value and not info.data.get("apply_chat_template"):
             raise ValueError("fewshot_as_multiturn needs apply_chat_template (as lm_eval's --fewshot_as_multiturn)")
         return value
+
+    @property
+    def multiturn(self) -> bool:
+        """Few-shot examples as user/assistant turns: as set, else (lm-eval 0.4.13's default) with a chat template."""
+        return self.chat if self.fewshot_as_multiturn is None else self.fewshot_as_multiturn
 
     def key(self) -> str:
         """A stable text key of these settings (one loaded suite per key and process)."""

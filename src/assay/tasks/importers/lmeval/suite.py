@@ -205,7 +205,7 @@ def _build_quietly(settings: LmevalSettings) -> Suite:
                 world_size=1,
                 system_instruction=settings.system_instruction,
                 apply_chat_template=settings.chat,
-                fewshot_as_multiturn=settings.fewshot_as_multiturn,
+                fewshot_as_multiturn=settings.multiturn,
                 chat_template=chat_template if settings.chat else None,
                 tokenizer_name="",
             )

@@ -197,7 +197,7 @@ class LmevalTask(Task):
     # ---- identity -----------------------------------------------------------------------------------------
 
     def _identity(self, scoring: bool) -> dict[str, Any]:
-        import lm_eval
+        import lm_eval  # type: ignore[import-untyped]
 
         lm = self.lm_task
         requests = [[i.request_type, [str(a) for a in i.args[:1]], repr(i.args[1:])] for d in self.documents for i in d.instances]
