@@ -56,12 +56,19 @@ def apply_lmeval(doc: dict[str, Any], lm: Mapping[str, Any], aggregations: Mappi
             metric, filter_name = schema.split_metric_key(key)
             if not filter_name or metric.endswith("_stderr") or key in ("name", "alias", "sample_len"):
                 continue
-            entry = own_filters.setdefault(filter_name, {}).setdefault(metric, {"metric": metric, "filter": filter_name})
+            entry = own_filters.setdefault(filter_name, {}).setdefault(
+                metric, {"metric": metric, "filter": filter_name}
+            )
             _beside(entry, figures, metric, filter_name, "group", confidence)
 
 
 def _beside(
-    entry: dict[str, Any], figures: Mapping[str, Any], metric: str, filter_name: str, aggregation: str, confidence: float
+    entry: dict[str, Any],
+    figures: Mapping[str, Any],
+    metric: str,
+    filter_name: str,
+    aggregation: str,
+    confidence: float,
 ) -> None:
     """lm-eval's figure and stderr in an assay entry; for other than a mean, they are the headline."""
     value = figures.get(schema.metric_key(metric, filter_name))

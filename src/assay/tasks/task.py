@@ -473,7 +473,9 @@ class Task:
         """The filter pipelines as configured (empty when none are: the task then uses the ``none`` pipeline)."""
         return list(self._pipelines)
 
-    def score_responses(self, sample: Sample, responses: list[Response | None], failure: str) -> dict[str, FilterRecord]:
+    def score_responses(
+        self, sample: Sample, responses: list[Response | None], failure: str
+    ) -> dict[str, FilterRecord]:
         """Every filter's record of one sample, for an ``external`` task (the runner's own scoring
         applies :attr:`pipelines` and :attr:`metrics` to every other task)."""
         raise NotImplementedError(f"task {self.name!r} is scored by its pipelines and metrics")

@@ -89,7 +89,11 @@ def score_document(
             continue
         instances = [
             Instance(
-                request_type=i.request_type, doc=i.doc, arguments=i.arguments, idx=i.idx, metadata=i.metadata,
+                request_type=i.request_type,
+                doc=i.doc,
+                arguments=i.arguments,
+                idx=i.idx,
+                metadata=i.metadata,
                 resps=list(r),
             )
             for i, r in zip(document.instances, resps, strict=True)

@@ -212,7 +212,9 @@ def _build_quietly(settings: LmevalSettings) -> Suite:
         except ConfigError:
             raise
         except Exception as err:
-            raise ConfigError(f"lm-eval task {name!r}: building its requests failed: {type(err).__name__}: {err}") from err
+            raise ConfigError(
+                f"lm-eval task {name!r}: building its requests failed: {type(err).__name__}: {err}"
+            ) from err
     documents = {name: _documents(name, task, limits[name]) for name, task in tasks.items()}
     n_docs = {name: len(task.eval_docs) for name, task in tasks.items()}  # as lm-eval counts them, last
     return Suite(settings, tasks, dict(loaded.get("groups") or {}), documents, limits, n_docs)

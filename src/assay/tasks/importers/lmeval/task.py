@@ -187,7 +187,9 @@ class LmevalTask(Task):
 
     # ---- scoring ------------------------------------------------------------------------------------------
 
-    def score_responses(self, sample: Sample, responses: list[Response | None], failure: str) -> dict[str, FilterRecord]:
+    def score_responses(
+        self, sample: Sample, responses: list[Response | None], failure: str
+    ) -> dict[str, FilterRecord]:
         """Every filter's record of one document: lm-eval's filters, then its ``process_results``."""
         return score_document(self.lm_task, self._document(sample), responses, failure)
 
@@ -200,7 +202,11 @@ class LmevalTask(Task):
         import lm_eval  # type: ignore[import-untyped]
 
         lm = self.lm_task
-        requests = [[i.request_type, [str(a) for a in i.args[:1]], repr(i.args[1:])] for d in self.documents for i in d.instances]
+        requests = [
+            [i.request_type, [str(a) for a in i.args[:1]], repr(i.args[1:])]
+            for d in self.documents
+            for i in d.instances
+        ]
         payload: dict[str, Any] = {
             "lm_eval": getattr(lm_eval, "__version__", "?"),
             "requests": sha256_hex(requests),
