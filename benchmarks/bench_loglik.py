@@ -1,9 +1,12 @@
-"""Log-likelihood scoring: assay's ``hf:`` scorer against lm-eval's own ``hf`` backend, same tiny model and task.
+"""Log-likelihood scoring: assay's ``hf:`` scorer against lm-eval's own ``hf`` backend, same tiny model and task,
+with the task as assay's YAML (``assay``) and as lm-eval's YAML run by assay through lm-eval's task layer
+(``assay-lmeval``: lm-eval builds the requests and scores the documents, assay's runner and model answer).
 
 A tiny GPT-2 (random weights, tokenizer trained locally: nothing is downloaded) and an ARC-style multiple-choice
 task (N samples, 4 choices sharing their context) as assay YAML and as lm-eval YAML over the same JSONL. Each side
 runs in its own subprocess, at its defaults (assay: ``assay.run`` with ``hf:PATH``; lm-eval: ``simple_evaluate``
-with ``hf``, batch size 1, its default), on CPU with one torch thread each; each prints samples/s (wall time of
+with ``hf``, batch size 1, its default; ``lm-eval-noindex``: the same without indexing lm-eval's own task folder,
+which its default ``TaskManager`` does), on CPU with one torch thread each; each prints samples/s (wall time of
 the whole evaluation, model load included) and its peak RSS. The ratio is assay's samples/s over lm-eval's, and
 ``acc`` of both is printed (they must agree).
 
@@ -69,6 +72,12 @@ def child(side: str, folder: Path, model: Path) -> None:
 
         run = assay.run(str(folder / "mc.yaml"), model=f"hf:{model}", output_dir=str(folder / "runs"), progress=False)
         acc = json.loads((run.path / "results.json").read_text())["results"]["mc"]["acc,none"]
+    elif side == "assay-lmeval":
+        import assay
+
+        task = str(folder / "lmeval" / "mc_lm.yaml")
+        run = assay.run(task, model=f"hf:{model}", output_dir=str(folder / "runs-lm"), progress=False)
+        acc = json.loads((run.path / "results.json").read_text())["results"]["mc_lm"]["acc,none"]
     else:
         import lm_eval
         from lm_eval.tasks import TaskManager
@@ -77,7 +86,8 @@ def child(side: str, folder: Path, model: Path) -> None:
             model="hf",
             model_args=f"pretrained={model}",
             tasks=["mc_lm"],
-            task_manager=TaskManager(include_path=str(folder / "lmeval")),
+            # lm-eval's default indexes its own task folder too (~8 s); lm-eval-noindex leaves it out
+            task_manager=TaskManager(include_path=str(folder / "lmeval"), include_defaults=side == "lm-eval"),
             device="cpu",
         )
         assert out is not None
@@ -121,7 +131,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--samples", type=int, default=500, help="multiple-choice samples, 4 choices (default 500)")
     parser.add_argument(
-        "--only", choices=("assay", "lm-eval"), default=None, help="run one side (e.g. assay alone on 25,000 samples)"
+        "--only",
+        choices=("assay", "assay-lmeval", "lm-eval", "lm-eval-noindex"),
+        default=None,
+        help="run one side (e.g. assay alone on 25,000 samples)",
     )
     parser.add_argument(
         "--memory", action="store_true", help="assay alone at a tenth of --samples and at --samples: is memory flat?"
@@ -141,18 +154,21 @@ def main(argv: list[str] | None = None) -> None:
         folder = Path(tmp)
         model = make_tiny_lm(folder / "gpt2")
         write_data(folder, args.samples)
-        sides = (args.only,) if args.only else ("assay", "lm-eval")
+        sides = (args.only,) if args.only else ("assay", "assay-lmeval", "lm-eval", "lm-eval-noindex")
         figures = {side: measure(side, folder, model) for side in sides}
     n = args.samples
     for side, f in figures.items():
-        print(f"{side:>8}: {n} samples ({4 * n} requests) in {f['seconds']:.2f}s = {n / f['seconds']:.1f} samples/s, "
+        print(f"{side:>12}: {n} samples ({4 * n} requests) in {f['seconds']:.2f}s = {n / f['seconds']:.1f} samples/s, "
               f"peak RSS {f['rss_mb']:.0f} MB, acc {f['acc']:.4f}")  # fmt: skip
     if len(figures) < 2:
         return
-    ratio = figures["lm-eval"]["seconds"] / figures["assay"]["seconds"]
-    print(f"ratio (assay / lm-eval samples/s): {ratio:.2f}x")
-    if abs(figures["assay"]["acc"] - figures["lm-eval"]["acc"]) > 1e-9:
-        print("WARNING: acc differs between assay and lm-eval")
+    for side in ("assay", "assay-lmeval"):
+        for theirs in ("lm-eval", "lm-eval-noindex"):
+            if side in figures and theirs in figures:
+                ratio = figures[theirs]["seconds"] / figures[side]["seconds"]
+                print(f"ratio ({side} / {theirs} samples/s): {ratio:.2f}x")
+                if abs(figures[side]["acc"] - figures[theirs]["acc"]) > 1e-9:
+                    print(f"WARNING: acc differs between {side} and {theirs}")
 
 
 if __name__ == "__main__":

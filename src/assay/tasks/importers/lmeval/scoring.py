@@ -71,7 +71,7 @@ def score_document(
     """Every filter's record of one document: its filtered answers and each metric's verdict."""
     from lm_eval.api.instance import Instance  # type: ignore[import-untyped]
 
-    from assay.tasks.importers.lmeval.suite import filter_names
+    from assay.tasks.importers.lmeval.suite import filter_names, templates_compiled_once
 
     aggregations = _aggregations(task)
     better = task.higher_is_better() or {}
@@ -105,7 +105,8 @@ def score_document(
                 filtered = [inst.filtered_resps[filter_name] for inst in instances]
             else:
                 filtered = [inst.resps[0] for inst in instances]
-            values = task.process_results(document.doc_for(filter_name), filtered)
+            with templates_compiled_once():
+                values = task.process_results(document.doc_for(filter_name), filtered)
             if not isinstance(values, Mapping):
                 raise TypeError(f"process_results returned {type(values).__name__}, not a dict of metric values")
         except Exception as err:  # the task's own code: its failure is this document's error, the run goes on
