@@ -43,8 +43,11 @@ def restored(details: Mapping[str, Any]) -> Any:
     return value
 
 
-def value_verdict(value: Any, aggregate: Callable[[list[Any]], Any] | None, higher_is_better: bool) -> Verdict:
-    """The verdict of one document's value of one metric, on the metric's own scale."""
+def value_verdict(
+    value: Any, aggregate: Callable[[list[Any]], Any] | None, higher_is_better: bool, shown: str = ""
+) -> Verdict:
+    """The verdict of one document's value of one metric, on the metric's own scale; ``shown`` says what was judged
+    (the filtered answer and the target), for the reason of a value that is not above 0."""
     details: dict[str, Any] = {"value": jsonable(value)}
     if isinstance(value, tuple):
         details["tuple"] = True
@@ -61,7 +64,7 @@ def value_verdict(value: Any, aggregate: Callable[[list[Any]], Any] | None, high
     if not math.isfinite(score):
         return Verdict.errored(f"process_results gave {value!r}, not a finite number", details)
     passed = score > 0 if higher_is_better else True
-    reason = None if passed else f"the value is {score:.4g}"
+    reason = None if passed else f"the value is {score:.4g}{shown}"
     return Verdict(score, passed, reason, details, None, own_scale=True)
 
 
@@ -114,13 +117,25 @@ def score_document(
             out[filter_name] = record
             continue
         record = FilterRecord(filtered=[jsonable(v) for v in filtered])
+        shown = _shown(task, document, filter_name, filtered)
         for metric, value in values.items():
-            verdict = value_verdict(value, aggregations.get(metric), bool(better.get(metric, True)))
+            verdict = value_verdict(value, aggregations.get(metric), bool(better.get(metric, True)), shown)
             record.verdicts[metric] = [verdict.to_dict()]
             record.scores[metric] = None if verdict.is_error else verdict.score
             record.passed[metric] = None if verdict.is_error else verdict.passed
         out[filter_name] = record
     return out
+
+
+def _shown(task: Any, document: Document, filter_name: str, filtered: list[Any]) -> str:
+    """`` for the answer ... (target ...)``: what a failing value judged (a generated answer only)."""
+    if document.instances[0].request_type != "generate_until":
+        return ""
+    try:
+        target = task.doc_to_target(document.doc_for(filter_name))
+    except Exception:
+        return f" for the answer {filtered[0]!r:.120}"
+    return f" for the answer {filtered[0]!r:.120} (target {target!r:.120})"
 
 
 def _aggregations(task: Any) -> dict[str, Callable[[list[Any]], Any]]:
