@@ -368,8 +368,14 @@ def _index_and_columns(run: Run) -> tuple[SampleIndex, dict[str, TaskColumns]]:
 
 def load_run(path: str | os.PathLike[str]) -> Run:
     """Load a run folder (or any of its files): manifest, results.json if present and an index of its samples
-    (made when first needed if results.json is there: the results table reads nothing else)."""
+    (made when first needed if results.json is there: the results table reads nothing else).
+
+    An lm-eval output folder (``lm_eval --output_path OUT --log_samples``: OUT, its model folder or a results file)
+    is loaded as the run folder it converts into (:mod:`assay.results.lmevalout`), so every command that reads a
+    run reads an lm-eval run too."""
     root = run_root(path)
+    if not (root / MANIFEST).is_file() and root.exists():
+        root = _lmeval_output(root)
     manifest = read_manifest(root)
     stored = None
     results_path = root / RESULTS
@@ -381,3 +387,17 @@ def load_run(path: str | os.PathLike[str]) -> Run:
         if not isinstance(stored, dict):
             raise DataError(f"{results_path}: expected a JSON object")
     return Run(root, manifest, None if stored is not None else index_samples(root), stored)
+
+
+def _lmeval_output(path: Path) -> Path:
+    """The run folder converted from the lm-eval output ``path`` names; a DataError saying what was expected when it
+    is neither a run folder nor an lm-eval output."""
+    from assay.results.lmevalout import lmeval_run_folder
+
+    converted = lmeval_run_folder(path)
+    if converted is None:
+        raise DataError(
+            f"{path} is not a run folder (no {MANIFEST} in it) nor an lm-eval output folder (no results_<date>.json "
+            "in it or in a model folder below it, as `lm_eval --output_path OUT --log_samples` writes)"
+        )
+    return converted

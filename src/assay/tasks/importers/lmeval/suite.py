@@ -145,7 +145,7 @@ def _load(settings: LmevalSettings) -> dict[str, Any]:
 @functools.lru_cache(maxsize=4096)
 def _compiled(source: str) -> Any:
     """lm-eval's Jinja environment's template for ``source``, compiled once (lm-eval compiles it for every call)."""
-    from lm_eval import utils  # type: ignore[import-untyped]
+    from lm_eval import utils
 
     return utils.env.from_string(source)
 
