@@ -14,6 +14,7 @@ from assay.models.base import Model
 from assay.runner.session import RUNTIME_SETTINGS, RunOutcome, RunSettings, execute
 from assay.secrets import REDACTED
 from assay.store.rundir import read_manifest
+from assay.tasks.importers.lmeval.settings import KEYWORDS as LMEVAL_KEYWORDS
 
 if TYPE_CHECKING:
     from assay.record import RunManifest
@@ -79,6 +80,7 @@ def run_keywords() -> list[str]:
     """Every keyword ``run``/``arun`` take besides ``tasks``, ``model``, ``resume`` and ``retry_errors``."""
     seconds = [k[:-2] for k in RunSettings.model_fields if k.endswith("_s")]
     extra = [*MODEL_OPTIONS, *RAY_OPTIONS, *_SPELLINGS, *seconds, "cache_dir", "lmeval", *DISPLAY_OPTIONS]
+    extra += list(LMEVAL_KEYWORDS)
     return sorted({*RunSettings.model_fields, *extra})
 
 
@@ -116,6 +118,17 @@ def _prices_option(value: Any) -> Any:
     if not isinstance(prices, dict):
         raise ConfigError(f"prices: {path}: expected an object of model -> prices")
     return prices
+
+
+def _lmeval_options(settings: dict[str, Any]) -> dict[str, Any] | None:
+    """lm-eval's options out of ``settings``: the ``lmeval`` dict, and the CLI's flags as keywords (``num_fewshot``,
+    ``apply_chat_template``, …) over it."""
+    from assay.tasks.importers.lmeval.settings import options_from
+
+    lmeval = dict(settings.pop("lmeval", None) or {})
+    flat = {k: settings.pop(k) for k in LMEVAL_KEYWORDS if k in settings}
+    lmeval.update(options_from(**flat))
+    return lmeval or None
 
 
 def split_options(options: dict[str, Any], *, call: str = "assay.run") -> tuple[dict[str, Any], dict[str, Any]]:
@@ -367,7 +380,7 @@ async def arun_outcome(
     task that run.json records without its credentials, e.g. a key in a judge's URL). An unknown keyword is a
     ConfigError listing the valid ones. ``task_format="lm-eval"`` reads the task paths as lm-eval task YAMLs.
     """
-    lmeval = settings.pop("lmeval", None)  # lm-eval's options, for its tasks (recorded with each task)
+    lmeval = _lmeval_options(settings)  # lm-eval's options, for its tasks (recorded with each task)
     settings, model_options = split_options(settings)
     if resume is not None:
         if lmeval:

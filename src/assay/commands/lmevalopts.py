@@ -3,26 +3,15 @@ and figures, and are passed on as one ``lmeval`` dict (see :class:`assay.tasks.i
 
 from __future__ import annotations
 
-import ast
 import functools
-import json
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-F = TypeVar("F", bound=Callable[..., Any])
+from assay.tasks.importers.lmeval.settings import KEYWORDS
 
-_NAMES = (
-    "num_fewshot",
-    "apply_chat_template",
-    "fewshot_as_multiturn",
-    "system_instruction",
-    "gen_kwargs",
-    "lmeval_seed",
-    "metadata",
-    "lmeval_bootstrap_iters",
-)
+F = TypeVar("F", bound=Callable[..., Any])
 
 _OPTIONS = [
     click.option("--num-fewshot", type=click.IntRange(min=0), help="lm-eval tasks: few-shot examples per prompt."),
@@ -65,7 +54,7 @@ def lmeval_options(command: F) -> F:
 
     @functools.wraps(command)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        given = {name: kwargs.pop(name, None) for name in _NAMES}
+        given = {name: kwargs.pop(name, None) for name in KEYWORDS}
         kwargs["lmeval"] = settings_from(**given)
         return command(*args, **kwargs)
 
@@ -74,76 +63,12 @@ def lmeval_options(command: F) -> F:
     return wrapped  # type: ignore[return-value]
 
 
-def _value(text: str) -> Any:
+def settings_from(**given: Any) -> dict[str, Any] | None:
+    """The ``lmeval`` dict of the options given (None when none was); a bad value is a usage error."""
+    from assay.errors import ConfigError
+    from assay.tasks.importers.lmeval.settings import options_from
+
     try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
-def parse_kwargs(text: str, option: str) -> dict[str, Any]:
-    """``key=value,key=value`` (lm-eval's form, values read as Python literals) or a JSON object."""
-    stripped = text.strip()
-    if stripped.startswith("{"):
-        try:
-            value = json.loads(stripped)
-        except json.JSONDecodeError as err:
-            raise click.BadParameter(f"invalid JSON: {err.msg}", param_hint=option) from None
-        if not isinstance(value, dict):
-            raise click.BadParameter("a JSON object", param_hint=option)
-        return value
-    out: dict[str, Any] = {}
-    for part in filter(None, (p.strip() for p in stripped.split(","))):
-        key, sep, raw = part.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"{part!r} is not key=value", param_hint=option)
-        out[key.strip()] = _value(raw.strip())
-    return out
-
-
-def parse_seeds(text: str) -> list[int | None]:
-    """lm_eval's ``--seed``: one number for all four seeds, or four comma-separated ones (``None`` for unset)."""
-    parts = [p.strip() for p in text.split(",")]
-    try:
-        values = [None if p == "None" else int(p) for p in parts]
-    except ValueError:
-        raise click.BadParameter(f"{text!r}: whole numbers or None", param_hint="--lmeval-seed") from None
-    if len(values) == 1:
-        return values * 4
-    if len(values) != 4:
-        raise click.BadParameter("one number, or four (random, numpy, torch, few-shot)", param_hint="--lmeval-seed")
-    return values
-
-
-def settings_from(
-    *,
-    num_fewshot: int | None = None,
-    apply_chat_template: str | None = None,
-    fewshot_as_multiturn: bool | None = None,
-    system_instruction: str | None = None,
-    gen_kwargs: str | None = None,
-    lmeval_seed: str | None = None,
-    metadata: str | None = None,
-    lmeval_bootstrap_iters: int | None = None,
-) -> dict[str, Any] | None:
-    """The ``lmeval`` dict of the options given (None when none was)."""
-    out: dict[str, Any] = {}
-    if num_fewshot is not None:
-        out["num_fewshot"] = num_fewshot
-    if apply_chat_template is not None:
-        out["apply_chat_template"] = True if apply_chat_template == "default" else apply_chat_template
-    if fewshot_as_multiturn is not None:
-        if apply_chat_template is None:
-            raise click.UsageError("--[no-]fewshot-as-multiturn goes with --apply-chat-template (as lm_eval's)")
-        out["fewshot_as_multiturn"] = fewshot_as_multiturn
-    if system_instruction is not None:
-        out["system_instruction"] = system_instruction
-    if gen_kwargs is not None:
-        out["gen_kwargs"] = parse_kwargs(gen_kwargs, "--gen-kwargs")
-    if lmeval_seed is not None:
-        out["seeds"] = parse_seeds(lmeval_seed)
-    if metadata is not None:
-        out["metadata"] = parse_kwargs(metadata, "--metadata")
-    if lmeval_bootstrap_iters is not None:
-        out["bootstrap_iters"] = lmeval_bootstrap_iters
-    return out or None
+        return options_from(**given) or None
+    except ConfigError as err:
+        raise click.UsageError(str(err)) from None

@@ -136,6 +136,12 @@ def records(run_dir: Path) -> dict[str, dict[int, dict[str, Any]]]:
     return out
 
 
+def _sample_log(run_dir: Path, task: str) -> dict[tuple[int, str], dict[str, Any]]:
+    """assay's lm-eval-style per-sample log of ``task``, by (doc_id, filter)."""
+    lines = (run_dir / f"samples_{task}.jsonl").read_text(encoding="utf-8").splitlines()
+    return {(d["doc_id"], d["filter"]): d for d in map(json.loads, lines)}
+
+
 def _text(prompt: Any) -> str:
     """A prompt as text: lm-eval's chat (``JsonChatStr``) by its JSON, as it hashes it."""
     if isinstance(prompt, tuple) and len(prompt) == 1:  # a JsonChatStr as lm-eval's samples hold it
@@ -187,8 +193,12 @@ def assert_parity(
     by_task = records(run_dir)
     compared = 0
     for task, samples in (theirs.get("samples") or {}).items():
+        logged = _sample_log(run_dir, task)
         for sample in samples:
             rec = by_task[task][sample["doc_id"]]
+            line = logged[(sample["doc_id"], sample["filter"])]  # assay's samples_<task>.jsonl, lm-eval's hashes
+            for key in ("doc_hash", "prompt_hash", "target_hash"):
+                assert line[key] == sample[key], f"{task} doc {sample['doc_id']}: {key}"
             fr = rec["filters"][sample["filter"]]
             where = f"{task} doc {sample['doc_id']} {sample['filter']}"
             assert rec["prompt"] == _text(sample["arguments"][0][0]), f"{where}: prompt"

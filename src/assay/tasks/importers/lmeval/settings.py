@@ -4,6 +4,8 @@ builds the very same requests again."""
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -82,6 +84,98 @@ def source_of(reference: str | Path) -> tuple[str, str | None]:
             return str(resolved), str(resolved.parent)
         return name, str(resolved.parent)
     return rest, None
+
+
+KEYWORDS = (
+    "num_fewshot",
+    "apply_chat_template",
+    "fewshot_as_multiturn",
+    "system_instruction",
+    "gen_kwargs",
+    "lmeval_seed",
+    "metadata",
+    "lmeval_bootstrap_iters",
+)  # ``assay run``'s lm-eval options, as keywords of assay.run / arun (the CLI's names with underscores)
+
+
+def _literal(text: str) -> Any:
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def parse_kwargs(text: str, option: str) -> dict[str, Any]:
+    """``key=value,key=value`` (lm-eval's form, values read as Python literals) or a JSON object."""
+    stripped = text.strip()
+    if stripped.startswith("{"):
+        try:
+            value = json.loads(stripped)
+        except json.JSONDecodeError as err:
+            raise ConfigError(f"{option}: invalid JSON: {err.msg}") from None
+        if not isinstance(value, dict):
+            raise ConfigError(f"{option}: a JSON object")
+        return value
+    out: dict[str, Any] = {}
+    for part in filter(None, (p.strip() for p in stripped.split(","))):
+        key, sep, raw = part.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"{option}: {part!r} is not key=value")
+        out[key.strip()] = _literal(raw.strip())
+    return out
+
+
+def parse_seeds(value: str | int | list[int | None] | tuple[int | None, ...]) -> list[int | None]:
+    """lm_eval's ``--seed``: one number for all four seeds, or four comma-separated ones (``None`` for unset)."""
+    if isinstance(value, int):
+        return [value] * 4
+    if isinstance(value, list | tuple):
+        values = list(value)
+    else:
+        try:
+            values = [None if p.strip() == "None" else int(p) for p in str(value).split(",")]
+        except ValueError:
+            raise ConfigError(f"lmeval_seed: {value!r}: whole numbers or None") from None
+    if len(values) == 1:
+        return values * 4
+    if len(values) != 4:
+        raise ConfigError("lmeval_seed: one number, or four (random, numpy, torch, few-shot)")
+    return values
+
+
+def options_from(
+    *,
+    num_fewshot: int | None = None,
+    apply_chat_template: bool | str | None = None,
+    fewshot_as_multiturn: bool | None = None,
+    system_instruction: str | None = None,
+    gen_kwargs: str | dict[str, Any] | None = None,
+    lmeval_seed: str | int | list[int | None] | None = None,
+    metadata: str | dict[str, Any] | None = None,
+    lmeval_bootstrap_iters: int | None = None,
+) -> dict[str, Any]:
+    """The lm-eval options (:class:`LmevalSettings` fields) of ``assay run``'s flags or keywords given (not None):
+    ``apply_chat_template`` True or ``"default"`` for the model's own template, text values parsed as lm_eval's."""
+    out: dict[str, Any] = {}
+    if num_fewshot is not None:
+        out["num_fewshot"] = num_fewshot
+    if apply_chat_template is not None and apply_chat_template is not False:
+        out["apply_chat_template"] = True if apply_chat_template in (True, "default") else apply_chat_template
+    if fewshot_as_multiturn is not None:
+        if "apply_chat_template" not in out:
+            raise ConfigError("fewshot_as_multiturn goes with apply_chat_template (as lm_eval's)")
+        out["fewshot_as_multiturn"] = bool(fewshot_as_multiturn)
+    if system_instruction is not None:
+        out["system_instruction"] = system_instruction
+    if gen_kwargs is not None:
+        out["gen_kwargs"] = gen_kwargs if isinstance(gen_kwargs, dict) else parse_kwargs(gen_kwargs, "gen_kwargs")
+    if lmeval_seed is not None:
+        out["seeds"] = parse_seeds(lmeval_seed)
+    if metadata is not None:
+        out["metadata"] = metadata if isinstance(metadata, dict) else parse_kwargs(metadata, "metadata")
+    if lmeval_bootstrap_iters is not None:
+        out["bootstrap_iters"] = lmeval_bootstrap_iters
+    return out
 
 
 def settings_for(references: list[str | Path], **options: Any) -> LmevalSettings:
