@@ -141,6 +141,11 @@ async def aoptimize(
             raise ConfigError(f"budget: give a budget of model calls (an integer >= 1), got {budget!r}")
         budget_usd = finite_budget_usd(budget_usd)
         (task_obj,) = load_tasks(task)
+        if task_obj.external:
+            raise ConfigError(
+                f"task {task_obj.name!r} is lm-eval's: its prompts, few-shot examples and scoring are built by "
+                "lm-eval's task layer, which optimize does not rewrite; optimise an assay task file instead"
+            )
         spec = parse_spec(task_obj, overrides)
         model = model if model is not None else task_obj.model
         if model is None:

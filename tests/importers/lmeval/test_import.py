@@ -149,3 +149,13 @@ def test_task_format_lm_eval_reads_a_file_auto_detection_would_not(
     assert cli["exact_match,flexible-extract"] == api["exact_match,flexible-extract"] > 0  # gsm8k's own filters ran
     with pytest.raises(ConfigError, match="task_format: one of auto, lm-eval, got 'inspect'"):
         assay.run(str(work / "gsm8k.task"), "openai:x", task_format="inspect")
+
+
+def test_optimize_refuses_an_lm_eval_task_by_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import assay
+
+    work = tmp_path / "gsm8k"
+    shutil.copytree(FIXTURES / "gsm8k", work)
+    monkeypatch.chdir(work)
+    with pytest.raises(ConfigError, match="task 'gsm8k' is lm-eval's"):
+        assay.optimize(str(work / "gsm8k.yaml"), "openai:m", budget=10, output_dir=str(tmp_path / "opt"))
