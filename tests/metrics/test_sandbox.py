@@ -103,7 +103,7 @@ print(n)
 
 
 def test_limits_hold_inside() -> None:
-    limits = Limits(timeout_s=10, memory_mb=128, max_processes=8, file_mb=1, tmp_mb=2)
+    limits = Limits(timeout_s=10, memory_mb=128, max_processes=8, file_mb=1, tmp_mb=2, disk_mb=2)
 
     async def body(box: Sandbox) -> dict[str, ExecResult]:
         return {

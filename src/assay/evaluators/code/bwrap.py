@@ -10,18 +10,22 @@ how to fix it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import shutil
 import stat
 import subprocess
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
+from assay.evaluators.code.cgroup import MemoryCgroups, find_memory_cgroups
+from assay.evaluators.code.diskfs import can_mount
 from assay.evaluators.code.limits import Limits
 
 BWRAP_ENV = "ASSAY_BWRAP"
@@ -48,6 +52,9 @@ _LIMITER = (  # used only where util-linux's prlimit is missing: set the limits,
 )
 
 
+_ENTER = 'echo 0 > "$0" && exec "$@"'  # move this process into the cgroup whose file is $0, then run the rest
+
+
 class SandboxUnavailable(ConfigError):
     """No sandbox can be made here (bubblewrap missing, refused by the kernel, no usable Python); says the fix."""
 
@@ -64,16 +71,42 @@ class Host:
     hidden: tuple[str, ...]  # package directories covered with an empty read-only tmpfs
     prlimit: str | None
     run_as: int | None  # host uid and gid to start bwrap as (when assay runs as root)
+    memory_cgroups: MemoryCgroups | None = None  # where a sandbox's memory cgroup is made, when it can be
+    setpriv: str | None = None  # util-linux setpriv: drops root after a sandbox's first process entered its cgroup
+    tmpfs: bool = False  # whether a sandbox's files go in a tmpfs of their own (assay may mount one)
 
-    def isolation(self) -> dict[str, str]:
-        """What every sandboxed program gets, for verdict details and the run summary."""
+    def isolation(self, limits: Limits | None = None) -> dict[str, str]:
+        """What every sandboxed program gets, for verdict details and the run summary: the totals that hold here."""
+        limits = limits or Limits()
         uid = f"uid {self.run_as}" if self.run_as is not None else f"uid {os.geteuid()} (the user running assay)"
+        if self.memory_cgroups is not None:
+            memory = (
+                f"{limits.total_memory_mb} MB for all the sandbox's processes and files together "
+                f"({self.memory_cgroups.describe()}); {limits.memory_mb} MB address space per process"
+            )
+        else:
+            memory = (
+                f"{limits.memory_mb} MB address space per process, no total (no memory cgroup can be made here): "
+                f"up to {limits.max_processes} x {limits.memory_mb} MB + its files in memory"
+            )
+        if self.tmpfs:
+            disk = (
+                f"{limits.disk_mb} MB and {limits.max_files} files for all its files together (/sandbox, /tmp, "
+                f"/dev/shm: one tmpfs); {limits.file_mb} MB per file"
+            )
+        else:
+            disk = (
+                f"{limits.file_mb} MB per file, no total for the work directory (no tmpfs can be mounted here); "
+                f"/tmp and /dev/shm {limits.tmp_mb} MB each"
+            )
         return {
             "sandbox": f"bubblewrap {self.version}",
             "user": f"{uid} on the host, no capabilities, no new privileges",
             "network": "none (own network namespace)",
             "filesystem": "OS read-only, Python standard library only, private work directory",
             "processes": "own PID namespace; RLIMIT_NPROC per sandbox",
+            "memory": memory,
+            "disk": disk,
         }
 
     def workdir_base(self) -> str | None:
@@ -86,8 +119,23 @@ class Host:
         reachable = all(p.stat().st_mode & stat.S_IXOTH for p in (base, *base.parents))
         return None if reachable else "/tmp"
 
-    def command(self, workdir: str, limits: Limits, argv: Sequence[str], data_fds: Mapping[str, int]) -> list[str]:
-        """The full command line that runs ``argv`` in a sandbox over ``workdir`` (``data_fds``: file -> fd)."""
+    def command(
+        self,
+        workdir: str,
+        limits: Limits,
+        argv: Sequence[str],
+        data_fds: Mapping[str, int],
+        *,
+        scratch: tuple[str, str] | None = None,
+        cgroup: str | None = None,
+    ) -> list[str]:
+        """The full command line that runs ``argv`` in a sandbox over ``workdir`` (``data_fds``: file -> fd).
+
+        ``scratch``: host directories for ``/tmp`` and ``/dev/shm`` (else a tmpfs of ``tmp_mb`` each). ``cgroup``:
+        the file through which a process enters the sandbox's memory cgroup (``cgroup.py``): the command, started
+        as root, first moves itself in (writing 0, its own pid, which spares the kernel the global lock that
+        moving another process takes: ~10 ms), then becomes the sandbox's user (``setpriv``) and execs bwrap, so
+        every process of the sandbox starts inside it."""
         b = [self.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"]
         b += ["--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--hostname", "sandbox"]
         b += ["--ro-bind", "/usr", "/usr"]
@@ -104,8 +152,11 @@ class Host:
         for path in self.hidden:
             b += ["--perms", "0555", "--size", "4096", "--tmpfs", path, "--remount-ro", path]
         b += ["--proc", "/proc", "--dev", "/dev"]
-        b += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
-        b += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
+        if scratch is None:
+            b += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
+            b += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
+        else:
+            b += ["--bind", scratch[1], "/dev/shm", "--remount-ro", "/dev", "--bind", scratch[0], "/tmp"]
         b += ["--bind", workdir, HOME]
         for path, fd in data_fds.items():
             b += ["--ro-bind-data", str(fd), path]
@@ -117,6 +168,12 @@ class Host:
         else:
             pairs = [f"{n}:{s}:{h}" for n, s, h in limits.setrlimit_pairs()]
             b += ["--", self.python, "-I", "-S", "-c", _LIMITER, *pairs, "--"]
+        if cgroup is not None:
+            if self.setpriv is None or self.run_as is None:
+                raise ValueError("a sandbox's memory cgroup needs root and setpriv")
+            uid = str(self.run_as)
+            drop = [self.setpriv, "--reuid", uid, "--regid", uid, "--clear-groups", "--"]
+            b = ["/bin/sh", "-c", _ENTER, cgroup, *drop, *b]
         return [*b, *argv]
 
 
@@ -238,11 +295,34 @@ def _find(bwrap_setting: str | None, python_setting: str | None, euid: int) -> H
         run_as=_run_as(),
     )
     _probe(host)
-    return host
+    host = dataclasses.replace(host, setpriv=shutil.which("setpriv", path="/usr/bin:/bin"))
+    return dataclasses.replace(host, memory_cgroups=_cgroups_probed(host), tmpfs=can_mount(host.workdir_base()))
 
 
-def _probe(host: Host) -> None:
-    """Start one sandbox to see that this kernel and bwrap allow it, before any sample depends on it."""
+def _cgroups_probed(host: Host) -> MemoryCgroups | None:
+    """Where sandboxes' memory cgroups go, once a sandbox started in one worked (else None: no memory total)."""
+    found = find_memory_cgroups() if host.setpriv is not None and host.run_as is not None else None
+    if found is None:
+        return None
+    try:
+        group = found.create(Limits().total_memory_mb << 20)
+    except OSError:
+        return None
+    try:
+        _probe(host, cgroup=group.enter_file)
+    except SandboxUnavailable:
+        return None
+    finally:
+        for _ in range(50):
+            if group.remove():
+                break
+            time.sleep(0.02)
+    return found
+
+
+def _probe(host: Host, cgroup: str | None = None) -> None:
+    """Start one sandbox (in a memory cgroup through its file ``cgroup``, when given) to see that this kernel and
+    bwrap allow it, before any sample depends on it."""
     import tempfile
 
     workdir = tempfile.mkdtemp(prefix="assay-sandbox-probe-", dir=host.workdir_base())
@@ -254,10 +334,10 @@ def _probe(host: Host) -> None:
             fds[path] = os.memfd_create(path.rsplit("/", 1)[-1])
             os.write(fds[path], data)
             os.lseek(fds[path], 0, os.SEEK_SET)
-        argv = host.command(workdir, Limits(), [host.python, "-I", "-S", "-c", "print('sandbox ok')"], fds)
-        done = subprocess.run(
-            argv, capture_output=True, text=True, timeout=60, pass_fds=tuple(fds.values()), **_as_sandbox_user()
-        )
+        probe = [host.python, "-I", "-S", "-c", "print('sandbox ok')"]
+        argv = host.command(workdir, Limits(), probe, fds, cgroup=cgroup)
+        user = {} if cgroup is not None else _as_sandbox_user()
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, pass_fds=tuple(fds.values()), **user)
     except (OSError, subprocess.SubprocessError) as err:
         raise SandboxUnavailable(f"code sandbox: {host.bwrap} could not be started: {err}") from None
     finally:

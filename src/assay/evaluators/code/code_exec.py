@@ -43,6 +43,18 @@ class CodeExecOptions(Options):
     memory_mb: int = Field(
         512, ge=64, description="address-space limit per sandboxed process, in MB; raise it for numpy-heavy solutions"
     )
+    memory_total_mb: int | None = Field(
+        None,
+        ge=64,
+        description="memory of all the sample's sandboxed processes and files together, in MB (where a memory "
+        "cgroup can be made: as root); null: twice memory_mb",
+    )
+    disk_mb: int = Field(
+        256,
+        ge=1,
+        description="size of all the files the sample's program writes (work directory, /tmp, /dev/shm) together, "
+        "in MB (where a tmpfs can be mounted: as root)",
+    )
     max_processes: int = Field(
         32, ge=1, description="processes and threads a sandboxed program may run at once (stops fork bombs)"
     )
@@ -157,6 +169,12 @@ def verdict_for(outcome: Outcome, limits: Limits) -> Verdict:
         )
     if outcome.outcome == "failed":
         test, message = r.get("failed_test"), r.get("message") or "failed"
+        if outcome.out_of_memory:  # a process the code started was killed, and the tests saw what that did
+            message += (
+                f" (a process of the program was killed: its processes and files together reached the "
+                f"{limits.total_memory_mb} MB memory limit)"
+            )
+            details["out_of_memory"] = True
         details["failed_test"], details["message"] = test, message
         if r.get("line"):
             details["line"] = r["line"]
@@ -167,7 +185,12 @@ def verdict_for(outcome: Outcome, limits: Limits) -> Verdict:
             details=details,
         )
     message = r.get("message")
-    if sig == "SIGXFSZ":
+    if outcome.out_of_memory:
+        message = (
+            f"out of memory: the program's processes and files together reached the {limits.total_memory_mb} MB "
+            "limit" + (f" (killed by {sig})" if sig else "")
+        )
+    elif sig == "SIGXFSZ":
         message = "killed for writing a file past the size limit"
     elif sig is not None:
         message = f"killed by {sig}"
@@ -175,7 +198,7 @@ def verdict_for(outcome: Outcome, limits: Limits) -> Verdict:
         tail = outcome.stderr_tail.strip().splitlines()
         code = outcome.returncode
         message = f"exited with code {code} before its tests finished" + (f": {tail[-1][:200]}" if tail else "")
-    if "memory" in (message or "").lower():
+    if "memory" in (message or "").lower() and not outcome.out_of_memory:
         message = f"{message} (limit {limits.memory_mb} MB)"
     details["message"] = message
     return Verdict.fail(
@@ -200,7 +223,13 @@ class CodeExec(Evaluator):
                 f"'allow_untrusted_code: true' (or {OPT_IN_ENV}=1) once you accept that"
             )
         find_host(o.sandbox_python)  # no sandbox here: a ConfigError now, saying how to install bubblewrap
-        self._limits = Limits(timeout_s=o.timeout_s, memory_mb=o.memory_mb, max_processes=o.max_processes)
+        self._limits = Limits(
+            timeout_s=o.timeout_s,
+            memory_mb=o.memory_mb,
+            max_processes=o.max_processes,
+            memory_total_mb=o.memory_total_mb,
+            disk_mb=o.disk_mb,
+        )
         self._semaphores: dict[int, asyncio.Semaphore] = {}
 
     def _semaphore(self) -> asyncio.Semaphore:

@@ -25,7 +25,8 @@ from assay.evaluators.code.bwrap import sandbox_env
 from assay.evaluators.code.limits import Limits
 from assay.evaluators.code.sandbox import PIPE, Sandbox, SandboxError, SandboxProcess
 
-MAX_EVENTS = 1 << 22  # bytes of the test process's report
+MAX_EVENT = 1 << 22  # bytes of one event line of the test process (it caps its own far below this)
+MAX_LABEL = 2000  # characters of the running test's text kept
 EXIT_GRACE_S = 1.0  # for a program the tests saw end to exit by itself, so its exit code tells why
 
 
@@ -41,6 +42,7 @@ class Outcome:
     stderr_tail: str = ""
     seconds: float = 0.0
     running: str | None = None  # the test that was running when time ran out
+    out_of_memory: bool = False  # a sandboxed process was killed at the memory limit of them all together
 
 
 async def _start_runner(fd: int, spec: dict[str, Any], limits: Limits) -> tuple[asyncio.subprocess.Process, str]:
@@ -63,7 +65,7 @@ async def _start_runner(fd: int, spec: dict[str, Any], limits: Limits) -> tuple[
             cwd=cwd,
             env={k: v for k, v in sandbox_env().items() if k not in ("HOME", "TMPDIR")} | {"HOME": cwd, "TMPDIR": cwd},
             start_new_session=True,
-            limit=MAX_EVENTS,
+            limit=MAX_EVENT,
         )
     except OSError as err:
         shutil.rmtree(cwd, ignore_errors=True)
@@ -74,28 +76,39 @@ async def _start_runner(fd: int, spec: dict[str, Any], limits: Limits) -> tuple[
     return proc, cwd
 
 
-async def _events(stream: asyncio.StreamReader, seen: list[list[Any]]) -> None:
-    """Collect the test process's events as they come (the last one says which test was running)."""
-    size = 0
-    while line := await stream.readline():
-        size += len(line)
-        if size > MAX_EVENTS:
-            break
+@dataclass
+class Events:
+    """What the test process reported: the test running last, and its result (a dict when it reported one)."""
+
+    running: str | None = None
+    result: Any = None
+
+    def add(self, event: object) -> None:
+        if not (isinstance(event, list) and len(event) == 2):
+            return
+        if event[0] == "test":
+            self.running = str(event[1])[:MAX_LABEL]
+        elif event[0] == "result":
+            self.result = event[1]
+
+    @property
+    def program_ended(self) -> bool:
+        """Whether the test process saw the program end before the tests did (a crash rather than a verdict)."""
+        return isinstance(self.result, dict) and self.result.get("outcome") == "crashed"
+
+
+async def _events(stream: asyncio.StreamReader, events: Events) -> None:
+    """Read the test process's events to the end of its output, keeping only what :class:`Events` keeps (the
+    process is never left blocked on a full pipe, and a line past MAX_EVENT is skipped, not an error)."""
+    while True:
+        try:
+            line = await stream.readline()
+        except ValueError:  # a line past the reader's limit: dropped (the rest of it fails to decode below)
+            continue
+        if not line:
+            return
         with contextlib.suppress(wire.WireError, UnicodeDecodeError):
-            event = wire.decode(line.decode("ascii").rstrip("\n"))
-            if isinstance(event, list) and event:
-                seen.append(event)
-
-
-def _result(events: list[list[Any]]) -> Any:
-    """The test process's last reported result (a dict when it reported one)."""
-    return next((e[1] for e in reversed(events) if e[0] == "result" and len(e) > 1), None)
-
-
-def _program_ended(events: list[list[Any]]) -> bool:
-    """Whether the test process saw the program end before the tests did (a crash rather than a verdict)."""
-    result = _result(events)
-    return isinstance(result, dict) and result.get("outcome") == "crashed"
+            events.add(wire.decode(line.decode("ascii").rstrip("\n")))
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -107,60 +120,43 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
 async def run_tests(code: str, spec: dict[str, Any], limits: Limits, *, python: str | None = None) -> Outcome:
     """Run ``code`` against the tests in ``spec`` (style, tests | cases, entry_point | function, prefix, setup)."""
     started = time.perf_counter()
-    async with Sandbox(limits, python=python) as box:
-        box.write_file("solution.py", code)
-        ours, theirs = socket.socketpair()
-        runner: asyncio.subprocess.Process | None = None
-        served: SandboxProcess | None = None
-        cwd = None
-        try:
-            loader, first = programs.launch("serve", box.host.python_version)
-            argv = [box.python, "-I", "-S", "-c", loader, str(theirs.fileno()), "solution.py"]
-            served = await box.spawn(argv, stdin=PIPE, pass_fds=(theirs.fileno(),))
-            assert served.stdin is not None
-            served.stdin.write(first)  # then end of file: the code's input() sees nothing
-            served.stdin.close()
-            runner, cwd = await _start_runner(ours.fileno(), spec, limits)
-        finally:
-            ours.close()
-            theirs.close()
-        events: list[list[Any]] = []
-        assert runner.stdout is not None
-        reader = asyncio.create_task(_events(runner.stdout, events))
-        timed_out = False
-        try:
-            await asyncio.wait_for(runner.wait(), limits.timeout_s)
-        except TimeoutError:
-            timed_out = True
-        finally:
-            _kill_group(runner)
-            if not timed_out:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(reader, 5.0)
-                if _program_ended(events):  # its own exit code says why (e.g. SIGXCPU): let it exit, not kill it
-                    with contextlib.suppress(TimeoutError):
-                        await served.wait(EXIT_GRACE_S)
-            served.kill()
-            await runner.wait()
-            await served.wait()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(reader, 5.0)
-            if cwd is not None:
-                shutil.rmtree(cwd, ignore_errors=True)
-        out, err = await served.output()
+    events = Events()
+    cwd: str | None = None
+    try:
+        async with Sandbox(limits, python=python) as box:
+            box.write_file("solution.py", code)
+            ours, theirs = socket.socketpair()
+            try:
+                loader, first = programs.launch("serve", box.host.python_version)
+                argv = [box.python, "-I", "-S", "-c", loader, str(theirs.fileno()), "solution.py"]
+                served = await box.spawn(argv, stdin=PIPE, pass_fds=(theirs.fileno(),))
+                assert served.stdin is not None
+                served.stdin.write(first)  # then end of file: the code's input() sees nothing
+                served.stdin.close()
+                runner, cwd = await _start_runner(ours.fileno(), spec, limits)
+            finally:
+                ours.close()
+                theirs.close()
+            timed_out = await _watch(runner, served, events, limits)
+            out, err = await served.output()
+            out_of_memory = box.out_of_memory()
+    finally:
+        if cwd is not None:
+            shutil.rmtree(cwd, ignore_errors=True)
     outcome = Outcome(
         "",
-        isolation=box.host.isolation(),
+        isolation=box.host.isolation(limits),
         returncode=served.returncode,
         stdout_tail=out.decode("utf-8", "replace")[-2000:],
         stderr_tail=err.decode("utf-8", "replace")[-2000:],
         seconds=time.perf_counter() - started,
+        out_of_memory=out_of_memory,
     )
     if timed_out:
         outcome.outcome = "timed_out"
-        outcome.running = next((str(e[1]) for e in reversed(events) if e[0] == "test" and len(e) > 1), None)
+        outcome.running = events.running
         return outcome
-    result = _result(events)
+    result = events.result
     if not isinstance(result, dict):
         if runner.returncode is not None and runner.returncode < 0:  # killed at its own limits: by the code's data
             outcome.outcome = "crashed"
@@ -172,3 +168,28 @@ async def run_tests(code: str, spec: dict[str, Any], limits: Limits, *, python: 
         raise SandboxError("the sandbox did not start" + (f": {said[-1]}" if said else ""))
     outcome.outcome, outcome.result = str(result.get("outcome", "crashed")), result
     return outcome
+
+
+async def _watch(runner: asyncio.subprocess.Process, served: SandboxProcess, events: Events, limits: Limits) -> bool:
+    """Wait for the tests to finish (or the time limit), then end both processes; whether time ran out."""
+    assert runner.stdout is not None
+    reader = asyncio.create_task(_events(runner.stdout, events))
+    timed_out = False
+    try:
+        await asyncio.wait_for(runner.wait(), limits.timeout_s)
+    except TimeoutError:
+        timed_out = True
+    finally:
+        _kill_group(runner)
+        if not timed_out:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(reader), 5.0)
+            if events.program_ended:  # its own exit code says why (e.g. SIGXCPU): let it exit, not kill it
+                with contextlib.suppress(TimeoutError):
+                    await served.wait(EXIT_GRACE_S)
+        served.kill()
+        await runner.wait()
+        await served.wait()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(reader, 5.0)
+    return timed_out

@@ -10,8 +10,10 @@ MB = 1024 * 1024
 
 @dataclass(frozen=True)
 class Limits:
-    """Per program: wall time, then per process: address space, CPU seconds, file size, open files; processes and
-    the private ``/tmp`` and ``/dev/shm`` (memory-backed) per sandbox."""
+    """Per program: wall time, then per process: address space, CPU seconds, file size, open files; per sandbox:
+    processes, and where the machine allows them (see ``cgroup.py``, ``diskfs.py``) the memory of all its
+    processes and files together (``memory_total_mb``) and the size and number of all its files (``disk_mb``,
+    ``max_files``); elsewhere a private ``/tmp`` and ``/dev/shm`` of ``tmp_mb`` each (memory-backed)."""
 
     timeout_s: float = 10.0
     memory_mb: int = 512
@@ -20,10 +22,18 @@ class Limits:
     open_files: int = 256
     tmp_mb: int = 64
     cpu_s: float | None = None  # default: the time limit
+    memory_total_mb: int | None = None  # default: twice memory_mb
+    disk_mb: int = 256
+    max_files: int = 65536
 
     @property
     def cpu_seconds(self) -> int:
         return max(1, math.ceil(self.cpu_s if self.cpu_s is not None else self.timeout_s))
+
+    @property
+    def total_memory_mb(self) -> int:
+        """The memory the sandbox's processes and files may use together (where a memory cgroup can be made)."""
+        return self.memory_total_mb if self.memory_total_mb is not None else 2 * self.memory_mb
 
     def prlimit_args(self) -> list[str]:
         """``prlimit`` options (util-linux). RLIMIT_NPROC is set inside the sandbox's own user namespace, where

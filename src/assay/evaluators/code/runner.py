@@ -5,9 +5,17 @@ where the code under test cannot reach: it cannot exit early for us, patch these
 or hand back an object whose ``__eq__`` always says yes (objects that are not data come back as opaque handles
 that may be called or passed back, and fail the test when compared or inspected).
 
-Names the tests use but do not define come from the code: functions and classes as handles, data as data,
-imported standard-library modules as our own import. A ``code_prefix`` (HumanEval's prompt) is run here too, so
-its helpers (``poly``, ``encode_cyclic``) are the task's, not the code's; its stubs are the code's.
+The tests' environment is what Python gives tests appended to the program, less anything of the program's that
+could stand in for the tests' own tools: builtins are always the real ones; a name used as a module (one the
+tests only read attributes from, like ``math`` in ``math.isclose``, or a standard-library module's name they read
+attributes from) is our own import of that standard-library module when the program imported it under that name,
+and undefined otherwise, never the program's object; every other name the tests read but do not define is the
+program's (functions and classes as handles, data as data). A ``code_prefix`` (HumanEval's prompt) is run here
+too, so its helpers (``poly``, ``encode_cyclic``) are the task's, not the code's; its stubs are the code's.
+
+Nothing the program sends may change how the tests run other than by its values: an exception that would end an
+iteration (``StopIteration`` ending ``all(map(f, xs))`` early) arrives as a RuntimeError, and any value, however
+large or odd, is shown in a reason cut to a few hundred characters.
 
 Its program is ``wire.py`` followed by this file (``programs.py``); it reads its spec on stdin and writes events
 (``["test", label]``, then ``["result", {...}]``) on stdout. Standard library only.
@@ -28,6 +36,8 @@ if TYPE_CHECKING:
 
 REPLY_LIMIT = 1 << 25  # bytes in one reply from the sandbox
 SHOWN = 300  # characters of a value shown in a reason
+MESSAGE = 1000  # characters of an exception's message in a result
+LABEL = 2000  # characters of a test's text in an event or a result
 _NO_IMPORT = frozenset({"antigravity", "this", "__hello__", "__phello__", "idlelib", "tkinter", "turtle"})
 
 
@@ -36,14 +46,42 @@ class Boundary(BaseException):
     a test does not swallow it; and recorded, so a test that catches it anyway still does not pass."""
 
 
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= SHOWN else text[: SHOWN - 3] + "..."
+    """A value as a reason shows it: a bounded ``repr`` (only its first items are formatted), never an error."""
+    import reprlib
+
+    class Shown(reprlib.Repr):
+        def repr_int(self, x: int, level: int) -> str:
+            if x.bit_length() > 4 * SHOWN:  # decimal text of a huge int is slow, and refused past 4300 digits
+                return f"<an int of {x.bit_length()} bits>"
+            return super().repr_int(x, level)
+
+    shown = Shown()
+    shown.maxlevel, shown.maxstring, shown.maxother, shown.maxlong = 6, SHOWN, SHOWN, SHOWN
+    shown.maxlist = shown.maxtuple = shown.maxset = shown.maxfrozenset = shown.maxdict = 50
+    try:
+        return _cut(shown.repr(value), SHOWN)
+    except Exception as err:  # RecursionError, MemoryError: whatever the value, the reason is written
+        return f"<a {type(value).__name__} that cannot be shown: {type(err).__name__}>"
+
+
+def _text(value: object, limit: int = SHOWN) -> str:
+    """A string from the other side (which may send any data where a string belongs), cut to ``limit``."""
+    return _cut(value, limit) if type(value) is str else _short(value)
 
 
 def _message(err: BaseException) -> str:
-    text = str(err)
-    return f"{type(err).__name__}: {text}" if text else type(err).__name__
+    """``Type: message`` of an exception, at most MESSAGE characters, whatever its arguments hold."""
+    try:
+        text = str(err)  # one string argument is returned as it is, not copied
+    except Exception:  # a huge int in its arguments, a __str__ that fails
+        text = ", ".join(_short(a) for a in getattr(err, "args", ())[:5])
+    name = type(err).__name__
+    return _cut(f"{name}: {text}" if text else name, MESSAGE)
 
 
 class Session:
@@ -131,11 +169,9 @@ class Session:
         if kind == "raised" and isinstance(reply[2], list) and len(reply[2]) == 4:
             raise _rebuilt(reply[2])
         if kind == "exit":
-            raise self.fail("failed", f"the code raised {str(reply[2])[:40]} while {remote._what} ran")
+            raise self.fail("failed", f"the code raised {_text(reply[2], 40)} while {remote._what} ran")
         if kind == "notdata":
-            raise self.fail(
-                "failed", f"{remote._what} gave back something that cannot be sent: {str(reply[2])[:SHOWN]}"
-            )
+            raise self.fail("failed", f"{remote._what} gave back something that cannot be sent: {_text(reply[2])}")
         raise self.fail("failed", "the program answered a call with something else")
 
 
@@ -151,16 +187,21 @@ def _copy_back(original: object, new: object) -> None:
 
 
 def _rebuilt(info: list[Any]) -> Exception:
-    """The exception the code raised, as the nearest built-in class with its message (its own class stays there)."""
-    name, base, message, _line = (str(x)[:SHOWN] if x is not None else None for x in info)
+    """The exception the code raised, as the nearest built-in class with its message (its own class stays there).
+    One that would end an iteration of the tests (StopIteration: ``all(map(f, xs))`` would stop early and pass)
+    arrives as a RuntimeError, as PEP 479 has it for generators."""
+    name, base, message, _line = (_text(x) if x is not None else None for x in info)
     cls = getattr(builtins, base or "", None)
     if not (isinstance(cls, type) and issubclass(cls, Exception)):
         cls = Exception
+    if issubclass(cls, StopIteration | StopAsyncIteration):
+        message = f"the code raised {name}" + (f": {message}" if message else "")
+        cls = RuntimeError
     try:
         err = cls(message) if message else cls()
     except Exception:
         err = Exception(message)
-    if name != cls.__name__:
+    if name != cls.__name__ and cls is not RuntimeError:
         err.add_note(f"(raised by the code as {name})")
     return err
 
@@ -218,33 +259,56 @@ def _failing_line(err: BaseException, filename: str, source: str) -> str | None:
     return found
 
 
+def _nodes(source: str, filename: str) -> list[Any]:
+    """Every node of the source's syntax tree, from the C parser (``_ast``): importing ``ast`` costs a few ms."""
+    import _ast
+
+    stack: list[Any] = [compile(source, filename, "exec", _ast.PyCF_ONLY_AST)]
+    found = []
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, _ast.AST))
+            elif isinstance(value, _ast.AST):
+                stack.append(value)
+    return found
+
+
 def _stubs(prefix: str) -> list[str]:
     """Functions the prefix only declares (a docstring, ``pass``, ``...``): the code under test completes them."""
     if not prefix.strip():
         return []
-    import ast
+    import _ast
 
-    def stub(body: list[ast.stmt]) -> bool:
+    def stub(body: list[Any]) -> bool:
         for node in body:
-            if isinstance(node, ast.Pass):
+            if isinstance(node, _ast.Pass | _ast.Raise):
                 continue
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
-                continue
-            if isinstance(node, ast.Raise):
+            if isinstance(node, _ast.Expr) and isinstance(node.value, _ast.Constant):
                 continue
             return False
         return True
 
-    defs = (ast.FunctionDef, ast.AsyncFunctionDef)
-    return [n.name for n in ast.parse(prefix).body if isinstance(n, defs) and stub(n.body)]
+    tree: Any = compile(prefix, "<prefix>", "exec", _ast.PyCF_ONLY_AST)
+    defs = (_ast.FunctionDef, _ast.AsyncFunctionDef)
+    return [n.name for n in tree.body if isinstance(n, defs) and stub(n.body)]
 
 
-def _free_names(sources: Iterable[tuple[str, str]]) -> list[str]:
-    """Global names the test sources read but do not bind at their top level (in the order first seen)."""
+def _free_names(sources: Iterable[tuple[str, str]]) -> dict[str, bool]:
+    """Global names the test sources read but do not bind at their top level (in the order first seen), each
+    with whether the tests use it as a module: they only read attributes from it (``math.isclose(...)``), or it is
+    a standard-library module's name they read attributes from at all (a name they only call or pass, like an
+    MBPP function ``copy``, is the program's)."""
+    import _ast
     import symtable
 
     read: dict[str, None] = {}
     bound: set[str] = set()
+    bare: set[str] = set()  # names used other than as ``name.attribute`` (called, passed, compared) somewhere
+    dotted: set[str] = set()  # names used as ``name.attribute`` somewhere
     for source, filename in sources:
         top = symtable.symtable(source, filename, "exec")
         for sym in top.get_symbols():
@@ -259,7 +323,12 @@ def _free_names(sources: Iterable[tuple[str, str]]) -> list[str]:
                 if sym.is_global() and sym.is_referenced():
                     read.setdefault(sym.get_name())
             stack.extend(table.get_children())
-    return [n for n in read if n not in bound and not hasattr(builtins, n)]
+        nodes = _nodes(source, filename)
+        bases = {id(n.value): n.value.id for n in nodes if type(n) is _ast.Attribute and type(n.value) is _ast.Name}
+        bare.update(n.id for n in nodes if type(n) is _ast.Name and id(n) not in bases)
+        dotted.update(bases.values())
+    free = [n for n in read if n not in bound and not hasattr(builtins, n)]
+    return {n: n in dotted and (n not in bare or n in sys.stdlib_module_names) for n in free}
 
 
 def _result(outcome: str, **fields: Any) -> dict[str, Any]:
@@ -297,10 +366,15 @@ class Tests:
         return None
 
     def bind(self) -> None:
-        """Give the tests the names they need from the code: the function(s) under test, then what else they read."""
+        """Give the tests the names they need from the code: the function(s) under test, then what else they read.
+
+        Builtins are never asked for. A name used as a module (see :func:`_free_names`) is our own import of that
+        standard-library module when the program imported it by that name, as Python would resolve it for tests
+        appended to the program, and else stays undefined: the program's object under it (``class math: isclose =
+        lambda *a, **k: True``) would answer for the tests."""
         named = [n for n in (self.spec.get("entry_point"), self.spec.get("function")) if isinstance(n, str) and n]
         replace = [*named, *_stubs(self.spec.get("prefix") or "")]
-        free = [n for n in _free_names(self.sources()) if n not in self.g]
+        free = {n: as_module for n, as_module in _free_names(self.sources()).items() if n not in self.g}
         wanted = list(dict.fromkeys([*replace, *free]))
         if not wanted:
             return
@@ -310,12 +384,20 @@ class Tests:
             if not (isinstance(item, list) and len(item) == 3 and type(item[0]) is str and item[0] in wanted):
                 raise self.session.fail("failed", "the program answered a name lookup with something else")
             name, kind, value = item
-            if kind == "value" and (name in replace or name not in self.g):
+            if name in replace:
+                if kind == "value":
+                    self.g[name] = value
+                elif kind == "missing":
+                    self.g.pop(name, None)
+            elif kind == "module":
+                if value == name and name in sys.stdlib_module_names and name not in _NO_IMPORT:
+                    try:  # the code imported it; the tests may use it
+                        module = importlib.import_module(name)
+                    except Exception:  # not importable here (a module of another OS): undefined, as if not imported
+                        continue
+                    self.g.setdefault(name, module)
+            elif kind == "value" and not free.get(name):
                 self.g[name] = value
-            elif kind == "module" and value == name and name in sys.stdlib_module_names and name not in _NO_IMPORT:
-                self.g.setdefault(name, importlib.import_module(name))  # the code imported it; the tests may use it
-            elif kind == "missing" and name in replace:
-                self.g.pop(name, None)
 
     def run(self) -> dict[str, Any]:
         style = self.spec["style"]
@@ -328,13 +410,13 @@ class Tests:
     def asserts(self) -> dict[str, Any]:
         tests = list(self.spec["tests"])
         for i, test in enumerate(tests):
-            self.emit(["test", test])
+            self.emit(["test", _cut(test, LABEL)])
             try:
                 exec(compile(test, f"test_{i}", "exec"), self.g)
             except (Exception, Boundary) as err:
                 return _result(
                     "failed",
-                    failed_test=test,
+                    failed_test=_cut(test, LABEL),
                     test_index=i,
                     message=_message(err),
                     tests_passed=i,
@@ -354,11 +436,11 @@ class Tests:
         for i, case in enumerate(cases):
             args = case.get("input", [])
             if isinstance(args, dict):
-                shown = [f"{k}={v!r}" for k, v in args.items()]
+                shown = [f"{k}={_short(v)}" for k, v in args.items()]
             else:
                 args = args if isinstance(args, list) else [args]
-                shown = [repr(a) for a in args]
-            call = f"{name}({', '.join(shown)})"
+                shown = [_short(a) for a in args]
+            call = _cut(f"{name}({', '.join(shown)})", LABEL)
             self.emit(["test", call])
             try:
                 got = fn(**args) if isinstance(args, dict) else fn(*args)
@@ -392,7 +474,8 @@ class Tests:
                 self.emit(["test", f"check({entry})"])
                 self.g["check"](candidate)
         except (Exception, Boundary) as err:
-            return _result("failed", failed_test=_failing_line(err, "tests.py", source), message=_message(err))
+            line = _failing_line(err, "tests.py", source)
+            return _result("failed", failed_test=line and _cut(line, LABEL), message=_message(err))
         return _result("passed")
 
 
@@ -409,7 +492,7 @@ def _loaded(session: Session) -> dict[str, Any] | None:
         return None
     if not (isinstance(info, list) and len(info) == 4):
         raise session.fail("failed", "the program reported its start in a form it does not have")
-    name, base, text, line = (str(x)[:SHOWN] if x is not None else None for x in info)
+    name, base, text, line = (_text(x) if x is not None else None for x in info)
     shown = f"{name}: {text}" if text else name
     if base == "MemoryError":
         return _result("crashed", message="MemoryError: the program ran out of memory", line=line)
@@ -456,6 +539,8 @@ def main() -> None:
         result = _result("failed")
     except MemoryError:
         result = _result("crashed", message="MemoryError: the test process ran out of memory")
+    except Exception as err:  # what the program sent reached a corner of this process: its failure, never an error
+        result = _result("failed", failed_test=None, message=f"the tests could not go on: {_message(err)}")
     if session.problem is not None:  # whatever the tests did with it: the boundary was crossed wrongly
         outcome, message = session.problem
         result = {**result, "outcome": outcome, "message": message}

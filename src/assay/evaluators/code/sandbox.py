@@ -10,7 +10,10 @@ calls::
         proc = await box.spawn(["python3", "-i"], stdin=PIPE)      # a long-lived process (a REPL), killed at exit
 
 Each ``exec``/``spawn`` is a new bubblewrap instance over the same directory: processes do not outlive their
-call (the sandbox's PID namespace ends with it), files do. Closing kills what is left and removes the directory.
+call (the sandbox's PID namespace ends with it), files do. Where the machine allows it (``cgroup.py``,
+``diskfs.py``: as root outside a locked-down container) all of a sandbox's processes share one memory cgroup and
+all its files one tmpfs, so ``Limits.memory_total_mb`` and ``disk_mb`` bound the sandbox as a whole. Closing kills
+what is left and removes the directory, the tmpfs and the cgroup.
 """
 
 from __future__ import annotations
@@ -30,7 +33,9 @@ from pathlib import Path
 from types import TracebackType
 
 from assay.evaluators.code.bwrap import HOME, Host, data_files, find_host, spawn_user
-from assay.evaluators.code.limits import Limits
+from assay.evaluators.code.cgroup import MemoryCgroup
+from assay.evaluators.code.diskfs import PARTS, mount_tmpfs, unmount
+from assay.evaluators.code.limits import MB, Limits
 
 PIPE = asyncio.subprocess.PIPE
 DEVNULL = asyncio.subprocess.DEVNULL
@@ -119,7 +124,9 @@ class Sandbox:
         self.limits = limits or Limits()
         self._python_setting = python
         self._host: Host | None = None
+        self._root: Path | None = None  # the sandbox's directory on the host (a tmpfs mount when host.tmpfs)
         self._workdir: Path | None = None
+        self._cgroup: MemoryCgroup | None = None
         self._processes: list[SandboxProcess] = []
 
     @property
@@ -141,14 +148,31 @@ class Sandbox:
         return self._workdir
 
     def open(self) -> Sandbox:
-        """Find bubblewrap (SandboxUnavailable if it cannot work here) and make the work directory."""
+        """Find bubblewrap (SandboxUnavailable if it cannot work here) and make the work directory, on a tmpfs of
+        its own and with a memory cgroup where this machine allows them (SandboxError if that fails after all)."""
         host = self.host
-        if self._workdir is None:
-            path = Path(tempfile.mkdtemp(prefix="assay-sandbox-", dir=host.workdir_base()))
-            if host.run_as is not None:
-                os.chown(path, host.run_as, host.run_as)
-            self._workdir = path
+        if self._root is not None:
+            return self
+        root = Path(tempfile.mkdtemp(prefix=f"assay-sandbox-{os.getpid()}-", dir=host.workdir_base()))
+        self._root = root
+        try:
+            if host.tmpfs:
+                mount_tmpfs(str(root), self.limits.disk_mb, self.limits.max_files, host.run_as)
+                self._workdir = root / "work"
+            else:
+                if host.run_as is not None:
+                    os.chown(root, host.run_as, host.run_as)
+                self._workdir = root
+            if host.memory_cgroups is not None:
+                self._cgroup = host.memory_cgroups.create(self.limits.total_memory_mb * MB)
+        except OSError as err:
+            self._release()
+            raise SandboxError(f"cannot set up the sandbox's limits: {err}") from None
         return self
+
+    def out_of_memory(self) -> bool:
+        """Whether one of the sandbox's processes was killed for reaching the memory limit of them all together."""
+        return self._cgroup is not None and self._cgroup.out_of_memory()
 
     async def __aenter__(self) -> Sandbox:
         return self.open()
@@ -189,7 +213,11 @@ class Sandbox:
                 fds[path] = os.memfd_create(path.rsplit("/", 1)[-1])
                 os.write(fds[path], data)
                 os.lseek(fds[path], 0, os.SEEK_SET)
-            command = host.command(workdir, self.limits, argv, fds)
+            scratch = None
+            if host.tmpfs and self._root is not None:
+                scratch = (str(self._root / PARTS[1]), str(self._root / PARTS[2]))
+            enter = self._cgroup.enter_file if self._cgroup is not None else None
+            command = host.command(workdir, self.limits, argv, fds, scratch=scratch, cgroup=enter)
             try:
                 proc = await asyncio.create_subprocess_exec(
                     *command,
@@ -200,7 +228,7 @@ class Sandbox:
                     cwd="/",
                     env={"PATH": "/usr/bin:/bin"},
                     start_new_session=True,
-                    **spawn_user(),
+                    **({} if enter is not None else spawn_user()),  # else the command drops to the user itself
                 )
             except (OSError, subprocess.SubprocessError) as err:
                 raise SandboxError(f"cannot start {host.bwrap}: {err}") from None
@@ -234,16 +262,31 @@ class Sandbox:
         return ExecResult(process.returncode, out, err, timed_out, time.perf_counter() - started)
 
     async def close(self) -> None:
-        """Kill every program still running and remove the work directory."""
+        """Kill every program still running and remove the work directory, its tmpfs and the memory cgroup."""
         for process in self._processes:
             process.kill()
         for process in self._processes:
             with contextlib.suppress(Exception):
                 await process.wait()
         self._processes.clear()
-        if self._workdir is not None:
-            _remove(self._workdir)
-            self._workdir = None
+        cgroup, self._cgroup = self._cgroup, None
+        self._release()
+        if cgroup is not None:  # its processes are gone once the PID namespace is: at most a moment after bwrap
+            for _ in range(100):
+                if cgroup.remove():
+                    break
+                await asyncio.sleep(0.02)
+
+    def _release(self) -> None:
+        """Unmount and remove the sandbox's directory (and its cgroup, when it holds no process)."""
+        root, self._root, self._workdir = self._root, None, None
+        if root is not None:
+            if self.host.tmpfs:
+                with contextlib.suppress(OSError):
+                    unmount(str(root))
+            _remove(root)
+        if self._cgroup is not None and self._cgroup.remove():
+            self._cgroup = None
 
 
 def _remove(path: Path) -> None:
