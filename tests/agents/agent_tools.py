@@ -84,3 +84,24 @@ def echo(text: str) -> str:
         text: What to return.
     """
     return text
+
+
+def block(reason: str) -> str:
+    """A sync tool that never returns (a blocking call with no time-out of its own).
+
+    Args:
+        reason: Ignored.
+    """
+    import threading
+
+    threading.Event().wait()
+    return "unreachable"
+
+
+def huge(n: int) -> str:
+    """Return ``n`` characters (a tool whose result is far larger than any model should read).
+
+    Args:
+        n: How many characters.
+    """
+    return "x" * (n - 3) + "END"

@@ -72,3 +72,27 @@ def test_sigkill_mid_run_then_resume_runs_every_trajectory_once(tmp_path: Path) 
     assert set(ran) == {f"s{i}" for i in range(n)}
     results = json.loads((run_dir / "results.json").read_text())
     assert results["results"]["agent"]["contains,none"] == 1.0
+
+
+def test_run_json_records_every_key_the_task_hash_covers(tmp_path: Path) -> None:
+    """The config run.json keeps rebuilds the same task (same hash): `agent:` and `user:` included."""
+    from assay.tasks import Task
+    from assay.tasks.identity import hash_payload, request_payload
+
+    rows = [{"id": "s0", "input": "hi", "target": "x", "goal": "book a table"}]
+    user = {"model": {"provider": "openai", "model": "sim", "base_url": "http://127.0.0.1:9/v1"}, "max_turns": 2}
+    path = write_agent_task(
+        tmp_path,
+        rows,
+        tools=[{"python": "agent_tools:add"}],
+        agent={"max_turns": 4, "tool_timeout_s": 5, "submit": True},
+        user=user,
+        system="Be brief.",
+        generation={"temperature": 0.5},
+    )
+    task = Task.from_yaml(path)
+    recorded = json.loads(json.dumps(task.info(1).config))
+    assert recorded["agent"] == {"max_turns": 4, "tool_timeout_s": 5, "submit": True} and recorded["user"] == user
+    rebuilt = Task.from_config(recorded)
+    assert request_payload(rebuilt) == request_payload(task) and hash_payload(rebuilt) == hash_payload(task)
+    assert rebuilt.hash == task.hash

@@ -1,5 +1,6 @@
-"""Resuming runs: several tasks with repeats after SIGKILL, Python agents and predictions files, recorded settings,
-and the checks that stop a resume or a re-score from mixing answers that do not belong together."""
+"""Resuming runs: several tasks with repeats after SIGKILL, an agent task after SIGKILL, Python agents and
+predictions files, recorded settings, and the checks that stop a resume or a re-score from mixing answers that do
+not belong together."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import subprocess
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from assay.api import arun_outcome
 from assay.errors import ConfigError
-from assay.testing.server import OpenAITestServer
+from assay.testing.server import OpenAITestServer, tool_then_answer
 from tests.e2e.e2e_support import arithmetic_reply, assay_cmd, only_run_dir, run_cli, sample_lines, write_task
 
 AGENT = """
@@ -68,6 +70,57 @@ def test_sigkill_with_two_tasks_and_repeats_then_resume(tmp_path: Path) -> None:
     assert not (tmp_path / "cache").exists()  # the recorded --no-cache held on resume
     results = json.loads((run_dir / "results.json").read_text())
     assert set(results["results"]) >= {"add", "add2"}
+
+
+SUM_TOOLS = '''
+def add(x: int, y: int) -> int:
+    """Add two integers.
+
+    Args:
+        x: The first.
+        y: The second.
+    """
+    return x + y
+'''
+
+
+def _add_calls(user: str) -> list[dict[str, Any]]:
+    words = user.replace("?", "").split()
+    return [{"name": "add", "arguments": {"x": int(words[-3]), "y": int(words[-1])}}]
+
+
+def test_sigkill_an_agent_task_then_resume_from_the_run_folder_alone(tmp_path: Path) -> None:
+    """An agent task (tools, an ``agent:`` block) resumes from run.json: its config records every key the task's
+    hash covers, so the rebuilt task is the one the run started with; the task file is gone by then."""
+    (tmp_path / "sum_tools.py").write_text(SUM_TOOLS)
+    extra = {"tools": [{"python": "sum_tools:add"}], "agent": {"max_turns": 3, "tool_timeout_s": 5}}
+    task = write_task(tmp_path, 40, extra=extra)
+    reply = tool_then_answer(_add_calls, lambda user, results: results[0])
+    with OpenAITestServer(reply, latency_s=0.05) as srv:
+        env = {**os.environ, "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
+        cmd = assay_cmd("run", str(task), *model_args(srv), "-o", "runs", "-q", "-c", "2", "--no-cache")
+        proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        runs = tmp_path / "runs"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            found = list(runs.glob("*/samples.jsonl")) if runs.exists() else []
+            if found and found[0].read_bytes().count(b"\n") >= 6:
+                break
+            time.sleep(0.01)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+        run_dir = only_run_dir(runs)
+        before = (run_dir / "samples.jsonl").read_bytes().count(b"\n")
+        assert 6 <= before < 40
+        task.unlink()  # resumed from the run folder alone
+        resumed = run_cli("run", "--resume", str(run_dir), "-q", cwd=tmp_path)
+        assert resumed.returncode == 0, resumed.stderr
+    lines = sample_lines(run_dir)
+    assert Counter(line["sample_id"] for line in lines) == Counter({f"q{i}": 1 for i in range(40)})
+    assert all(
+        line["responses"][0]["tool_calls"][0]["result"] == str(2 * int(line["sample_id"][1:]) + 1) for line in lines
+    )
+    assert json.loads((run_dir / "results.json").read_text())["results"]["add"]["exact_match,none"] == 1.0
 
 
 def test_resume_a_python_agent_run_from_the_recorded_spec(tmp_path: Path) -> None:

@@ -7,6 +7,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 SUBMIT_TOOL = "submit"
+# Characters of a tool's result the model is sent and the record keeps: the default of --max-response-chars
+# (assay.runner.exits.DEFAULT_MAX_RESPONSE_CHARS; a run passes its own), so a tool's 50 MB answer is capped as a
+# model's is. The full length is recorded beside the cut result.
+MAX_TOOL_RESULT_CHARS = 256 * 1024
 
 
 class AgentConfig(BaseModel):

@@ -11,9 +11,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.agents.config import SUBMIT_TOOL, AgentConfig
+from assay.agents.config import MAX_TOOL_RESULT_CHARS, SUBMIT_TOOL, AgentConfig
 from assay.models.base import Message, Model, ModelError, Request, Response, ToolCall, Usage
-from assay.tools.base import SampleTools, ToolSet
+from assay.tools.base import SampleTools, ToolSet, ToolStartError
 
 # one model call of a trajectory: the request (its whole history) -> (response, answered from the cache)
 Turn = Callable[[Request], Awaitable[tuple[Response, bool]]]
@@ -41,6 +41,15 @@ class _State:
     turns: list[int] = field(default_factory=list)
 
 
+def cap_result(content: str, limit: int | None) -> tuple[str, int | None]:
+    """A tool's message content as the model is sent it and the record keeps it: its first ``limit`` characters and
+    a line saying it was cut, at what cap, from what length; with that full length (None when nothing was cut)."""
+    if limit is None or len(content) <= limit:
+        return content, None
+    note = f"\n[cut: the result was {len(content)} characters long; tool results are capped at {limit} characters]"
+    return content[:limit] + note, len(content)
+
+
 def _arguments_json(arguments: dict[str, Any]) -> str:
     """The arguments as sent back in the history (unparsed arguments as the model wrote them)."""
     if set(arguments) == {"_raw"} and isinstance(arguments["_raw"], str):
@@ -53,13 +62,22 @@ class AgentLoop(Model):
 
     provider = "agent"
 
-    def __init__(self, model: Model, tools: ToolSet, config: AgentConfig | None = None) -> None:
+    def __init__(
+        self,
+        model: Model,
+        tools: ToolSet,
+        config: AgentConfig | None = None,
+        *,
+        max_result_chars: int | None = MAX_TOOL_RESULT_CHARS,
+    ) -> None:
         self.inner = model
         self.tools = tools
         self.config = config or AgentConfig()
+        self.max_result_chars = max_result_chars  # a run's --max-response-chars; None sends results whole
         self.name = model.name
         self._started = False
         self._start_lock: asyncio.Lock | None = None
+        self._start_error: ToolStartError | None = None  # why the tools could not start: said again, not retried
 
     def identity(self) -> dict[str, Any]:
         return self.inner.identity()
@@ -84,14 +102,22 @@ class AgentLoop(Model):
             raise ModelError(f"model call failed mid-trajectory: {err}") from None
 
     async def start(self) -> None:
-        """Start run-long tools (MCP servers) once, before the first trajectory."""
+        """Start run-long tools (MCP servers) once, before the first trajectory. When they cannot start, every
+        trajectory (those waiting now and later ones) gets the same :class:`ToolStartError` at once: the start, and
+        its time-out, is tried once."""
         if self._started:
             return
         if self._start_lock is None:
             self._start_lock = asyncio.Lock()
         async with self._start_lock:
+            if self._start_error is not None:
+                raise ToolStartError(str(self._start_error))
             if not self._started:
-                await self.tools.start()
+                try:
+                    await self.tools.start()
+                except ToolStartError as err:
+                    self._start_error = err
+                    raise
                 self._started = True
 
     async def aclose(self) -> None:
@@ -177,7 +203,10 @@ class AgentLoop(Model):
                 ]
             state.history.append(dict(message))
             usage = {"input_tokens": response.usage.input_tokens, "output_tokens": response.usage.output_tokens}
-            state.transcript.append({**message, "latency_s": round(response.latency_s, 6), "usage": usage})
+            kept: Message = {**message, "latency_s": round(response.latency_s, 6), "usage": usage}
+            if cached:
+                kept["cached"] = True  # operational figures count each call, billed or from the cache
+            state.transcript.append(kept)
             state.text = response.text
             if not calls:
                 state.stop = "answer"
@@ -216,15 +245,21 @@ class AgentLoop(Model):
                 return content, error, time.perf_counter() - t0
 
         outcomes = await asyncio.gather(*(one(c) for c in calls))
-        for c, call_id, (content, error, seconds) in zip(calls, ids, outcomes, strict=True):
+        limit = self.max_result_chars
+        for c, call_id, (whole, error, seconds) in zip(calls, ids, outcomes, strict=True):
+            content, full = cap_result(whole, limit)
             message: Message = {"role": "tool", "tool_call_id": call_id, "name": c.name, "content": content}
             state.history.append(dict(message))
             extra: dict[str, Any] = {"duration_s": round(seconds, 6)}
+            update: dict[str, Any] = {"id": call_id, "result": content, "error": error}
+            if full is not None:
+                extra["truncated_from"] = update["truncated_from"] = full
             if error is not None:
                 extra["error"] = True
                 state.tool_errors += 1
+                update["error"] = cap_result(error, limit)[0]
             state.transcript.append({**message, **extra})
-            state.executed.append(c.model_copy(update={"id": call_id, "result": content, "error": error}))
+            state.executed.append(c.model_copy(update=update))
 
     async def _run_one(self, c: ToolCall, tools: SampleTools) -> tuple[str, str | None]:
         """A tool's message content and, when it failed, why (the content is then the error, for the model)."""

@@ -20,6 +20,7 @@ class ToolCall(BaseModel):
     id: str | None = None
     result: Any = None  # the tool's message content once executed; None for a declared-only tool
     error: str | None = None  # why the tool failed (raised, timed out), sent to the model as its message
+    truncated_from: int | None = None  # the full length in characters when the result was cut (assay.agents)
 
 
 class Usage(BaseModel):

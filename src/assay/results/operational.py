@@ -9,7 +9,8 @@ exists). Prices, when given, are US dollars per million tokens::
     {"gpt-4o-mini": {"input": 0.15, "output": 0.60}, ...}
 
 Cost counts only requests that were not served from the cache (a cached answer cost nothing this run).
-Latency percentiles are over requests that reached the model (cached answers excluded).
+Latency percentiles are over requests that reached the model (cached answers excluded). An agent's trajectory is
+as many requests as it made model calls, each counted from its transcript (its own tokens, latency and cache hit).
 """
 
 from __future__ import annotations
@@ -131,6 +132,26 @@ def judge_calls(verdict: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [judge] if isinstance(judge, Mapping) else []
 
 
+def _add_trajectory(tally: _Tally, resp: Mapping[str, Any], agent: Mapping[str, Any]) -> None:
+    """Count an agent trajectory's model calls, each a request of its own: its tokens, its latency (not the
+    trajectory's, which holds the tools' time too) and whether it came from the cache, as the transcript's assistant
+    messages record them (``metadata.agent.model_calls`` of them; calls a transcript does not detail count as
+    requests with no tokens, cached as the whole response was)."""
+    all_cached = bool(resp.get("cached", False))
+    calls = [m for m in resp.get("transcript") or () if m.get("role") == "assistant" and "usage" in m]
+    for m in calls:
+        usage = m.get("usage") or {}
+        latency = m.get("latency_s")
+        tally.add(
+            input_tokens=_int(usage.get("input_tokens")),
+            output_tokens=_int(usage.get("output_tokens")),
+            latency=float(latency) if isinstance(latency, int | float) else None,
+            cached=bool(m.get("cached", all_cached)),
+        )
+    for _ in range(_int(agent.get("model_calls")) - len(calls)):
+        tally.add(input_tokens=0, output_tokens=0, latency=None, cached=all_cached)
+
+
 def _tally_judge_calls(by_model: dict[str, _Tally], verdict: Mapping[str, Any]) -> None:
     """Count each judge request under its own model, so several judges, samples or pairwise orders add up right."""
     for call in judge_calls(verdict):
@@ -188,6 +209,12 @@ class OperationalTally:
             if resp is None:
                 tally.requests += 1
                 tally.errors += 1
+                continue
+            agent = (resp.get("metadata") or {}).get("agent") if resp.get("transcript") else None
+            if agent:
+                _add_trajectory(tally, resp, agent)
+                if i < len(errors) and errors[i]:
+                    tally.errors += 1
                 continue
             usage = resp.get("usage") or {}
             input_tokens, output_tokens = int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0))

@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assay.runner.scheduler import ErrorRateExceeded, ModelAccessError, RunStats, Scheduler, WorkerLost
+from assay.runner.scheduler import (
+    ErrorRateExceeded,
+    ModelAccessError,
+    RunStats,
+    Scheduler,
+    ToolsUnavailable,
+    WorkerLost,
+)
 
 if TYPE_CHECKING:
     from assay.tasks import Sample, Task
@@ -56,8 +63,8 @@ class Ending:
 
 async def drive(scheduler: Scheduler, work: Sequence[tuple[Task, Sample]], ending: Ending) -> RunStats:
     """Run the loop over ``work`` and record in ``ending`` how it ended. A stop the user can act on (the error
-    limit, a model that refuses access, a lost worker, a full disk) returns the figures so far; an interruption or
-    an unexpected error is recorded and raised again."""
+    limit, a model that refuses access, a lost worker, tools that cannot start, a full disk) returns the figures so
+    far; an interruption or an unexpected error is recorded and raised again."""
     try:
         stats = await scheduler.run(work)
     except ErrorRateExceeded as err:
@@ -75,6 +82,9 @@ async def drive(scheduler: Scheduler, work: Sequence[tuple[Task, Sample]], endin
         return scheduler.stats
     except WorkerLost as err:
         ending.stop("failed", "worker_lost", str(err))
+        return scheduler.stats
+    except ToolsUnavailable as err:
+        ending.stop("failed", "tools", str(err))  # it ends with the server's own words: nothing said after them
         return scheduler.stats
     except (asyncio.CancelledError, KeyboardInterrupt):
         ending.stop("interrupted", None, f"interrupted; finished samples are saved in {ending.run_dir}")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.agents.loop import AgentLoop, TurnFailed
 from assay.models.base import Model, Request, Response
+from assay.tools.base import ToolStartError
 
 if TYPE_CHECKING:
     from assay.runner.room import Place
@@ -21,7 +22,8 @@ def loop_for(scheduler: Scheduler, task: Task) -> AgentLoop:
     loop = loops.get(id(task))
     if loop is None:
         assert task.agent is not None
-        loop = loops[id(task)] = AgentLoop(scheduler.model, task.agent.tools, task.agent.config)
+        limit = scheduler.config.max_response_chars  # tool results are capped as answers are
+        loop = loops[id(task)] = AgentLoop(scheduler.model, task.agent.tools, task.agent.config, max_result_chars=limit)
     return loop
 
 
@@ -37,8 +39,9 @@ def scripted_turns(request: Request) -> list[str]:
 
 
 async def run_trajectory(scheduler: Scheduler, task: Task, request: Request, place: Place | None) -> RequestOutcome:
-    """One sample's trajectory; a model call that fails after its retries makes it an error sample."""
-    from assay.runner.scheduler import RequestOutcome
+    """One sample's trajectory; a model call that fails after its retries makes it an error sample. Tools that
+    cannot start stop the run (:class:`ToolsUnavailable`): no sample is judged on a model offered no tools."""
+    from assay.runner.scheduler import RequestOutcome, ToolsUnavailable
 
     loop = loop_for(scheduler, task)
 
@@ -58,6 +61,10 @@ async def run_trajectory(scheduler: Scheduler, task: Task, request: Request, pla
         response = await loop.run(request, turn, scripted_turns(request), user=user)
     except TurnFailed as err:
         return RequestOutcome(None, f"model call failed mid-trajectory: {err}", False)
+    except ToolStartError as err:
+        raise ToolsUnavailable(
+            f"the tools of task {task.name!r} could not start, so no sample ran (fix it, then resume the run): {err}"
+        ) from None
     except Exception as err:  # a broken tool server fails this sample, not the run
         return RequestOutcome(None, f"agent loop failed: {type(err).__name__}: {err}", False)
     return RequestOutcome(response, None, response.cached)

@@ -13,6 +13,10 @@ class ToolError(Exception):
     """A tool could not do what the model asked: its message goes back to the model as the tool's reply."""
 
 
+class ToolStartError(Exception):
+    """A run-long tool (an MCP server) could not start: no trajectory can run with the tools its task names."""
+
+
 class Tool(ABC):
     """One tool the loop can run. ``per_sample`` tools get a fresh state per trajectory (``SampleTools``)."""
 
@@ -73,12 +77,23 @@ class ToolSet:
         self._expanded = False
 
     async def start(self) -> None:
-        """Start run-long tools once (MCP servers list their tools here); later calls do nothing."""
+        """Start run-long tools once (MCP servers list their tools here); later calls do nothing. A tool that cannot
+        start raises :class:`ToolStartError` (saying why) after the ones already started are stopped again, and
+        leaves the set unstarted: it never offers a partial set of tools."""
         if self._started:
             return
+        started: list[Tool] = []
+        try:
+            for tool in list(self.tools):
+                await tool.start()
+                started.append(tool)
+        except Exception as err:
+            for tool in started:
+                with contextlib.suppress(Exception):
+                    await tool.aclose()
+            why = str(err) if isinstance(err, ToolError) else f"{type(err).__name__}: {err}"
+            raise ToolStartError(why) from None
         self._started = True
-        for tool in list(self.tools):
-            await tool.start()
         expanded: list[Tool] = []
         for tool in self.tools:
             expanded.extend(getattr(tool, "offered", None) or [tool])

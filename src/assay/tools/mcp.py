@@ -1,25 +1,33 @@
-"""``{mcp: {command, args, env, per_sample}}``: every tool an MCP server offers over stdio (the ``mcp`` package).
+"""``{mcp: {command, args, env, per_sample, start_timeout_s}}``: every tool an MCP server offers over stdio (the
+``mcp`` package).
 
 The server starts once per run (its tools are listed then) and stops at the end; with ``per_sample: true`` each
 trajectory gets its own server process, started at its first call and stopped when it ends (a server that keeps
-state between calls). The connection lives in a task of its own, as the mcp client's task groups require."""
+state between calls). The connection lives in a task of its own, as the mcp client's task groups require. The
+server's stderr goes to a temporary file, so that a server that fails to start is reported with its own last words
+(an import error, a missing key) rather than the client's "unhandled errors in a TaskGroup"."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
+import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO, cast
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.tools.base import SampleTools, Tool, ToolError
 
 START_TIMEOUT_S = 30.0
+CLOSE_TIMEOUT_S = 10.0  # a server past this after being asked to stop is cancelled (its process is then killed)
+STDERR_TAIL_CHARS = 1500  # of the server's stderr, quoted when it fails to start
 
 
 class MCPSpec(BaseModel):
-    """How to start the server: ``command`` (a string or argv list), more ``args``, extra ``env``."""
+    """How to start the server: ``command`` (a string or argv list), more ``args``, extra ``env``; how long it may
+    take to start and list its tools (``start_timeout_s``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -27,6 +35,7 @@ class MCPSpec(BaseModel):
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     per_sample: bool = False
+    start_timeout_s: float = Field(default=START_TIMEOUT_S, gt=0)
 
     def argv(self) -> list[str]:
         head = [self.command] if isinstance(self.command, str) else list(self.command)
@@ -41,6 +50,13 @@ def _need_mcp() -> Any:
     return mcp
 
 
+def _causes(err: BaseException) -> str:
+    """What went wrong, with exception groups (the mcp client's task groups) opened to the errors inside them."""
+    if isinstance(err, BaseExceptionGroup):
+        return "; ".join(dict.fromkeys(_causes(e) for e in err.exceptions))
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+
+
 class MCPConnection:
     """One running MCP server and its client session, held open by a background task until ``close``."""
 
@@ -53,18 +69,40 @@ class MCPConnection:
         self._ready = asyncio.Event()
         self._stop = asyncio.Event()
         self._error: BaseException | None = None
+        self._errlog: TextIO | None = None  # the server's stderr, kept until close
 
     async def start(self) -> MCPConnection:
+        """Start the server and list its tools; a ToolError says why it could not, with the end of its stderr."""
+        errlog = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115 - closed in close()
+        self._errlog = cast(TextIO, errlog)
         self._task = asyncio.create_task(self._hold())
+        timeout = self.spec.start_timeout_s
         try:
-            async with asyncio.timeout(START_TIMEOUT_S):
+            async with asyncio.timeout(timeout):
                 await self._ready.wait()
         except TimeoutError:
-            await self.close()
-            raise ToolError(f"the MCP server {self.spec.argv()} did not start within {START_TIMEOUT_S:g}s") from None
-        if self._error is not None:
-            raise ToolError(f"the MCP server {self.spec.argv()} failed to start: {self._error}") from None
-        return self
+            why = f"did not start within {timeout:g}s (start_timeout_s)"
+        else:
+            if self._error is None:
+                return self
+            why = f"failed to start: {_causes(self._error)}"
+        said = self.stderr_tail()
+        await self.close()
+        raise ToolError(
+            f"the MCP server {self.spec.argv()} {why}" + (f"; its stderr ended with:\n{said}" if said else "")
+        )
+
+    def stderr_tail(self) -> str:
+        """The last lines the server wrote to its stderr (at most STDERR_TAIL_CHARS), indented, or ''."""
+        if self._errlog is None:
+            return ""
+        fd = self._errlog.fileno()
+        size = os.fstat(fd).st_size
+        data = os.pread(fd, min(size, STDERR_TAIL_CHARS), max(0, size - STDERR_TAIL_CHARS))
+        lines = data.decode("utf-8", errors="replace").strip().splitlines()
+        if size > STDERR_TAIL_CHARS:
+            lines = lines[1:]  # whole lines only
+        return "\n".join(f"  {line}" for line in lines)
 
     async def _hold(self) -> None:
         mcp = _need_mcp()
@@ -73,17 +111,17 @@ class MCPConnection:
         argv = self.spec.argv()
         env = {**os.environ, **self.spec.env}
         params = mcp.StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=self.cwd)
+        errlog = self._errlog if self._errlog is not None else sys.stderr
         try:
-            with open(os.devnull, "w") as errlog:
-                async with (
-                    stdio_client(params, errlog=errlog) as (read, write),
-                    mcp.ClientSession(read, write) as session,
-                ):
-                    await session.initialize()
-                    self.tools = list((await session.list_tools()).tools)
-                    self.session = session
-                    self._ready.set()
-                    await self._stop.wait()
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                mcp.ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                self.tools = list((await session.list_tools()).tools)
+                self.session = session
+                self._ready.set()
+                await self._stop.wait()
         except Exception as err:  # reported by start() or by the next call
             self._error = err
         finally:
@@ -104,10 +142,20 @@ class MCPConnection:
         return text
 
     async def close(self) -> None:
+        """Stop the server: a running one is asked to (its session closes, the process is stopped); one still
+        starting, stuck in its handshake, or slower than CLOSE_TIMEOUT_S to stop is cancelled, never waited on."""
         self._stop.set()
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        task, self._task = self._task, None
+        if task is not None:
+            if self.session is None and not task.done():
+                task.cancel()
+            done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S)
+            if not done:
+                task.cancel()
+                await asyncio.wait({task})
+        if self._errlog is not None:
+            self._errlog.close()
+            self._errlog = None
 
 
 class MCPTool(Tool):

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
+import threading
 import typing
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +29,37 @@ def _docstring(fn: Callable[..., Any]) -> tuple[str, dict[str, str]]:
     parts = [p for p in (parsed.short_description, parsed.long_description) if p]
     params = {p.arg_name: p.description or "" for p in parsed.params}
     return "\n\n".join(parts), params
+
+
+async def in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any], name: str) -> Any:
+    """``fn(**kwargs)`` in a thread of its own, so that a slow sync tool does not stall other samples.
+
+    The thread is a daemon and belongs to no pool: when the caller stops waiting (the tool timed out, the trajectory
+    hit its time limit), the call is abandoned for good. Nothing joins it, neither ``asyncio.run`` (which waits for
+    the default executor's threads) nor the interpreter at exit, so a tool that never returns cannot keep the
+    command alive after the run is done, nor take a worker from a pool that other code needs."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():  # abandoned: nobody waits for it any more
+            return
+        if error is None:
+            future.set_result(value)
+        else:
+            future.set_exception(error)
+
+    def work() -> None:
+        try:
+            value, error = context.run(fn, **kwargs), None
+        except BaseException as err:  # handed to the awaiting task, as asyncio.to_thread does
+            value, error = None, err
+        with contextlib.suppress(RuntimeError):  # the event loop has closed: the run ended long ago
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name=f"assay-tool-{name}", daemon=True).start()
+    return await future
 
 
 class PythonTool(Tool):
@@ -73,7 +107,7 @@ class PythonTool(Tool):
         if self._async:
             value = await self.fn(**kwargs)
         else:
-            value = await asyncio.to_thread(self.fn, **kwargs)  # a slow sync tool must not stall other samples
+            value = await in_daemon_thread(self.fn, kwargs, self.name)
         return as_text(value)
 
 

@@ -56,10 +56,7 @@ def run_checks(opts: ToolUsageOptions, calls: list[Call], text: str | None, eval
     if opts.match is not None:
         checks.append(_match_check(opts, calls, comparators, evaluator))
     for tool in dict.fromkeys(opts.required):
-        count = names.count(tool)
-        made = f"calls made: {_quoted(names)}" if names else "no tool calls were made"
-        detail = f"called {_plural(count, 'time')}" if count else f"never called ({made})"
-        checks.append(Check(f"required:{tool}", "required", count > 0, detail, f"call the tool {tool!r}"))
+        checks.append(_required_check(tool, calls, names))
     for tool in dict.fromkeys(opts.forbidden):
         at = [c.index for c in calls if c.name == tool]
         detail = f"called {_plural(len(at), 'time')} (call {', '.join(map(str, at))})" if at else "not called"
@@ -99,6 +96,23 @@ def run_checks(opts: ToolUsageOptions, calls: list[Call], text: str | None, eval
         fix = f"say {show(needle, 60)} in the final answer"
         checks.append(Check(f"output_contains:{subject}", "output_contains", ok, detail, fix))
     return checks
+
+
+def _required_check(tool: str, calls: list[Call], names: list[str]) -> Check:
+    """``required:tool``: passed when a call of the tool succeeded. A call that failed (the tool raised, timed out,
+    or does not exist in the run) is not a use of the tool, however right the model was to make it."""
+    made = [c for c in calls if c.name == tool]
+    failed = [c for c in made if c.error]
+    fix = f"call the tool {tool!r}"
+    if not made:
+        seen = f"calls made: {_quoted(names)}" if names else "no tool calls were made"
+        return Check(f"required:{tool}", "required", False, f"never called ({seen})", fix)
+    if len(failed) == len(made):
+        first = show(failed[0].error, 120)
+        detail = f"called {_plural(len(made), 'time')}, every call failed (call {failed[0].index}: {first})"
+        return Check(f"required:{tool}", "required", False, detail, f"call the tool {tool!r} so that it succeeds")
+    detail = f"called {_plural(len(made), 'time')}" + (f", {len(failed)} failed" if failed else "")
+    return Check(f"required:{tool}", "required", True, detail, fix)
 
 
 def _match_check(opts: ToolUsageOptions, calls: list[Call], comparators: Comparators, evaluator: str) -> Check:

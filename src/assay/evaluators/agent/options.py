@@ -27,7 +27,9 @@ class ToolUsageOptions(Options):
     """What the tool calls must satisfy; each set option becomes one or more named checks."""
 
     required: list[str] = Field(
-        default_factory=list, description="Tools that must be called at least once; one check per tool."
+        default_factory=list,
+        description="Tools that must be called at least once, and succeed (a call that failed does not count); one "
+        "check per tool.",
     )
     forbidden: list[str] = Field(default_factory=list, description="Tools that must never be called; one check each.")
     min_calls: int | None = Field(None, ge=0, description="The fewest tool calls the output may make.")
