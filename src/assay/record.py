@@ -34,6 +34,9 @@ class SampleRecord(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     responses: list[Response | None] = Field(default_factory=list)  # one per repeat; None where it failed
     response_errors: list[str | None] = Field(default_factory=list)  # one per repeat
+    # the reasoning taken out of each response's text before it was scored (assay.tasks.reasoning), one per repeat
+    # (None where there was none); empty when no response had any. The responses keep the whole replies.
+    reasoning: list[str | None] = Field(default_factory=list)
     cache_hits: int = 0
     filters: dict[str, FilterRecord] = Field(default_factory=dict)
     started_at: float = 0.0

@@ -135,7 +135,8 @@ def pack_sample(
 
     ``{r: run, t: task, i: sample_id, d: doc_id, n: input, p: prompt, g: target, o: [response], v: [verdicts],
     fl, md}`` where ``n`` (see :func:`sample_input`) is left out when it is the prompt itself, a response is
-    ``{x: text, c: [[tool, args, result]], l: latency, u: [in, out], k: cached, f: finish, m: model, e: error}``
+    ``{x: text, c: [[tool, args, result]], l: latency, u: [in, out], k: cached, f: finish, m: model, e: error,
+    rz: reasoning taken out of the text before scoring, rs: reasoning the server returned apart (never scored)}``
     and a verdict entry is ``[metric, score, passed, [[score, passed, reason, feedback, error, details] per
     repeat]]`` (``passed`` 1/0, null when errored).
     """
@@ -157,6 +158,12 @@ def pack_sample(
             raw_texts.append(resp.text)
             if resp.text is not None:
                 item["x"] = cap_text(resp.text)
+            taken = rec.reasoning[i] if i < len(rec.reasoning) else None
+            if taken is not None:
+                item["rz"] = cap_text(taken)
+            apart = resp.metadata.get("reasoning")
+            if apart:
+                item["rs"] = cap_text(apart)
             if resp.tool_calls:
                 item["c"] = [
                     _trim(

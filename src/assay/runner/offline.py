@@ -407,8 +407,9 @@ async def score_records(
     """The finished records (SampleRecord's JSON form, ready for :func:`encode`) of a chunk of answered samples.
 
     The unit of offline work, for any executor: a re-scored record (``logged``) keeps everything but its filters,
-    task hash and scoring time; a new one gets its prompt rendered and the timings given. As in the per-sample
-    path, answers are scored whole and stored cut to ``max_response_chars`` (filtered texts too).
+    task hash, reasoning taken out and scoring time; a new one gets its prompt rendered and the timings given. As in
+    the per-sample path, answers are scored whole and stored cut to ``max_response_chars`` (filtered texts and the
+    reasoning taken out too).
     """
     if not chunk:
         return []
@@ -428,8 +429,19 @@ async def score_records(
     task_hash, gen_kwargs = task.hash, task.params_for(0)
     out: list[dict[str, Any]] = []
     for item, msgs, prompt, scored in zip(chunk, messages, prompts, filters, strict=True):
+        reasoning = task.reasoning_of(item.responses)  # [] for nearly every record: nothing to cap
+        if reasoning and max_response_chars is not None:
+            reasoning = [_cap(r, max_response_chars) for r in reasoning]
         if item.logged is not None:
-            out.append({**item.logged, "task_hash": task_hash, "filters": scored, "eval_seconds": eval_seconds})
+            out.append(
+                {
+                    **item.logged,
+                    "task_hash": task_hash,
+                    "reasoning": reasoning,
+                    "filters": scored,
+                    "eval_seconds": eval_seconds,
+                }
+            )
             continue
         s = item.sample
         out.append(
@@ -446,6 +458,7 @@ async def score_records(
                 "metadata": s.metadata,
                 "responses": [response_json(stored_response(r, max_response_chars)) for r in item.responses],
                 "response_errors": item.errors,
+                "reasoning": reasoning,
                 "cache_hits": 0,
                 "filters": scored,
                 "started_at": started_at,

@@ -42,6 +42,11 @@ class ModelAccessError(StopRun):
     """The model refused every request (401, 403, 404 model not found): sending the rest would be wasted."""
 
 
+class ToolsUnavailable(StopRun):
+    """An agent task's run-long tools (an MCP server) could not start: the run stops before any trajectory runs
+    without them (:mod:`assay.runner.trajectories`)."""
+
+
 @dataclass
 class SchedulerConfig:
     """How the request loop behaves."""
@@ -290,6 +295,7 @@ class Scheduler:
         limit = self.config.max_response_chars
         stored = [stored_response(r, limit) for r in responses]
         self.stats.truncated += sum(r is not s for r, s in zip(responses, stored, strict=True))
+        reasoning = [_cap(r, limit) for r in task.reasoning_of(responses)]
         if limit is not None:
             for record in filters.values():
                 record.filtered = [_cap(v, limit) for v in record.filtered]
@@ -306,6 +312,7 @@ class Scheduler:
             metadata=sample.metadata,
             responses=stored,
             response_errors=errors,
+            reasoning=reasoning,
             cache_hits=sum(o.cached for o in fetched.outcomes),
             filters=filters,
             started_at=fetched.started_at,

@@ -106,6 +106,31 @@ class ResourcesConfig(_Strict):
     num_gpus: float | None = Field(default=None, ge=0)
 
 
+class ReasoningConfig(_Strict):
+    """How a generation task treats a reasoning model's reasoning written into its reply (``<think>…</think>``):
+    taken out before filters and evaluators (``strip``, the default), by the ``delimiters`` given as
+    ``[opening, closing]`` pairs (None: :data:`assay.tasks.reasoning.DEFAULT_DELIMITERS`)."""
+
+    strip: bool = True
+    delimiters: list[tuple[str, str]] | None = None
+
+    @field_validator("delimiters", mode="before")
+    @classmethod
+    def _pairs(cls, value: Any) -> Any:
+        if value is None:
+            return value
+        if not isinstance(value, list) or not value:
+            raise ValueError("give a list of [opening, closing] pairs, e.g. [['<think>', '</think>']], or strip: false")
+        for pair in value:
+            if not (isinstance(pair, list | tuple) and len(pair) == 2 and all(isinstance(t, str) and t for t in pair)):
+                raise ValueError(f"each pair is [opening, closing], two texts that are not empty; got {pair!r}")
+        return value
+
+    def is_default(self) -> bool:
+        """True when this is what a task without the key does (its hash then stays as it was)."""
+        return self.strip and self.delimiters is None
+
+
 class VariantConfig(_Strict):
     """One prompt variant of a matrix (``variants:``): the template, system prompt or chat messages it uses instead
     of the task's own (a plain string is a template)."""
@@ -151,6 +176,8 @@ class TaskConfig(_Strict):
     resources: ResourcesConfig | None = None  # how it runs, not what it evaluates: not part of the task hash
     # named prompts: `assay run` runs each (with every --model) as a cell of a matrix (assay.tasks.variants)
     variants: dict[str, VariantConfig] | None = None
+    # a reasoning model's <think>…</think> taken out of generated replies before scoring (assay.tasks.reasoning)
+    reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
 
     @field_validator("variants", mode="before")
     @classmethod
@@ -223,6 +250,8 @@ def expand_shorthands(raw: dict[str, Any], ctx: ConfigContext) -> dict[str, Any]
             data["fewshot"] = {k: v for k, v in fewshot.items() if k != "source"}
         elif isinstance(source, str | Path):
             data["fewshot"] = {**fewshot, "source": {"path": str(source)}}
+    if isinstance(data.get("reasoning"), bool):  # reasoning: false keeps the reasoning in the scored reply
+        data["reasoning"] = {"strip": data["reasoning"]}
     generation = data.get("generation")
     if isinstance(generation, dict) and isinstance(generation.get("stop"), str):
         data["generation"] = {**generation, "stop": [generation["stop"]]}

@@ -13,7 +13,7 @@ import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -389,14 +389,20 @@ class FinalAnswerStep(FilterStep):
 
 @dataclass(frozen=True)
 class FilterPipeline:
-    """A named sequence of steps; ``apply`` maps a sample's responses to the values evaluators judge."""
+    """A named sequence of steps; ``apply`` maps a sample's responses to the values evaluators judge.
+
+    ``answer`` (set by the task, not part of the pipeline's config) maps each response to the answer the steps
+    see before they run: a generation task's reasoning taken out of the reply (:mod:`assay.tasks.reasoning`), so
+    that every path that scores through the pipeline scores the same answer."""
 
     name: str
     steps: tuple[FilterStep, ...] = ()
+    answer: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
 
     def apply(self, responses: Sequence[Any]) -> list[Any]:
         """Filtered values: one per response, or a single one after a reducing step."""
-        values = list(responses)
+        answer = self.answer
+        values = list(responses) if answer is None else [answer(r) for r in responses]
         for step in self.steps:
             values = step.apply(values)
         return values

@@ -60,8 +60,12 @@ def hash_payload(task: Task) -> dict[str, Any]:
 
     Left out on purpose: name, alias, description, tags, groups, model and models (the runner keys answers by model
     separately), dataset location (only its content counts), and higher_is_better and repeat_reduction (they
-    change how results are read and aggregated, not any request or per-sample verdict)."""
-    return {
+    change how results are read and aggregated, not any request or per-sample verdict).
+
+    ``reasoning`` is hashed only when it differs from the default (strip the default delimiters), so that the
+    hashes of tasks without the key stay as they were; it is not in :func:`request_payload`, as it changes how the
+    replies are scored, not what is asked."""
+    payload = {
         **request_payload(task),
         "version": task.version,
         "filters": [p.to_config() for p in task.configured_pipelines],
@@ -70,6 +74,18 @@ def hash_payload(task: Task) -> dict[str, Any]:
             for m in task.metrics
         ],
     }
+    if not task.config.reasoning.is_default():
+        payload["reasoning"] = reasoning_config(task)
+    return payload
+
+
+def reasoning_config(task: Task) -> dict[str, Any]:
+    """The task's ``reasoning`` key as written back (the delimiters only when they are not the default)."""
+    rc = task.config.reasoning
+    out: dict[str, Any] = {"strip": rc.strip}
+    if rc.delimiters is not None:
+        out["delimiters"] = [list(pair) for pair in rc.delimiters]
+    return out
 
 
 def task_config(task: Task) -> dict[str, Any]:
@@ -108,10 +124,16 @@ def task_config(task: Task) -> dict[str, Any]:
         out["generation"] = dict(task.generation)
     if task.tools is not None:
         out["tools"] = task.tools
+    if cfg.agent is not None:  # hashed (request_payload), so recorded: a resume rebuilds the same task
+        out["agent"] = cfg.agent
+    if cfg.user is not None:
+        out["user"] = cfg.user
     if task.response_format is not None:
         out["response_format"] = task.response_format
     if task.configured_pipelines:
         out["filters"] = [p.to_config() for p in task.configured_pipelines]
+    if not cfg.reasoning.is_default():
+        out["reasoning"] = reasoning_config(task)
     out["repeats"] = task.repeats
     if task.repeat_reduction is not None:
         out["repeat_reduction"] = task.repeat_reduction

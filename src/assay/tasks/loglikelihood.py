@@ -49,6 +49,8 @@ def check_config(cfg: TaskConfig, ctx: ConfigContext) -> None:
         raise ctx.error(("generation",), f"output_type {kind} generates nothing, so generation settings have no effect")
     if cfg.repeats != 1:
         raise ctx.error(("repeats",), f"output_type {kind} gives the same figures every time; repeats must be 1")
+    if not cfg.reasoning.is_default():
+        raise ctx.error(("reasoning",), f"output_type {kind} generates no reply to take reasoning out of")
     if kind == "loglikelihood_rolling" and (cfg.template is not None or cfg.fewshot is not None):
         key = "template" if cfg.template is not None else "fewshot"
         raise ctx.error(

@@ -23,6 +23,7 @@ from assay.tasks.loglikelihood import DEFAULT_METRICS, ChoiceSource, QueryBuilde
 from assay.tasks.loglikelihood import check_config as check_loglikelihood_config
 from assay.tasks.metrics import MetricSpec, build_metrics, expected_value
 from assay.tasks.prompt import Prompt, RenderError
+from assay.tasks.reasoning import DEFAULT_DELIMITERS, ReasoningSplitter
 from assay.tasks.sample import FieldMap, Sample, has_path
 from assay.tasks.template import Template, compile_template, describe_render_error
 
@@ -45,6 +46,10 @@ class Task:
     # when it is loaded, its filters and process_results score each sample through :meth:`score_responses`); the
     # runner then renders no prompt and applies no pipeline or metric of its own
     external: ClassVar[bool] = False
+    # takes a reasoning model's reasoning out of each reply before filters and evaluators; None: scored as it came
+    # (a task with ``reasoning: {strip: false}``, one that scores given text, or an external task)
+    reasoning: ReasoningSplitter | None = None
+    _unfiltered: FilterPipeline = NO_FILTER
 
     def __init__(
         self,
@@ -71,6 +76,7 @@ class Task:
         tags: list[str] | None = None,
         groups: list[str] | None = None,
         model: dict[str, Any] | None = None,
+        reasoning: dict[str, Any] | bool | None = None,
         base_dir: str | Path | None = None,
     ) -> None:
         raw: dict[str, Any] = {
@@ -96,6 +102,7 @@ class Task:
             "tags": tags,
             "groups": groups,
             "model": model,
+            "reasoning": reasoning,
         }
         raw = {k: v for k, v in raw.items() if v is not None}
         ctx = ConfigContext(f"task {name!r}", base_dir=Path(base_dir) if base_dir is not None else None)
@@ -157,7 +164,10 @@ class Task:
         self.output_type: str = cfg.output_type
         check_loglikelihood_config(cfg, ctx)
         self.prompt = self._build_prompt(cfg)
+        self.reasoning = self._build_reasoning(cfg)
         self._pipelines = self._build_filters(cfg)
+        answer = self.reasoning.answer if self.reasoning is not None else None
+        self._unfiltered = NO_FILTER if answer is None else FilterPipeline(NO_FILTER.name, answer=answer)
         entries = cfg.evaluators or list(DEFAULT_METRICS.get(cfg.output_type, ()))  # lm-eval's defaults
         self.metrics: list[MetricSpec] = build_metrics(entries, ctx, self.filters)
         self._queries = self._build_queries(cfg)
@@ -223,7 +233,16 @@ class Task:
         text = gold_text(shot, self._queries.source.choices(shot))
         return text if text is not None else shot_target(shot)
 
+    @staticmethod
+    def _build_reasoning(cfg: TaskConfig) -> ReasoningSplitter | None:
+        """What takes the reasoning out of a generated reply (None when it is scored whole)."""
+        rc = cfg.reasoning
+        if cfg.output_type != "generate_until" or not rc.strip:
+            return None
+        return ReasoningSplitter(DEFAULT_DELIMITERS if rc.delimiters is None else rc.delimiters)
+
     def _build_filters(self, cfg: TaskConfig) -> list[FilterPipeline]:
+        answer = self.reasoning.answer if self.reasoning is not None else None
         pipelines: list[FilterPipeline] = []
         first: dict[str, int] = {}
         for i, fc in enumerate(cfg.filters):
@@ -246,7 +265,7 @@ class Task:
                     option = next((key for key in step if f"option {key!r}" in message), None)
                     at = (*path, option) if option else (*path, "type") if "filter step type" in message else path
                     raise self._ctx.error(at, message) from None
-            pipelines.append(FilterPipeline(fc.name, tuple(steps)))
+            pipelines.append(FilterPipeline(fc.name, tuple(steps), answer=answer))
         return pipelines
 
     # ---- data -------------------------------------------------------------------------------------
@@ -465,8 +484,9 @@ class Task:
 
     @property
     def pipelines(self) -> list[FilterPipeline]:
-        """The filter pipelines (the pass-through ``none`` pipeline when none are configured)."""
-        return list(self._pipelines) or [NO_FILTER]
+        """The filter pipelines (the ``none`` pipeline, the replies as they came, when none are configured); each
+        sees the replies with their reasoning taken out (:attr:`reasoning`)."""
+        return list(self._pipelines) or [self._unfiltered]
 
     @property
     def configured_pipelines(self) -> list[FilterPipeline]:
@@ -479,6 +499,13 @@ class Task:
         """Every filter's record of one sample, for an ``external`` task (the runner's own scoring
         applies :attr:`pipelines` and :attr:`metrics` to every other task)."""
         raise NotImplementedError(f"task {self.name!r} is scored by its pipelines and metrics")
+
+    def reasoning_of(self, responses: Sequence[Response | None]) -> list[str | None]:
+        """The reasoning taken out of each response before it is scored (what its record keeps: an empty list when
+        there was none, or the task takes none out)."""
+        if self.reasoning is None or self.external:
+            return []
+        return self.reasoning.reasoning(responses)
 
     def apply_filters(self, responses: Sequence[Response | None]) -> dict[str, list[Any]]:
         """Each pipeline's filtered values for one sample's responses (one per repeat, None where it failed)."""

@@ -32,7 +32,10 @@ from assay.errors import ConfigError
 Reply = Callable[[dict[str, Any]], Any]  # request JSON -> str | dict (or an awaitable of one)
 # /v1/completions: (one prompt: text or token ids, the request JSON) -> str | dict with COMPLETION_KEYS
 CompletionReply = Callable[[str | list[int], dict[str, Any]], Any]
-REPLY_KEYS = frozenset({"text", "tool_calls", "finish_reason", "usage", "status", "error", "headers", "logprobs"})
+REPLY_KEYS = frozenset(
+    {"text", "tool_calls", "finish_reason", "usage", "status", "error", "headers", "logprobs"}
+    | {"reasoning_content", "reasoning"}
+)
 COMPLETION_KEYS = frozenset({"text", "logprobs", "finish_reason", "prompt_tokens", "completion_tokens"})
 FAULT_KINDS = ("drop", "slow")
 
@@ -181,7 +184,9 @@ class OpenAITestServer:
     ``reply`` is a constant string, or a function of the request JSON returning the reply text or a dict with
     ``text``, ``tool_calls`` (``[{"name", "arguments", "id"?}]``; arguments a dict or a raw JSON string),
     ``finish_reason``, ``usage`` (``{"prompt_tokens", "completion_tokens"}``), ``logprobs`` (the choice's, as OpenAI
-    sends them: ``{"content": [{"token", "logprob", "top_logprobs"}, ...]}``), and for scripted errors ``status``,
+    sends them: ``{"content": [{"token", "logprob", "top_logprobs"}, ...]}``), ``reasoning_content`` or ``reasoning``
+    (a reasoning model's reasoning returned apart from the text, as vLLM with a reasoning parser, DeepSeek and
+    OpenRouter send it, under that name in the message), and for scripted errors ``status``,
     ``error`` and ``headers``. The default echoes the last user message. ``max_tokens`` (or
     ``max_completion_tokens``) truncates the reply to that many words with finish_reason "length". Usage counts
     whitespace-separated words. When ``api_key`` is set, requests without ``Authorization: Bearer <api_key>`` get 401.
@@ -560,6 +565,9 @@ def _completion(body: dict[str, Any], reply: Any) -> web.Response:
     usage = reply.get("usage") or {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens}
     usage = {**usage, "total_tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)}
     message: dict[str, Any] = {"role": "assistant", "content": text}
+    for key in ("reasoning_content", "reasoning"):
+        if reply.get(key) is not None:
+            message[key] = reply[key]
     if tool_calls:
         message["tool_calls"] = tool_calls
     out = {

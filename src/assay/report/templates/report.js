@@ -315,6 +315,8 @@
     } else if (!r.e) {
       add(box, el("pre", "text sub", "(no text)"));
     }
+    if (r.rz !== undefined) add(box, reasoningBox("Reasoning taken out before scoring", r.rz));
+    if (r.rs !== undefined) add(box, reasoningBox("Reasoning returned apart by the server (not scored)", r.rs));
     if (r.h) add(box, transcriptBox(r.h, r.s));
     else (r.c || []).forEach(function (call) {
       var tool = add(el("div", "tool"), el("span", "k", "tool call "), el("b", "mono", call[0]), " ", el("code", null, call[1] || "{}"));
@@ -322,6 +324,15 @@
       add(box, tool);
     });
     if (meta.length) add(box, el("div", "sub", meta.join(" · ")));
+    return box;
+  }
+
+  // A reasoning model's reasoning, folded under its output: what was taken out of the reply's text before the
+  // filters and evaluators saw it, or what the server returned apart from the text. Text nodes only.
+  function reasoningBox(label, v) {
+    var box = add(el("details", "reasoning"), el("summary", null, label), el("pre", "text", textOf(v)));
+    var cap = cappedAt(v);
+    if (cap) add(box, el("div", "truncated", "Truncated: " + cap.toLocaleString() + " characters in the run."));
     return box;
   }
 
