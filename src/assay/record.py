@@ -65,14 +65,20 @@ def judge_cache_hits(filters: Mapping[str, FilterRecord | Mapping[str, Any]]) ->
 
 
 def redact_config_urls(value: Any, path: str = "") -> tuple[Any, list[str]]:
-    """A JSON-like config with credentials in URL strings redacted, and the paths where that happened."""
-    from assay.secrets import redact_url
+    """A JSON-like config with credentials in URL strings and every header value (a model's ``headers:``)
+    redacted, and the paths where that happened."""
+    from assay.secrets import REDACTED, holds_secrets, redact_url
 
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         where: list[str] = []
         for key, item in value.items():
-            out[key], found = redact_config_urls(item, f"{path}.{key}" if path else str(key))
+            here = f"{path}.{key}" if path else str(key)
+            if holds_secrets(key) and item:
+                out[key] = REDACTED
+                where.append(here)
+                continue
+            out[key], found = redact_config_urls(item, here)
             where += found
         return out, where
     if isinstance(value, list):
@@ -116,8 +122,9 @@ class TaskInfo(BaseModel):
     redacted: list[str] = Field(default_factory=list)
 
     def without_credentials(self) -> TaskInfo:
-        """This info as it may be written: credentials in URLs anywhere in the config (a judge's ``base_url``)
-        replaced by ``***`` (:func:`assay.secrets.redact_url`), and where listed in ``redacted``."""
+        """This info as it may be written: credentials in URLs anywhere in the config (a judge's ``base_url``) and
+        header values (a model's ``headers:``) replaced by ``***`` (:mod:`assay.secrets`), and where listed in
+        ``redacted``."""
         config, where = redact_config_urls(self.config)
         if not where:
             return self

@@ -28,6 +28,17 @@ def is_secret_config_key(name: object) -> bool:
 
 REDACTED = "***"
 
+# Keys whose every value is a credential whatever its name: HTTP headers (``X-Custom-Auth``, ``Cookie``, a
+# gateway's own scheme) cannot be told apart from ordinary ones by name, so none of their values is ever recorded.
+_HEADER_KEYS = frozenset({"headers", "extra_headers", "default_headers", "http_headers"})
+
+
+def holds_secrets(name: object) -> bool:
+    """True for a key whose values are all secrets (a model's ``headers:``), whatever each one is called: such a
+    key is recorded as ``***`` whole."""
+    return str(name).lower() in _HEADER_KEYS
+
+
 # Query parameters that carry credentials in URLs (``?api_key=``, ``?key=``, ``&sig=``, ``access_token``, …).
 _SECRET_QUERY = re.compile(
     r"^(key|sig|signature|code|auth|x-api-key)$|key|token|secret|passw|credential|authorization", re.IGNORECASE
@@ -69,11 +80,12 @@ def redact_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def redact_spec(value: Any) -> Any:
-    """A model spec or config as it may be recorded: credential-named keys (and headers) hidden, URLs redacted."""
+    """A model spec or config as it may be recorded: credential-named keys and every header value hidden, URLs
+    redacted."""
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
-            if is_secret_config_key(k) or str(k).lower() == "headers":
+            if is_secret_config_key(k) or holds_secrets(k):
                 out[k] = REDACTED
             else:
                 out[k] = redact_spec(v)

@@ -48,12 +48,14 @@ def task_models(tasks: list[Task]) -> list[tuple[str | None, Any]]:
     """The named models the tasks list under ``models:`` (promptfoo's providers), in order; a name two tasks give
     different models is a ConfigError."""
     from assay.errors import ConfigError
+    from assay.secrets import redact_spec
 
     found: dict[str, Any] = {}
     for task in tasks:
         for name, spec in (task.models or {}).items():
             if name in found and found[name] != spec:
-                raise ConfigError(f"tasks give two models the name {name!r}: {found[name]!r} and {spec!r}")
+                shown = redact_spec(found[name]), redact_spec(spec)  # a model's headers are never echoed
+                raise ConfigError(f"tasks give two models the name {name!r}: {shown[0]!r} and {shown[1]!r}")
             found[name] = spec
     return list(found.items())
 

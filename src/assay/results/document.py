@@ -11,7 +11,7 @@ from assay.models.base import display_name
 from assay.record import RunManifest
 from assay.results import schema
 from assay.results.aggregate import MetricSummary, combine_group
-from assay.secrets import is_secret_config_key
+from assay.secrets import REDACTED, holds_secrets, is_secret_config_key
 
 
 def _json_key(value: Any) -> str:
@@ -98,9 +98,10 @@ def _common(values: list[Any]) -> Any:
 
 
 def _scrub(value: Any) -> Any:
-    """Drop keys that look like credentials from a config before it reaches a results file."""
+    """Drop keys that look like credentials, and hide header values, in a config before it reaches a results
+    file."""
     if isinstance(value, Mapping):
-        return {k: _scrub(v) for k, v in value.items() if not is_secret_config_key(k)}
+        return {k: REDACTED if holds_secrets(k) else _scrub(v) for k, v in value.items() if not is_secret_config_key(k)}
     if isinstance(value, list | tuple):
         return [_scrub(v) for v in value]
     return value
@@ -222,7 +223,7 @@ def lm_eval_document(
         "results": results,
         "groups": groups,
         "group_subtasks": group_subtasks,
-        "configs": {t.name: t.config for t in tasks},
+        "configs": {t.name: t.without_credentials().config for t in tasks},
         "versions": {t.name: t.version for t in tasks},
         "n-shot": n_shot,
         "higher_is_better": hib,
