@@ -101,8 +101,35 @@ def connect(options: RayOptions) -> bool:
     elif os.environ.get("RAY_ADDRESS"):
         ray.init(**quiet)  # inside `ray job submit`: the job's cluster
     else:
-        ray.init(include_dashboard=False, **quiet)
+        _init_loopback(quiet)
     return True
+
+
+LOOPBACK = "127.0.0.1"
+
+
+def _init_loopback(quiet: dict[str, Any]) -> None:
+    """Start a local Ray instance that listens on 127.0.0.1 only: its GCS, raylets, workers and agents take no
+    credentials, so nothing of it may be reachable from the machine's network address (and no dashboard at all).
+
+    Why the switch: Ray turns a loopback ``_node_ip_address`` into the machine's network address unless its
+    single-machine mode (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, read by ``ray_constants`` at import and by the
+    processes the instance starts) is on; it is on only while the instance starts, so a later ``ray.init`` of this
+    process that joins a real cluster still finds its own network address."""
+    from ray._private import ray_constants
+
+    name = ray_constants.ENABLE_RAY_CLUSTERS_ENV_VAR
+    saved_env, saved_flag = os.environ.get(name), ray_constants.ENABLE_RAY_CLUSTER
+    os.environ[name] = "0"
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        ray.init(include_dashboard=False, dashboard_host=LOOPBACK, _node_ip_address=LOOPBACK, **quiet)
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved_flag
+        if saved_env is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = saved_env
 
 
 CLIENT_ATTEMPTS = 3  # a Ray Client server that fails to start for one connection often starts for the next
