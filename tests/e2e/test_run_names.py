@@ -88,3 +88,15 @@ def test_a_bad_name_is_a_clear_error(tmp_path: Path, server: OpenAITestServer) -
     )  # fmt: skip
     assert proc.returncode == 2 and "name: " in proc.stderr and "one line of text" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "runs").exists()
+
+
+def test_the_name_is_in_the_run_folders_name(tmp_path: Path, server: OpenAITestServer) -> None:
+    write_task(tmp_path, 4)
+    first, _ = _run(tmp_path, server, "--name", "demo agent/v2: ünïcode")
+    second, _ = _run(tmp_path, server, "--name", "demo agent/v2: ünïcode")
+    assert first != second  # still unique
+    for folder in (first, second):
+        assert folder.name.startswith("add-demo-agent-v2-")
+        assert re.fullmatch(r"[A-Za-z0-9_.+-]+", folder.name)
+    unnamed, _ = _run(tmp_path, server)
+    assert re.fullmatch(r"add-\d{8}-\d{6}-[0-9a-f]{6}", unnamed.name)

@@ -56,11 +56,14 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "run"
 
 
-def new_run_dir(output_dir: Path, tasks: list[Task]) -> Path:
-    """A fresh folder named after the task(s), the time and a random suffix."""
+def new_run_dir(output_dir: Path, tasks: list[Task], run_name: str | None = None) -> Path:
+    """A fresh folder named after the task(s), the run's ``--name`` if it has one (filesystem-safe: a list of runs
+    then says which is which without opening their run.json), the time and a random suffix (unique)."""
     name = tasks[0].name if len(tasks) == 1 else f"{tasks[0].name}+{len(tasks) - 1}"
+    named = re.sub(r"[^A-Za-z0-9_.-]+", "-", run_name or "")[:40].strip("-.")  # no name of dots only ("..")
+    label = f"{_slug(name)}-{named}" if named else _slug(name)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    path = output_dir / f"{_slug(name)}-{stamp}-{secrets.token_hex(3)}"
+    path = output_dir / f"{label}-{stamp}-{secrets.token_hex(3)}"
     path.mkdir(parents=True, exist_ok=False)
     return path
 
@@ -325,7 +328,7 @@ async def _execute(
 
     fresh = run_dir is None
     if run_dir is None:
-        run_dir = new_run_dir(settings.output_dir, tasks)
+        run_dir = new_run_dir(settings.output_dir, tasks, settings.name)
         held.enter_context(run_lock(run_dir, action="write"))
         manifest = start_manifest(tasks, model, settings, run_dir, git)
         write_manifest(run_dir, manifest)
