@@ -90,3 +90,42 @@ def test_an_ungated_judge_is_not_marked(serve, tmp_path: Path) -> None:
     assert "calibration" not in entry
     code, out, err = _invoke("report", str(run), "--fail-under", "llm_judge=0.5", "--strict-judges")
     assert code == 0 and "uncalibrated judge" not in out + err and "(uncalibrated)" not in out
+
+
+def test_a_records_path_resolves_against_the_task_file_and_the_run_records_it(
+    serve, tmp_path: Path, monkeypatch
+) -> None:
+    import yaml
+
+    import assay
+    from tests.judges.judges_support import judge_spec
+
+    server = serve(replier(_grade))
+    project = tmp_path / "proj"
+    (project / "calib").mkdir(parents=True)
+    records = project / "calib" / "project.jsonl"
+    first = judged_run(tmp_path, server, ANSWERS, name="first")
+    assert _invoke("judge", "calibrate", str(first), "--labels", str(_labels(tmp_path)), "--save", str(records))[0] == 0
+    judge = {"name": "llm_judge", "expected": "none", "model": judge_spec(server), "criteria": "is it right?"}
+    judge |= {"scale": "binary", "initial_backoff_s": 0, "require_calibration": {"records": "calib/project.jsonl"}}
+    task = {
+        "name": "qa",
+        "dataset": [{"id": sid, "question": f"Say::{text}"} for sid, text in ANSWERS.items()],
+        "fields": {"id": "id", "input": "question"},
+        "template": "{{ question }}",
+        "evaluators": [judge],
+    }
+    (project / "task.yaml").write_text(yaml.safe_dump(task, sort_keys=False))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # the run is started away from the task file's folder
+    student = {"provider": "openai", "model": "student", "base_url": server.base_url}
+    assay.api.run(str(project / "task.yaml"), student, output_dir=tmp_path / "gated", progress=False, cache=False)
+    run = next((tmp_path / "gated").iterdir())
+    assert _mark(run)["calibrated"] is True
+    recorded = read_manifest(run).tasks[0].metrics[0].evaluator["require_calibration"]["records"]
+    assert recorded == str(records)
+    for where in (project, tmp_path):  # `assay report RUN` says the same wherever it is typed
+        monkeypatch.chdir(where)
+        code, out, _ = _invoke("report", str(run))
+        assert code == 0 and "(uncalibrated)" not in out

@@ -2,8 +2,9 @@
 only when a calibration record of the same judge (equal identity id) reaches ``min_kappa``; otherwise its figures
 are marked *uncalibrated* (results.json, the table, the HTML report) and ``report --fail-under`` on it warns.
 
-Records are read from the run folder's ``calibrations.jsonl`` and from ``records`` (a project-level file, relative to
-the working directory) when given. A judge without ``require_calibration`` is not gated: nothing is marked.
+Records are read from the run folder's ``calibrations.jsonl`` and from ``records`` (a project-level file) when given;
+the task made ``records`` absolute when it was loaded (relative to the task file's folder, as datasets are), so a
+report says the same wherever it is typed. A judge without ``require_calibration`` is not gated: nothing is marked.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError, DataError
@@ -153,13 +154,26 @@ def _build_one(entry: Any, path: KeyPath, ctx: ConfigContext, pipelines: list[st
     return spec
 
 
+def _resolve_paths(options: dict[str, Any], ctx: ConfigContext) -> dict[str, Any]:
+    """Evaluator options with the files they name resolved against the task file's folder, as datasets are, so a
+    run means the same wherever it was started and records the absolute path: ``require_calibration.records``."""
+    need = options.get("require_calibration")
+    records = need.get("records") if isinstance(need, dict) else None
+    if not isinstance(need, dict) or not isinstance(records, str) or not records:
+        return options
+    path = Path(records).expanduser()
+    if not path.is_absolute():  # a task given as a dict has no file: the working directory, as for its dataset
+        path = (ctx.base_dir if ctx.base_dir is not None else Path.cwd()) / path
+    return {**options, "require_calibration": {**need, "records": str(path)}}
+
+
 def _from_mapping(entry: dict[str, Any], path: KeyPath, ctx: ConfigContext) -> MetricSpec:
     name = entry.get("name")
     if not isinstance(name, str) or not name:
         raise ctx.error(
             path if "name" not in entry else (*path, "name"), "each evaluator needs a 'name' (e.g. exact_match)"
         )
-    options = {k: v for k, v in entry.items() if k not in METRIC_KEYS}
+    options = _resolve_paths({k: v for k, v in entry.items() if k not in METRIC_KEYS}, ctx)
     try:
         evaluator = Evaluator.from_config({"name": name, **options})
     except ConfigError as err:
