@@ -162,3 +162,44 @@ def test_outputs_where_the_judges_disagree_come_first_and_d_shows_only_them(
     finally:
         web.shutdown()
         web.server_close()
+
+
+def _raw_post(port: int, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.putrequest("POST", "/label", skip_accept_encoding=True)
+    for name, value in {"Content-Type": "application/json", **headers}.items():
+        conn.putheader(name, value)
+    conn.endheaders(body)
+    resp = conn.getresponse()
+    return resp.status, resp.read().decode()
+
+
+def test_malformed_labels_get_a_400_and_nothing_is_written(
+    run: Path, label_server: tuple[int, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    port, token = label_server
+    auth = {"Host": f"127.0.0.1:{port}", "X-Assay-Token": token}
+    good = '{"task": "qa", "sample_id": "s0", "metric": "llm_judge", '
+    bad = [
+        (good + '"repeat": 0, "label": "pass"}', {"Content-Length": "abc"}, "Content-Length"),
+        (good + '"repeat": 1e999, "label": "pass"}', {}, "repeat"),
+        (good + '"repeat": 0, "label": NaN}', {}, "NaN"),
+        (good + '"repeat": 0, "label": 1e999}', {}, "finite"),
+        (good + '"repeat": 0, "label": {"x": 1}}', {}, "object"),
+        (good + '"repeat": 0, "label": ["pass"]}', {}, "list"),
+    ]
+    for body, extra, why in bad:
+        data = body.encode()
+        headers = {**auth, "Content-Length": str(len(data)), **extra}
+        status, text = _raw_post(port, data, headers)
+        assert status == 400 and why in text, (body, extra, status, text)
+    assert not (run / "labels.jsonl").exists()
+    # a client that closes before reading the reply: no traceback on the terminal
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(f"POST /label HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 100\r\n\r\n{{".encode())
+    assert _post(port, {"task": "qa", "sample_id": "s0", "repeat": 0, "metric": "llm_judge", "label": "pass"},
+                 auth)[0] == 200  # fmt: skip
+    out = capsys.readouterr()
+    assert "Traceback" not in out.err + out.out

@@ -228,11 +228,14 @@ def make_handler(run_dir: Path, who: str, token: str, port_ref: list[int]) -> ty
                 return self._refuse(404, "not found")
             if (self.headers.get("Content-Type") or "").split(";")[0].strip() != "application/json":
                 return self._refuse(415, "expected application/json")
-            size = int(self.headers.get("Content-Length") or 0)
+            try:
+                size = int(self.headers.get("Content-Length") or 0)
+            except ValueError:
+                return self._refuse(400, "bad request: Content-Length is not a whole number")
             if not 0 < size <= MAX_BODY:
                 return self._refuse(413, "a label is at most 64 KiB")
             try:
-                obj = json.loads(self.rfile.read(size))
+                obj = json.loads(self.rfile.read(size), parse_constant=_no_constant)
                 if not isinstance(obj, dict):
                     raise ValueError("expected a JSON object")
                 lab = label_from({**obj, "who": who, "when": None}, "POST /label")
@@ -243,7 +246,7 @@ def make_handler(run_dir: Path, who: str, token: str, port_ref: list[int]) -> ty
                 if lab.key not in known:
                     raise ValueError(f"no judged output {lab.key} in this run")
                 append_labels(run_dir, [lab])
-            except (AssayError, ValueError) as err:
+            except (AssayError, ValueError, OverflowError, TypeError) as err:
                 return self._refuse(400, f"bad label: {err}")
             self._send(200, b'{"ok": true}', "application/json")
 
@@ -253,12 +256,29 @@ def make_handler(run_dir: Path, who: str, token: str, port_ref: list[int]) -> ty
     return Handler
 
 
+def _no_constant(name: str) -> Any:
+    """JSON's non-standard NaN / Infinity refused: a label is stored as JSON, which has no such numbers."""
+    raise ValueError(f"{name} is not a JSON number")
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """The label server: a client that goes away mid-request (a closed tab) is no error worth a traceback."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)
+
+
 def serve_labels(run_dir: Path, port: int = 0, who: str = "") -> tuple[ThreadingHTTPServer, str]:
     """A labelling server for ``run_dir`` on 127.0.0.1 (not started) and its page token."""
     label_items(run_dir, who)  # a run without judge metrics fails before serving
     token = secrets.token_urlsafe(24)
     port_ref = [port]
-    server = ThreadingHTTPServer((HOST, port), make_handler(run_dir, who, token, port_ref))
-    server.daemon_threads = True
+    server = _QuietServer((HOST, port), make_handler(run_dir, who, token, port_ref))
     port_ref[0] = server.server_address[1]
     return server, token

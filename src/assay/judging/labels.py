@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -56,11 +57,17 @@ class Label:
 
 
 def parse_value(raw: Any, where: str) -> str | float:
-    """A label value: ``pass`` / ``fail`` (also true/false, 1/0 as words), a number, or a label name."""
+    """A label value: ``pass`` / ``fail`` (also true/false, 1/0 as words), a finite number, or a label name (an
+    object, a list or a non-finite number is refused: it would be stored as something no reader takes back)."""
     if isinstance(raw, bool):
         return "pass" if raw else "fail"
     if isinstance(raw, int | float):
+        if not math.isfinite(raw):
+            raise DataError(f"{where}: 'label' must be a finite number, got {raw!r}")
         return float(raw)
+    if isinstance(raw, dict | list | tuple):
+        kind = "an object" if isinstance(raw, dict) else "a list"
+        raise DataError(f"{where}: 'label' is pass/fail, a number or a name, got {kind}")
     text = str(raw).strip()
     if not text:
         raise DataError(f"{where}: 'label' is empty")
@@ -70,9 +77,10 @@ def parse_value(raw: Any, where: str) -> str | float:
     if low in ("fail", "failed", "false", "no", "bad"):
         return "fail"
     try:
-        return float(text)
+        number = float(text)
     except ValueError:
         return text
+    return number if math.isfinite(number) else text
 
 
 def label_from(
@@ -93,8 +101,10 @@ def label_from(
     try:
         repeat = int(obj.get("repeat") or 0)
         when = float(obj.get("when") or time.time())
-    except (TypeError, ValueError):
-        raise DataError(f"{where}: 'repeat' must be an integer and 'when' a number") from None
+        if not math.isfinite(when):
+            raise ValueError(when)
+    except (TypeError, ValueError, OverflowError):
+        raise DataError(f"{where}: 'repeat' must be an integer and 'when' a finite number") from None
     note = str(obj.get("note") or "")
     if len(note) > MAX_NOTE:
         raise DataError(f"{where}: the note is longer than {MAX_NOTE} characters")
