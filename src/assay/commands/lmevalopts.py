@@ -17,12 +17,10 @@ _OPTIONS = [
     click.option("--num-fewshot", type=click.IntRange(min=0), help="lm-eval tasks: few-shot examples per prompt."),
     click.option(
         "--apply-chat-template",
-        is_flag=False,
-        flag_value="default",
+        is_flag=True,
         default=None,
-        metavar="[TEMPLATE]",
         help="lm-eval tasks: send prompts as chat messages (the task description as a system message), as "
-        "lm_eval --apply_chat_template; an hf: model renders them with its tokenizer's template (or TEMPLATE).",
+        "lm_eval --apply_chat_template; the model applies its own chat template (an hf: model its tokenizer's).",
     ),
     click.option(
         "--fewshot-as-multiturn/--no-fewshot-as-multiturn",

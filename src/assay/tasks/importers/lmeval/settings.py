@@ -32,7 +32,7 @@ class LmevalSettings(BaseModel):
     num_fewshot: int | None = Field(None, ge=0)
     limit: float | None = Field(None, gt=0)
     seeds: tuple[int | None, int | None, int | None, int | None] = DEFAULT_SEEDS
-    apply_chat_template: bool | str = False
+    apply_chat_template: bool = False
     fewshot_as_multiturn: bool | None = None  # None: lm-eval's default, True whenever a chat template is applied
     system_instruction: str | None = None
     gen_kwargs: dict[str, Any] | None = None
@@ -146,7 +146,7 @@ def parse_seeds(value: str | int | list[int | None] | tuple[int | None, ...]) ->
 def options_from(
     *,
     num_fewshot: int | None = None,
-    apply_chat_template: bool | str | None = None,
+    apply_chat_template: bool | str | None = None,  # "default" (lm_eval's spelling) means True
     fewshot_as_multiturn: bool | None = None,
     system_instruction: str | None = None,
     gen_kwargs: str | dict[str, Any] | None = None,
@@ -155,12 +155,17 @@ def options_from(
     lmeval_bootstrap_iters: int | None = None,
 ) -> dict[str, Any]:
     """The lm-eval options (:class:`LmevalSettings` fields) of ``assay run``'s flags or keywords given (not None):
-    ``apply_chat_template`` True or ``"default"`` for the model's own template, text values parsed as lm_eval's."""
+    ``apply_chat_template`` True (the model applies its own chat template), text values parsed as lm_eval's."""
     out: dict[str, Any] = {}
     if num_fewshot is not None:
         out["num_fewshot"] = num_fewshot
-    if apply_chat_template is not None and apply_chat_template is not False:
-        out["apply_chat_template"] = True if apply_chat_template in (True, "default") else apply_chat_template
+    if isinstance(apply_chat_template, str) and apply_chat_template != "default":
+        raise ConfigError(
+            f"apply_chat_template: a named template ({apply_chat_template!r}) is not supported: assay sends the chat "
+            "messages and the model applies its own chat template; give True"
+        )
+    if apply_chat_template:
+        out["apply_chat_template"] = True
     if fewshot_as_multiturn is not None:
         if "apply_chat_template" not in out:
             raise ConfigError("fewshot_as_multiturn goes with apply_chat_template (as lm_eval's)")
