@@ -39,7 +39,8 @@ def generation_params(gen_kwargs: dict[str, Any] | None) -> dict[str, Any]:
     kwargs = dict(gen_kwargs or {})
     until = kwargs.get("until")
     stop = [until] if isinstance(until, str) else [str(u) for u in until or ()]
-    params: dict[str, Any] = {"max_tokens": int(kwargs.get("max_gen_toks", kwargs.get("max_tokens", DEFAULT_MAX_GEN_TOKS)))}
+    limit = kwargs.get("max_gen_toks", kwargs.get("max_tokens", DEFAULT_MAX_GEN_TOKS))
+    params: dict[str, Any] = {"max_tokens": int(limit)}
     if stop:
         params["stop"] = stop
     params["temperature"] = float(kwargs.get("temperature", 0.0))
