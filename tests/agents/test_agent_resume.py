@@ -96,3 +96,28 @@ def test_run_json_records_every_key_the_task_hash_covers(tmp_path: Path) -> None
     rebuilt = Task.from_config(recorded)
     assert request_payload(rebuilt) == request_payload(task) and hash_payload(rebuilt) == hash_payload(task)
     assert rebuilt.hash == task.hash
+
+
+def test_a_simulated_users_credentials_never_reach_run_json(tmp_path: Path) -> None:
+    """`api_key:` and header values of the `user:` model are written as *** (as every model spec's are), the task's
+    hash does not depend on them, and a resume from run.json alone names the missing key instead of sending ***."""
+    import pytest
+
+    from assay.errors import ConfigError
+    from assay.tasks import Task
+
+    rows = [{"id": "s0", "input": "hi", "target": "x", "goal": "book a table"}]
+    spec = {"provider": "openai", "model": "sim", "base_url": "http://127.0.0.1:9/v1"}
+    secret = {**spec, "api_key": "sk-user-secret-123", "headers": {"X-Org": "org-secret-456"}}
+    path = write_agent_task(tmp_path, rows, tools=[{"python": "agent_tools:add"}], user={"model": secret})
+    task = Task.from_yaml(path)
+    text = json.dumps(task.info(1).config)
+    assert "sk-user-secret-123" not in text and "org-secret-456" not in text
+    recorded = json.loads(text)
+    assert recorded["user"]["model"]["api_key"] == "***" and recorded["user"]["model"]["headers"] == "***"
+    (tmp_path / "plain").mkdir()
+    plain = Task.from_yaml(write_agent_task(tmp_path / "plain", rows, tools=[{"python": "agent_tools:add"}],
+                                            user={"model": {**secret, "api_key": "another"}}))  # fmt: skip
+    assert plain.hash == task.hash  # the key is not what the task is
+    with pytest.raises(ConfigError, match=r"user\.model\.api_key is not recorded in run\.json.*api_key_env"):
+        Task.from_config(recorded)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from assay.agents.transcript import content_text
 from assay.models.base import Message, Model, ModelError, Request
+from assay.secrets import REDACTED
 
 DEFAULT_PROMPT = (
     "You are role-playing a user talking with an AI assistant. Stay in character and write only the user's next "
@@ -30,6 +31,29 @@ class UserConfig(BaseModel):
     max_turns: int = Field(default=3, ge=1)  # messages the simulated user writes after the opening one
     stop: str = "DONE"  # the simulated user ends the conversation by saying this
     prompt: str | None = None  # its system prompt; {goal}, {persona} and {stop} are filled in
+
+    @field_validator("model")
+    @classmethod
+    def _credentials_present(cls, model: str | dict[str, Any]) -> str | dict[str, Any]:
+        """A spec whose credential reads ``***`` came from a run.json, which never keeps one: say how to give it."""
+        hidden = _redacted_keys(model) if isinstance(model, dict) else []
+        if hidden:
+            raise ValueError(
+                f"user.model.{hidden[0]} is not recorded in run.json (credentials never are): give the key as "
+                "api_key_env (the name of an environment variable, which is recorded), or resume with the task file"
+            )
+        return model
+
+
+def _redacted_keys(spec: dict[str, Any], prefix: str = "") -> list[str]:
+    """Dotted keys of ``spec`` whose value is the redaction mark."""
+    out: list[str] = []
+    for key, value in spec.items():
+        if value == REDACTED:
+            out.append(prefix + str(key))
+        elif isinstance(value, dict):
+            out += _redacted_keys(value, f"{prefix}{key}.")
+    return out
 
 
 def _flipped(transcript: list[Message]) -> list[Message]:

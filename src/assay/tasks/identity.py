@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from assay.hashing import sha256_hex
+from assay.secrets import redact_spec
 
 if TYPE_CHECKING:
     from assay.record import TaskInfo
@@ -45,8 +46,8 @@ def request_payload(task: Task) -> dict[str, Any]:
     }
     if cfg.agent is not None:  # the loop's limits change trajectories (only then: other hashes stay as they were)
         payload["agent"] = cfg.agent
-    if cfg.user is not None:  # who plays the user shapes the conversation
-        payload["user"] = cfg.user
+    if cfg.user is not None:  # who plays the user shapes the conversation (its credentials do not)
+        payload["user"] = redact_spec(cfg.user)
     if cfg.output_type != "generate_until":  # only then: the hashes of every generating task stay as they were
         payload["output_type"] = cfg.output_type
         payload["choices"] = cfg.choices
@@ -126,8 +127,8 @@ def task_config(task: Task) -> dict[str, Any]:
         out["tools"] = task.tools
     if cfg.agent is not None:  # hashed (request_payload), so recorded: a resume rebuilds the same task
         out["agent"] = cfg.agent
-    if cfg.user is not None:
-        out["user"] = cfg.user
+    if cfg.user is not None:  # its model's api_key and header values are never written
+        out["user"] = redact_spec(cfg.user)
     if task.response_format is not None:
         out["response_format"] = task.response_format
     if task.configured_pipelines:
