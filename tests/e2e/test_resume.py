@@ -91,7 +91,8 @@ def _add_calls(user: str) -> list[dict[str, Any]]:
 
 def test_sigkill_an_agent_task_then_resume_from_the_run_folder_alone(tmp_path: Path) -> None:
     """An agent task (tools, an ``agent:`` block) resumes from run.json: its config records every key the task's
-    hash covers, so the rebuilt task is the one the run started with; the task file is gone by then."""
+    hash covers, so the rebuilt task is the one the run started with; the task file is gone by then, and the resume is
+    typed in another folder (the tools' module is found in the task file's folder, which run.json records)."""
     (tmp_path / "sum_tools.py").write_text(SUM_TOOLS)
     extra = {"tools": [{"python": "sum_tools:add"}], "agent": {"max_turns": 3, "tool_timeout_s": 5}}
     task = write_task(tmp_path, 40, extra=extra)
@@ -112,8 +113,10 @@ def test_sigkill_an_agent_task_then_resume_from_the_run_folder_alone(tmp_path: P
         run_dir = only_run_dir(runs)
         before = (run_dir / "samples.jsonl").read_bytes().count(b"\n")
         assert 6 <= before < 40
-        task.unlink()  # resumed from the run folder alone
-        resumed = run_cli("run", "--resume", str(run_dir), "-q", cwd=tmp_path)
+        task.unlink()  # resumed from the run folder alone, typed in another folder
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        resumed = run_cli("run", "--resume", str(run_dir), "-q", cwd=elsewhere)
         assert resumed.returncode == 0, resumed.stderr
     lines = sample_lines(run_dir)
     assert Counter(line["sample_id"] for line in lines) == Counter({f"q{i}": 1 for i in range(40)})

@@ -125,6 +125,8 @@ def task_config(task: Task) -> dict[str, Any]:
         out["generation"] = dict(task.generation)
     if task.tools is not None:
         out["tools"] = task.tools
+        if task.base_dir is not None:  # where `python:` tool modules and MCP servers are found: a resume from
+            out["task_dir"] = str(task.base_dir.resolve())  # another folder imports them from here
     if cfg.agent is not None:  # hashed (request_payload), so recorded: a resume rebuilds the same task
         out["agent"] = cfg.agent
     if cfg.user is not None:  # its model's api_key and header values are never written

@@ -125,6 +125,10 @@ class Task:
         """Build and validate a task from a config dict (the YAML schema, or :meth:`to_config` output)."""
         if not isinstance(config, dict):
             raise ConfigError(f"a task config is a mapping, got {type(config).__name__}")
+        if "task_dir" in config:  # written by to_config for tasks with tools: the task file's folder
+            config = dict(config)
+            task_dir = config.pop("task_dir")
+            base_dir = base_dir if base_dir is not None else task_dir
         ctx = ConfigContext(
             source or f"task {config.get('name', '?')!r}", base_dir=Path(base_dir) if base_dir is not None else None
         )
@@ -137,6 +141,11 @@ class Task:
         task = cls.__new__(cls)
         task._setup(raw, ctx)
         return task
+
+    @property
+    def base_dir(self) -> Path | None:
+        """The folder relative paths of the task resolve against (the task file's), if known."""
+        return self._ctx.base_dir
 
     def _setup(self, raw: dict[str, Any], ctx: ConfigContext) -> None:
         self._ctx = ctx
