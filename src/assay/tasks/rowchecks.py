@@ -1,24 +1,24 @@
-"""Per-row checks: a row's own ``assert:`` list (promptfoo's assertion names) judged by assay's evaluators.
+"""Per-row checks: a row's own ``assert:`` list (promptfoo's assertions) judged as promptfoo 0.123.1 judges a test.
 
 The ``row_checks`` evaluator reads a row's checks (``expected: doc.assert`` by default; a row without them is *not
-applicable*), builds the assay evaluator each promptfoo type maps to (:data:`MAPPING`), and gives the row one
-verdict as promptfoo does: the weighted mean of the checks' scores (weight 0: reported, not counted), passing when
-every counted check passes, or, with a ``threshold`` (the row's, else the option), when the mean reaches it.
-``$ref: '#/check_sets/NAME'`` (or promptfoo's ``#/assertionTemplates/NAME``) splices in a named check set.
+applicable*; an empty list passes, as a promptfoo test without assertions does), applies the test's
+``options.transform`` to the output, and runs every assertion (:mod:`assay.tasks.checks`): each type with
+promptfoo's meaning, defaults and messages, ``not-`` variants, ``assert-set``, ``weight``, ``metric`` (named
+scores), per-assertion ``threshold`` and ``transform``, values rendered with the row's vars. The row's verdict is
+promptfoo's GradingResult: the weighted mean, passing when every counted assertion passes or, with a threshold
+(the row's, else the option), when the mean reaches it. ``$ref: '#/check_sets/NAME'`` (or promptfoo's
+``#/assertionTemplates/NAME``) splices in a named check set.
 
-A ``python`` (or ``javascript``, run by the machine's Node.js) check is the check author's code from the task
-file, trusted as the task file is; the model's output reaches it only as the data value ``output``, never as code.
+``python`` and ``javascript`` checks and transforms are the config author's code, trusted as the task file is; the
+model's output reaches them only as the data value ``output``, never as code.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import math
-import re
-import shutil
-import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, ClassVar
 
 from pydantic import Field
@@ -27,60 +27,13 @@ from assay.errors import ConfigError, EvaluationInputError
 from assay.evaluators.base import Evaluator, Options
 from assay.evaluators.registry import register
 from assay.models.base import Response
-from assay.verdict import Verdict, unit_score
+from assay.tasks.checks.catalog import UNSUPPORTED, known_type
+from assay.tasks.checks.code import CheckError, CodeRunner, python_script, run_python
+from assay.tasks.checks.engine import run_assertions
+from assay.tasks.checks.params import Row, js_stringify
+from assay.verdict import Verdict
 
-Builder = Callable[[Mapping[str, Any]], tuple[str, dict[str, Any], Any]]
-
-
-def _text(check: Mapping[str, Any]) -> str:
-    return str(check.get("value", ""))
-
-
-def _items(check: Mapping[str, Any]) -> list[str]:
-    value = check.get("value")
-    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
-
-
-def _contains(mode: str, ignore_case: bool, many: bool) -> Builder:
-    def build(c: Mapping[str, Any]) -> tuple[str, dict[str, Any], Any]:
-        subs = _items(c) if many else [_text(c)]
-        return "contains", {"substrings": subs, "mode": mode, "ignore_case": ignore_case}, None
-
-    return build
-
-
-def _schema(extract: str) -> Builder:
-    def build(c: Mapping[str, Any]) -> tuple[str, dict[str, Any], Any]:
-        schema = c.get("value")
-        return "schema", {"json_schema": schema if isinstance(schema, dict) else True, "extract": extract}, None
-
-    return build
-
-
-# promptfoo assertion type -> builder of (assay evaluator, its options, the expected value it compares with)
-MAPPING: dict[str, Builder] = {
-    "equals": lambda c: ("exact_match", {}, _text(c)),
-    "contains": _contains("all", False, False),
-    "icontains": _contains("all", True, False),
-    "contains-all": _contains("all", False, True),
-    "icontains-all": _contains("all", True, True),
-    "contains-any": _contains("any", False, True),
-    "icontains-any": _contains("any", True, True),
-    "starts-with": lambda c: ("regex", {"pattern": "^" + re.escape(_text(c))}, None),
-    "regex": lambda c: ("regex", {"pattern": _text(c)}, None),
-    "is-json": _schema("strict"),
-    "contains-json": _schema("anywhere"),
-    "similar": lambda c: ("semantic_similarity", {"threshold": float(c.get("threshold", 0.75))}, _text(c)),
-    "levenshtein": lambda c: ("fuzzy_match", {"algorithm": "levenshtein"}, _text(c)),
-}
-OWN_TYPES = ("python", "javascript", "llm-rubric")  # judged here: code checks and the judge
-UNSUPPORTED = ("webhook", "model-graded-closedqa", "factuality", "cost", "latency", "perplexity", "moderation")
-
-
-def known_type(kind: str) -> bool:
-    """True when a promptfoo assertion type (with or without ``not-``) has an assay equivalent here."""
-    base = kind[4:] if kind.startswith("not-") else kind
-    return base in MAPPING or base in OWN_TYPES
+__all__ = ["UNSUPPORTED", "RowChecks", "known_type", "promptfoo_output", "python_script", "run_python"]
 
 
 class RowChecksOptions(Options):
@@ -90,10 +43,51 @@ class RowChecksOptions(Options):
         default_factory=dict, description="named check sets (a check or a list of checks) rows name with $ref"
     )
     threshold: float | None = Field(
-        default=None, description="the row's pass threshold on the weighted mean (a row's own 'threshold' wins)"
+        default=None, description="the row's pass threshold on the weighted mean (a row's own threshold wins)"
     )
-    judge: Any = Field(default=None, description="the judge model spec for llm-rubric checks")
+    judge: Any = Field(default=None, description="the judge model spec for model-graded checks (llm-rubric, ...)")
     threshold_field: str = Field(default="threshold", description="the row field that holds the row's threshold")
+    options_field: str | None = Field(
+        default=None, description="the row field with the test's promptfoo options (transform, provider, ...)"
+    )
+    vars_exclude_prefix: str | None = Field(
+        default=None, description="row fields starting with this are not vars (promptfoo configs: '__')"
+    )
+    base_dir: str | None = Field(
+        default=None, description="the folder file:// check values and transforms are read from (default: cwd)"
+    )
+    tools: list[Any] | None = Field(
+        default=None, description="the provider's tools, for is-valid-openai-tools-call (promptfoo config.tools)"
+    )
+    functions: list[Any] | None = Field(
+        default=None, description="the provider's functions, for is-valid-openai-function-call"
+    )
+    prices: dict[str, dict[str, float]] | None = Field(
+        default=None, description="model -> {input, output} USD per 1M tokens, for cost checks"
+    )
+    embedding_model: str = Field(
+        default="all-MiniLM-L6-v2", description="the local sentence-transformers model of similar checks"
+    )
+
+
+def promptfoo_output(actual: Any) -> Any:
+    """The output as promptfoo's OpenAI provider gives it: the text; the tool calls when there is no text; the
+    message (``{role, content, tool_calls}``) when there are both."""
+    if not isinstance(actual, Response):
+        return "" if actual is None else actual if isinstance(actual, str | dict | list) else str(actual)
+    if not actual.tool_calls:
+        return actual.text or ""
+    calls = [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": js_stringify(c.arguments)},
+        }
+        for c in actual.tool_calls
+    ]
+    if actual.text:
+        return {"role": "assistant", "content": actual.text, "tool_calls": calls}
+    return calls
 
 
 @register("row_checks")
@@ -105,52 +99,82 @@ class RowChecks(Evaluator):
     needs_expected: ClassVar[bool] = True
 
     def setup(self) -> None:
-        self._built: dict[str, Evaluator] = {}
+        o = self.opts
+        self.code = CodeRunner(Path(o.base_dir).resolve() if o.base_dir else Path.cwd())
+        self._judges: dict[str, Evaluator] = {}
+        self._embedder: Evaluator | None = None
+        self.graded_cache: dict[str, Any] = {}
+
+    @property
+    def opts(self) -> RowChecksOptions:
+        assert isinstance(self.options, RowChecksOptions)
+        return self.options
+
+    @property
+    def tools(self) -> list[Any] | None:
+        return self.opts.tools
+
+    @property
+    def functions(self) -> list[Any] | None:
+        return self.opts.functions
+
+    @property
+    def prices(self) -> dict[str, dict[str, float]] | None:
+        return self.opts.prices
 
     def check(self, actual: Any, expected: Any) -> Verdict:
         raise EvaluationInputError("row_checks is judged asynchronously (aevaluate)")
 
     def evaluate(self, actual: Any, expected: Any = None, *, context: Mapping[str, Any] | None = None) -> Verdict:
         """Judge a row's checks (from synchronous code: runs the async path)."""
-        return asyncio.run(self.aevaluate(actual, expected, context=context))
+        return asyncio.run(self._once(actual, expected, context))
+
+    async def _once(self, actual: Any, expected: Any, context: Mapping[str, Any] | None) -> Verdict:
+        try:
+            return await self.aevaluate(actual, expected, context=context)
+        finally:
+            await self.code.aclose()
 
     async def aevaluate(
         self, actual: Any, expected: Any = None, *, context: Mapping[str, Any] | None = None
     ) -> Verdict:
-        """The row's verdict: each check judged, the weighted mean, passed by promptfoo's rule."""
+        """The row's verdict: promptfoo's GradingResult of the test, as a Verdict."""
+        o = self.opts
+        context = context or {}
+        doc = dict(context.get("doc") or {})
         try:
             checks = self.expand(expected)
         except ConfigError as err:
-            return Verdict.errored(f"row_checks: {err}")
-        output = actual.text or "" if isinstance(actual, Response) else "" if actual is None else str(actual)
-        doc = dict((context or {}).get("doc") or {})
-        results: list[dict[str, Any]] = []
-        for i, check in enumerate(checks):
-            kind = str(check.get("type"))
-            try:
-                verdict, value = await self._judge(kind, check, actual, output, context or {})
-            except Exception as err:  # a check that cannot run errors the row, naming it
-                return Verdict.errored(f"row_checks: check {i} ({kind}) raised {type(err).__name__}: {err}")
-            if verdict.is_error:
-                return Verdict.errored(f"row_checks: check {i} ({kind}): {verdict.error}")
-            weight = float(check.get("weight", 1.0))
-            results.append(
-                {"type": kind, "score": verdict.score, "passed": verdict.passed, "weight": weight, "value": value}
-                | ({"reason": verdict.reason} if verdict.reason else {})
-                | ({"metric": check["metric"]} if "metric" in check else {})
-            )
-        counted = [r for r in results if r["weight"] > 0]
-        total = math.fsum(r["weight"] for r in counted)
-        score = math.fsum(r["score"] * r["weight"] for r in counted) / total if total else 1.0
-        opts = self.options
-        assert isinstance(opts, RowChecksOptions)
-        threshold = doc.get(opts.threshold_field, opts.threshold)
-        passed = score >= float(threshold) if threshold is not None else all(r["passed"] for r in counted)
-        failing = [
-            f"{r['type']}{' (' + r['reason'] + ')' if r.get('reason') else ''}" for r in counted if not r["passed"]
-        ]
-        reason = None if passed else "failed: " + "; ".join(failing) if failing else f"score below {threshold}"
-        return Verdict(score, passed, reason, {"checks": results, "threshold": threshold})
+            return Verdict.errored(str(err))
+        prefix = o.vars_exclude_prefix
+        variables = {k: v for k, v in doc.items() if not (prefix and k.startswith(prefix))}
+        options = doc.get(o.options_field) if o.options_field else None
+        options = dict(options) if isinstance(options, Mapping) else {}
+        threshold = doc.get(o.threshold_field, o.threshold)
+        response = actual if isinstance(actual, Response) else None
+        prompt = str(context.get("prompt") or "")
+        test = {"vars": variables, "assert": checks, "options": options}
+        for key, field in (
+            ("threshold", o.threshold_field),
+            ("description", "__description"),
+            ("metadata", "__metadata"),
+        ):
+            if field in doc:
+                test[key] = doc[field]
+        row = Row(response, variables, prompt, test, self.code, self)
+        output = promptfoo_output(actual)
+        try:
+            transform = options.get("transform") or options.get("postprocess")
+            if transform:
+                meta = {"metadata": response.metadata} if response is not None else {}
+                output = await self.code.transform(
+                    transform, output, {"vars": variables, "prompt": {"raw": prompt, "label": prompt}, **meta}
+                )
+            row.extra["output"] = output
+            outcome = await run_assertions(checks, row, output, threshold)
+        except CheckError as err:
+            return Verdict.errored(str(err))
+        return _verdict(outcome, threshold)
 
     def expand(self, checks: Any) -> list[dict[str, Any]]:
         """The row's checks with every ``$ref`` replaced by its named check set."""
@@ -169,123 +193,72 @@ class RowChecks(Evaluator):
                 out.append(check)
                 continue
             name = str(ref).rsplit("/", 1)[-1]
-            sets = self.options.check_sets  # type: ignore[attr-defined]
+            sets = self.opts.check_sets
             if name not in sets:
                 raise ConfigError(f"$ref {ref!r}: no check set {name!r}; defined: {', '.join(sets) or 'none'}")
             out.extend(self.expand(sets[name]))
         return out
 
-    async def _judge(
-        self, kind: str, check: Mapping[str, Any], actual: Any, output: str, context: Mapping[str, Any]
-    ) -> tuple[Verdict, Any]:
-        inverse = kind.startswith("not-")
-        base = kind[4:] if inverse else kind
-        if base in ("python", "javascript"):
-            raw = (
-                python_check(_text(check), output, context)
-                if base == "python"
-                else await node_check(_text(check), output, context)
-            )
-            verdict, value = code_verdict(raw, check.get("threshold"))
-        else:
-            evaluator, expected = self._evaluator(base, check)
-            verdict = await evaluator.aevaluate(actual, expected, context=context)
-            value = None if verdict.is_error else verdict.score
-        if inverse and not verdict.is_error:
-            reason = f"{base} held, and the check is {kind}" if verdict.passed else None
-            verdict = Verdict(1.0 - verdict.score, not verdict.passed, reason, verdict.details)
-        return verdict, value
+    def embed(self, texts: list[str]) -> Any:
+        """Unit-length embeddings from the local model of ``similar`` checks (loaded once)."""
+        if self._embedder is None:
+            self._embedder = Evaluator.from_config({"name": "semantic_similarity", "model": self.opts.embedding_model})
+        return self._embedder.encode(texts)  # type: ignore[attr-defined]
 
-    def _evaluator(self, base: str, check: Mapping[str, Any]) -> tuple[Evaluator, Any]:
-        if base == "llm-rubric":
-            judge = check.get("provider") or self.options.judge  # type: ignore[attr-defined]
-            if judge is None:
-                raise ConfigError("llm-rubric needs a judge model: set row_checks' 'judge' option")
-            name, options, expected = "llm_judge", {"criteria": _text(check), "model": judge}, None
-        elif base in MAPPING:
-            name, options, expected = MAPPING[base](check)
-        else:
-            raise ConfigError(f"assertion type {base!r} has no assay equivalent; known: {', '.join(sorted(MAPPING))}")
-        key = json.dumps([name, options], sort_keys=True, default=str)
-        evaluator = self._built.get(key)
+    def graded_context(self, row: Row) -> Any:
+        """The model-graded family's context (:class:`assay.tasks.checks.graded.GradedContext`)."""
+        import dataclasses
+
+        from assay.tasks.checks.graded import GradedContext
+
+        known = {
+            "vars": row.vars,
+            "prompt": row.prompt,
+            "options": row.options,
+            "test_options": row.options,
+            "judge": self.opts.judge,
+            "default_judge": self.opts.judge,
+            "cache": self.graded_cache,
+            "test": row.test,
+            "response": row.response,
+            "output": row.extra.get("output"),
+        }
+        fields = {f.name for f in dataclasses.fields(GradedContext)}
+        return GradedContext(**{k: v for k, v in known.items() if k in fields})
+
+    async def rubric(self, check: Mapping[str, Any], output: str, row: Row) -> Verdict:
+        """llm-rubric by assay's llm_judge (until the model-graded family module is there)."""
+        judge = check.get("provider") or (row.options.get("provider")) or self.opts.judge
+        if judge is None:
+            raise CheckError("llm-rubric needs a judge model: set row_checks' 'judge' option")
+        kind = str(check.get("type"))
+        key = json.dumps([judge, str(check.get("value", ""))], sort_keys=True, default=str)
+        evaluator = self._judges.get(key)
         if evaluator is None:
-            evaluator = self._built[key] = Evaluator.from_config({"name": name, **options})
-        return evaluator, expected
+            config = {"name": "llm_judge", "criteria": str(check.get("value", "")), "model": judge}
+            evaluator = self._judges[key] = Evaluator.from_config(config)
+        verdict = await evaluator.aevaluate(output, None, context={"prompt": row.prompt, "doc": row.vars})
+        if kind.startswith("not-") and not verdict.is_error:
+            verdict = Verdict(1.0 - verdict.score, not verdict.passed, verdict.reason, verdict.details)
+        return verdict
 
     async def aclose(self) -> None:
-        for evaluator in self._built.values():
+        for evaluator in self._judges.values():
             await evaluator.aclose()
+        await self.code.aclose()
 
 
-def code_verdict(raw: Any, threshold: Any) -> tuple[Verdict, Any]:
-    """A code check's result as promptfoo reads it: a bool passes or fails; a number is a score (passing when it
-    reaches ``threshold``, else when above 0) kept on its own scale in the details and counted clipped to [0, 1];
-    a mapping gives ``pass``, ``score`` and ``reason``."""
-    if isinstance(raw, dict):
-        passed = bool(raw.get("pass", raw.get("pass_", False)))
-        score = float(raw.get("score", 1.0 if passed else 0.0))
-        reason = raw.get("reason")
-        return Verdict(_unit(score), passed, None if passed else str(reason or "the check failed")), score
-    if isinstance(raw, bool):
-        return Verdict(float(raw), raw, None if raw else "the check returned false"), raw
-    if isinstance(raw, int | float):
-        score = float(raw)
-        if math.isnan(score):
-            return Verdict.errored("the check returned NaN"), None
-        passed = score >= float(threshold) if threshold is not None else score > 0
-        return Verdict(_unit(score), passed, None if passed else f"the check returned {raw}"), score
-    if isinstance(raw, str):  # promptfoo: a string result is a reason to fail unless it is 'true'
-        ok = raw.strip().lower() == "true"
-        return Verdict(float(ok), ok, None if ok else raw), raw
-    return Verdict.errored(f"the check returned {type(raw).__name__}, not a bool, number or {{pass, score}}"), None
-
-
-def _unit(score: float) -> float:
-    """A code check's score as counted in the row's mean: itself in [0, 1], else clipped (its own value is kept)."""
-    inside = unit_score(score)
-    return inside if inside is not None else (1.0 if score > 1 else 0.0)
-
-
-def _code_context(output: str, context: Mapping[str, Any]) -> dict[str, Any]:
-    return {"vars": dict(context.get("doc") or {}), "prompt": context.get("prompt", "")}
-
-
-def python_check(source: str, output: str, context: Mapping[str, Any]) -> Any:
-    """Run a python check (an expression, or a function body that returns): the author's code, the output data."""
-    namespace: dict[str, Any] = {"output": output, "context": _code_context(output, context), "json": json}
-    namespace["math"] = math
-    body = source.strip()
-    if "\n" not in body and not body.startswith("return"):
-        return eval(compile(body, "<python check>", "eval"), namespace)  # the task author's expression; output is data
-    exec(compile("def _check(output, context):\n" + textwrap.indent(body, "    "), "<python check>", "exec"), namespace)
-    return namespace["_check"](output, namespace["context"])
-
-
-NODE_TIMEOUT = 30.0
-
-
-async def node_check(source: str, output: str, context: Mapping[str, Any]) -> Any:
-    """Run a javascript check with the machine's Node.js; the output and vars are given as JSON on stdin."""
-    node = shutil.which("node")
-    if node is None:
-        raise ConfigError("a javascript check needs Node.js ('node' on PATH)")
-    body = source.strip()
-    fn = body if "\n" in body or body.startswith("return") else f"return ({body});"
-    script = (
-        "const d = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-        f"const r = (function(output, context) {{ {fn} }})(d.output, d.context);"
-        "process.stdout.write(JSON.stringify(r === undefined ? null : r));"
-    )
-    proc = await asyncio.create_subprocess_exec(
-        node,
-        "-e",
-        script,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    data = json.dumps({"output": output, "context": _code_context(output, context)}).encode()
-    out, err = await asyncio.wait_for(proc.communicate(data), NODE_TIMEOUT)
-    if proc.returncode != 0:
-        raise RuntimeError(err.decode(errors="replace").strip().splitlines()[-1] if err else "node failed")
-    return json.loads(out or b"null")
+def _verdict(outcome: dict[str, Any], threshold: Any) -> Verdict:
+    """promptfoo's GradingResult as a Verdict: its score clipped to [0, 1] (a code check's raw number can take the
+    mean outside; the raw mean is ``details.promptfoo_score``), its pass and reason."""
+    raw = float(outcome["score"])
+    details: dict[str, Any] = {
+        "checks": outcome.get("checks", []),
+        "threshold": threshold,
+        "named_scores": outcome.get("namedScores") or {},
+        "promptfoo_score": raw,
+    }
+    score = min(1.0, max(0.0, raw))
+    passed = bool(outcome["pass"])
+    reason = str(outcome.get("reason") or "")
+    return Verdict(score, passed, None if passed else reason, details | {"reason": reason})

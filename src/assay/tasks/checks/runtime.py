@@ -1,0 +1,167 @@
+"""promptfoo 0.123.1's assertions on the response rather than its text: finish-reason, latency (ms, assay's recorded
+latency), cost (USD from the response's tokens and the row_checks ``prices``), perplexity / perplexity-score (from
+token logprobs, when a response records them), guardrails (a provider's content filter); and similar (embeddings
+of assay's local model: cosine, dot or euclidean, default threshold 0.75)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from typing import Any
+
+from assay.tasks.checks.code import CheckError
+from assay.tasks.checks.params import Params, result
+
+PASSED = "Assertion passed"
+EPSILON = 2.220446049250313e-16
+
+
+def _num(value: Any) -> str:
+    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+
+
+def finish_reason(p: Params) -> dict[str, Any]:
+    value = p.value if p.value is not None else p.assertion.get("value")
+    if not isinstance(value, str):
+        raise CheckError('"finish-reason" assertion type must have a string value')
+    got = p.row.response.finish_reason if p.row.response is not None else None
+    if not got:
+        passed = p.inverse
+        return result(passed, PASSED if passed else "Provider did not supply stop/finish reason")
+    passed = (value.lower() == got.lower()) != p.inverse
+    neg = "not " if p.inverse else ""
+    return result(passed, PASSED if passed else f'Expected finish reason {neg}"{value}" but got "{got}"')
+
+
+def latency(p: Params) -> dict[str, Any]:
+    if p.threshold is None:
+        raise CheckError("Latency assertion must have a threshold in milliseconds")
+    response = p.row.response
+    if response is None or response.cached:
+        raise CheckError(
+            "Latency assertion does not support cached results (promptfoo's words: rerun with --no-cache); "
+            + ("this output has no recorded request" if response is None else "this response came from the cache")
+        )
+    ms = round(response.latency_s * 1000)
+    passed = (ms <= p.threshold) != p.inverse
+    word = "less than or equal to" if p.inverse else "greater than"
+    return result(passed, PASSED if passed else f"Latency {ms}ms is {word} threshold {_num(p.threshold)}ms")
+
+
+def cost(p: Params) -> dict[str, Any]:
+    if p.threshold is None:
+        raise CheckError("Cost assertion must have a threshold")
+    response = p.row.response
+    prices = p.row.services.prices or {}
+    model = response.model if response is not None else None
+    price = prices.get(model) if model else None
+    if response is None or price is None:
+        known = ", ".join(sorted(prices)) or "none"
+        raise CheckError(
+            f"Cost assertion needs the response's cost: no price for model {model!r} in row_checks' 'prices' "
+            f"(priced: {known}; promptfoo errors the same way for providers that do not return cost)"
+        )
+    spent = (
+        0.0
+        if response.cached
+        else (
+            response.usage.input_tokens * float(price.get("input", 0))
+            + response.usage.output_tokens * float(price.get("output", 0))
+        )
+        / 1e6
+    )
+    passed = (spent <= p.threshold) != p.inverse
+    word = "less than or equal to" if p.inverse else "greater than"
+    return result(passed, PASSED if passed else f"Cost {spent:.2g} is {word} threshold {_num(p.threshold)}")
+
+
+def _logprobs(p: Params) -> list[float]:
+    response = p.row.response
+    values = response.metadata.get("logprobs") if response is not None else None
+    if not isinstance(values, list) or not values:
+        raise CheckError(
+            f"{p.base} assertion does not support providers that do not return logProbs "
+            "(this response records no token logprobs)"
+        )
+    return [float(v) for v in values]
+
+
+def perplexity(p: Params) -> dict[str, Any]:
+    values = _logprobs(p)
+    value = math.exp(-sum(values) / len(values))
+    passed = True if p.threshold is None else (value <= p.threshold) != p.inverse
+    word = "less than or equal to" if p.inverse else "greater than"
+    return result(passed, PASSED if passed else f"Perplexity {value:.2f} is {word} threshold {_num(p.threshold)}")
+
+
+def perplexity_score(p: Params) -> dict[str, Any]:
+    values = _logprobs(p)
+    norm = 1 / (1 + math.exp(-sum(values) / len(values)))
+    passed = True if p.threshold is None else (norm >= p.threshold) != p.inverse
+    word = "greater than or equal to" if p.inverse else "less than"
+    reason = PASSED if passed else f"Perplexity score {norm:.2f} is {word} threshold {_num(p.threshold)}"
+    return {"pass": passed, "score": 1 - norm if p.inverse else norm, "reason": reason}
+
+
+def guardrails(p: Params) -> dict[str, Any]:
+    """A provider's content filter: assay's OpenAI-compatible models report it as finish reason content_filter."""
+    response = p.row.response
+    flagged = response is not None and (response.finish_reason or "").lower() == "content_filter"
+    if flagged:
+        passed = p.inverse
+        why = "Content failed safety checks"
+        return result(passed, f"Guardrail correctly blocked: {why}" if p.inverse else why)
+    passed = not p.inverse
+    why = (
+        "Content was not blocked by guardrails (expected to be blocked)"
+        if p.inverse
+        else "Content passed safety checks"
+    )
+    return result(passed, why)
+
+
+async def similar(p: Params) -> dict[str, Any]:
+    value = p.value
+    if not isinstance(value, str | list):
+        raise CheckError("Similarity assertion type must have a string or array of strings value")
+    if isinstance(value, list) and not value:
+        raise CheckError("Similarity assertion must have at least one value to compare against")
+    metric = p.base.split(":", 1)[1] if ":" in p.base else "cosine"
+    threshold = 0.75 if p.threshold is None else float(p.threshold)
+    refs = [str(v) for v in value] if isinstance(value, list) else [value]
+    vecs = await asyncio.to_thread(p.row.services.embed, [p.text, *refs])
+    out = [_similarity(metric, vecs[0], vecs[i + 1], threshold, p.inverse) for i in range(len(refs))]
+    if not isinstance(value, list):
+        return out[0]
+    if p.inverse:
+        failing = next((r for r in out if not r["pass"]), None)
+        return failing or min(out, key=lambda r: r["score"])
+    passing = next((r for r in out if r["pass"]), None)
+    if passing is not None:
+        return passing
+    return {
+        "pass": False,
+        "score": max(r["score"] for r in out),
+        "reason": "None of the provided values met the similarity threshold",
+    }
+
+
+def _similarity(metric: str, a: Any, b: Any, threshold: float, inverse: bool) -> dict[str, Any]:
+    """promptfoo's ``buildSimilarityResult``."""
+    dot = float(a @ b)
+    if metric == "euclidean":
+        distance = float(((a - b) ** 2).sum() ** 0.5)
+        passed = distance >= threshold - EPSILON if inverse else distance <= threshold + EPSILON
+        norm = 1 / (1 + distance)
+        below = f"Distance {distance:.2f} is less than or equal to threshold {_num(threshold)}"
+        above = f"Distance {distance:.2f} is greater than threshold {_num(threshold)}"
+        reason = (above if inverse else below) if passed else (below if inverse else above)
+        return {"pass": passed, "score": 1 - norm if inverse else norm, "reason": reason}
+    if metric not in ("cosine", "dot"):
+        raise CheckError(f"Unknown similarity metric: {metric}")
+    similarity = dot  # unit-length embeddings: the dot product is the cosine
+    passed = similarity <= threshold + EPSILON if inverse else similarity >= threshold - EPSILON
+    more = f"Similarity {similarity:.2f} is greater than or equal to threshold {_num(threshold)}"
+    less = f"Similarity {similarity:.2f} is less than threshold {_num(threshold)}"
+    reason = (less if inverse else more) if passed else (more if inverse else less)
+    return {"pass": passed, "score": 1 - similarity if inverse else similarity, "reason": reason}
