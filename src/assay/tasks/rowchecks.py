@@ -162,6 +162,8 @@ class RowChecks(Evaluator):
             if field in doc:
                 test[key] = doc[field]
         row = Row(response, variables, prompt, test, self.code, self)
+        if context.get("outputs") is not None:  # select-best: every output of this test, when the caller has them
+            row.extra["outputs"] = list(context["outputs"])
         output = promptfoo_output(actual)
         try:
             transform = options.get("transform") or options.get("postprocess")
@@ -222,6 +224,7 @@ class RowChecks(Evaluator):
             "test": row.test,
             "response": row.response,
             "output": row.extra.get("output"),
+            "outputs": row.extra.get("outputs"),
         }
         fields = {f.name for f in dataclasses.fields(GradedContext)}
         return GradedContext(**{k: v for k, v in known.items() if k in fields})

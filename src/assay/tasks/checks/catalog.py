@@ -56,8 +56,11 @@ REFUSED: dict[str, str] = {
     "trace-error-spans": _NO_TRACES,
     "trace-span-count": _NO_TRACES,
     "trace-span-duration": _NO_TRACES,
-    "select-best": "compares the outputs of all prompts and providers of a test, not one output; assay judges each "
-    "output alone (compare runs with 'assay compare')",
+    "agent-rubric": "grades an agent's trajectory from the OpenTelemetry trace of the provider call; assay records "
+    "no traces (use llm-rubric on the output)",
+    "conversation-relevance": "grades each turn of a multi-turn conversation (the _conversation var), which assay's "
+    "promptfoo tests do not keep",
+    "search-rubric": "needs a grader with live web search",
     "max-score": "picks the best output among a test's prompts and providers; assay judges each output alone",
     "human": "is a human rating given in promptfoo's web viewer (use 'assay view --label')",
 }
@@ -92,7 +95,7 @@ def refusal(kind: str) -> str | None:
         return None
     if base in REFUSED:
         return f"promptfoo's {base!r} assertion {REFUSED[base]}"
-    if base in PROMPTFOO_TYPES:
+    if base in PROMPTFOO_TYPES or base in SPECIAL_TYPES:
         return f"promptfoo's {base!r} assertion is model-graded and not yet judged by assay"
     return f"{base!r} is not an assertion type of promptfoo 0.123.1"
 

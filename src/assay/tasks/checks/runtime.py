@@ -6,10 +6,10 @@ of assay's local model: cosine, dot or euclidean, default threshold 0.75)."""
 from __future__ import annotations
 
 import asyncio
-import math
 from typing import Any
 
 from assay.tasks.checks.code import CheckError
+from assay.tasks.checks.jsmath import js_exp
 from assay.tasks.checks.params import Params, result
 
 PASSED = "Assertion passed"
@@ -86,9 +86,16 @@ def _logprobs(p: Params) -> list[float]:
     return [float(v) for v in values]
 
 
+def _js_sum(values: list[float]) -> float:
+    total = 0.0
+    for v in values:  # left to right, as reduce adds
+        total += v
+    return total
+
+
 def perplexity(p: Params) -> dict[str, Any]:
     values = _logprobs(p)
-    value = math.exp(-sum(values) / len(values))
+    value = js_exp(-_js_sum(values) / len(values))
     passed = True if p.threshold is None else (value <= p.threshold) != p.inverse
     word = "less than or equal to" if p.inverse else "greater than"
     return result(passed, PASSED if passed else f"Perplexity {value:.2f} is {word} threshold {_num(p.threshold)}")
@@ -96,7 +103,7 @@ def perplexity(p: Params) -> dict[str, Any]:
 
 def perplexity_score(p: Params) -> dict[str, Any]:
     values = _logprobs(p)
-    norm = 1 / (1 + math.exp(-sum(values) / len(values)))
+    norm = 1 / (1 + js_exp(-(_js_sum(values) / len(values))))
     passed = True if p.threshold is None else (norm >= p.threshold) != p.inverse
     word = "greater than or equal to" if p.inverse else "less than"
     reason = PASSED if passed else f"Perplexity score {norm:.2f} is {word} threshold {_num(p.threshold)}"

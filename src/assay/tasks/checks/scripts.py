@@ -12,9 +12,15 @@ from typing import Any
 
 from assay.tasks.checks.code import CheckError, run_python
 from assay.tasks.checks.node import NodeError
-from assay.tasks.checks.params import MISSING, Params
+from assay.tasks.checks.params import MISSING, Params, js_stringify
 
 PASSED = "Assertion passed"
+
+
+class ScriptResultError(ValueError):
+    """A script returned what promptfoo cannot read as a result."""
+
+
 MUST = "Python assertion must return a boolean, number, or {pass, score, reason} object."
 
 
@@ -80,7 +86,7 @@ async def javascript(p: Params) -> dict[str, Any]:
         if not (isinstance(value, bool) or _number(value) or is_grading_result(value)):
             raise ValueError(
                 "Custom function must return a boolean, number, or GradingResult object. "
-                f"Got type {_js_type(value)}: {json.dumps(value)}"
+                f"Got type {_js_type(value)}: {js_stringify(value)}"
             )
         if _number(value) and math.isnan(value):
             raise ValueError("Custom function returned NaN")
@@ -101,6 +107,8 @@ async def python(p: Params) -> dict[str, Any]:
     try:
         value = run_python(p.value, p.output, p.context) if p.from_script is MISSING else p.from_script
         return _python_result(p, value)
+    except ScriptResultError as err:
+        return {"pass": False, "score": 0.0, "reason": f"Python code execution failed: {err}"}
     except Exception as err:  # the config's code raised: promptfoo fails the check with the error
         return {"pass": False, "score": 0.0, "reason": f"Python code execution failed: {type(err).__name__}: {err}"}
 
@@ -116,7 +124,7 @@ def _python_result(p: Params, value: Any) -> dict[str, Any]:
     if isinstance(value, str) and value.startswith("{"):
         parsed = json.loads(value)
         if not isinstance(parsed, dict):
-            raise ValueError(f"{MUST} Got instead: {value}")
+            raise ScriptResultError(f"{MUST} Got instead: {value}")
         value = parsed
     if isinstance(value, dict):
         mapped = dict(value)
@@ -128,7 +136,7 @@ def _python_result(p: Params, value: Any) -> dict[str, Any]:
             if snake in mapped and camel not in mapped:
                 mapped[camel] = mapped[snake]
         if not is_grading_result(mapped):
-            raise ValueError(f"{MUST} Got instead:\n{json.dumps(mapped, indent=2, default=str)}")
+            raise ScriptResultError(f"{MUST} Got instead:\n{json.dumps(mapped, indent=2, default=str)}")
         threshold = p.threshold
         if threshold is not None and mapped["score"] < threshold:
             message = f"Python score {_num(mapped['score'])} is less than threshold {_num(threshold)}"
@@ -143,7 +151,7 @@ def _python_result(p: Params, value: Any) -> dict[str, Any]:
     except (ValueError, IndexError):
         score = math.nan
     if math.isnan(score):
-        raise ValueError(f"{MUST} Instead got:\n{value}")
+        raise ScriptResultError(f"{MUST} Instead got:\n{value}")
     return normalize(p, score, "Python code", suffix)
 
 

@@ -143,9 +143,44 @@ def _schema(p: Params) -> Any:
     return _validator(json.dumps(value, sort_keys=True))
 
 
+_AJV = {
+    "minimum": ">=",
+    "maximum": "<=",
+    "exclusiveMinimum": ">",
+    "exclusiveMaximum": "<",
+}
+
+
 def _errors(validator: Any, data: Any) -> str:
-    problems = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
-    return ", ".join(f"data{''.join('/' + str(x) for x in e.absolute_path)} {e.message}" for e in problems)
+    """The first error as ajv's ``errorsText`` words it (promptfoo's ajv stops at the first)."""
+    error = next(iter(validator.iter_errors(data)), None)
+    if error is None:
+        return ""
+    where = "data" + "".join(f"/{x}" for x in error.absolute_path)
+    keyword, value = error.validator, error.validator_value
+    if keyword == "required":
+        missing = next((k for k in value if isinstance(error.instance, dict) and k not in error.instance), value[0])
+        message = f"must have required property '{missing}'"
+    elif keyword == "type":
+        message = f"must be {','.join(value) if isinstance(value, list) else value}"
+    elif keyword in _AJV:
+        message = f"must be {_AJV[keyword]} {value}"
+    elif keyword in ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties"):
+        unit = {"L": "characters", "I": "items", "P": "properties"}[keyword[3]]
+        message = f"must NOT have {'fewer' if keyword.startswith('min') else 'more'} than {value} {unit}"
+    elif keyword == "enum":
+        message = "must be equal to one of the allowed values"
+    elif keyword == "const":
+        message = "must be equal to constant"
+    elif keyword == "pattern":
+        message = f'must match pattern "{value}"'
+    elif keyword == "format":
+        message = f'must match format "{value}"'
+    elif keyword == "additionalProperties" and value is False:
+        message = "must NOT have additional properties"
+    else:
+        message = error.message
+    return f"{where} {message}"
 
 
 def is_json(p: Params) -> dict[str, Any]:

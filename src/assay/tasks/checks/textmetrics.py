@@ -6,7 +6,6 @@ A ``not-`` metric passes below its threshold and scores 1 - score, as promptfoo'
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from collections import Counter
@@ -15,6 +14,7 @@ from typing import Any
 from rapidfuzz.distance import Levenshtein
 
 from assay.tasks.checks.code import CheckError
+from assay.tasks.checks.jsmath import js_exp, js_log
 from assay.tasks.checks.params import Params
 
 PASSED = "Assertion passed"
@@ -72,9 +72,14 @@ def bleu_score(candidate: str, references: list[str]) -> float:
             ref_grams = Counter(_ngrams(ref, n))
             best = max(best, sum(min(c, ref_grams[g]) for g, c in grams.items()))
         orders.append(best / total)
-    penalty = 1.0 if len(cand) > closest else math.exp(1 - closest / len(cand))
-    weight = 0.25 * len(orders)
-    return penalty * math.exp(sum(0.25 / weight * math.log(q or 1e-7) for q in orders))
+    penalty = 1.0 if len(cand) > closest else js_exp(1 - closest / len(cand))
+    weight = 0.0
+    for _ in orders:
+        weight += 0.25
+    total = 0.0
+    for q in orders:
+        total += 0.25 / weight * js_log(q or 1e-7)
+    return penalty * js_exp(total)
 
 
 def _gleu_words(text: str) -> list[str]:
