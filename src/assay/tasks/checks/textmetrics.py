@@ -76,10 +76,10 @@ def bleu_score(candidate: str, references: list[str]) -> float:
     weight = 0.0
     for _ in orders:
         weight += 0.25
-    total = 0.0
+    weighted = 0.0
     for q in orders:
-        total += 0.25 / weight * js_log(q or 1e-7)
-    return penalty * js_exp(total)
+        weighted += 0.25 / weight * js_log(q or 1e-7)
+    return penalty * js_exp(weighted)
 
 
 def _gleu_words(text: str) -> list[str]:
