@@ -18,14 +18,107 @@ if TYPE_CHECKING:
     from assay.tasks import Task
 
 _NAMED = re.compile(r"^([\w][\w.\-]*)=(.+)$", re.DOTALL)  # NAME=SPEC; a spec's own ':' keeps it out of NAME
+# the command line's model options, by the key a model spec gives them under
+MODEL_FLAGS = {"base_url": "--base-url", "api_key_env": "--api-key-env", "params": "--param"}
 
 
-def parse_models(values: tuple[str, ...]) -> list[tuple[str | None, str]]:
-    """``--model`` values as (name or None, spec): ``NAME=SPEC`` names a model, a bare spec is named after it."""
-    out: list[tuple[str | None, str]] = []
+def _shown(value: str, name: str | None) -> str:
+    """A ``--model`` value as an error message may quote it: whole, unless it may hold a credential (an
+    ``api_key``, ``headers``), then by its name alone."""
+    from assay.secrets import looks_secret
+
+    if not looks_secret(value):
+        return repr(value)
+    return (f"{name}={{…}}" if name else "{…}") + " (its body not shown: it may hold credentials)"
+
+
+def _json_spec(value: str, name: str | None) -> dict[str, Any]:
+    """A JSON model spec: an object with the keys of a task's ``model:`` section, validated when it is loaded."""
+    import json
+
+    import click
+
+    raw = value if name is None else f"{name}={value}"
+    try:
+        spec = json.loads(value)
+    except json.JSONDecodeError as err:
+        where = f"line {err.lineno} column {err.colno}" if "\n" in value.strip() else f"character {err.pos + 1}"
+        raise click.BadParameter(
+            f"{_shown(raw, name)}: not valid JSON ({err.msg} at {where} of the spec); a spec is provider:ARGUMENT or "
+            'a JSON object such as \'{"provider": "openai", "model": "m", "base_url": "http://…/v1"}\'',
+            param_hint="--model",
+        ) from None
+    if not isinstance(spec, dict):
+        kind = {list: "a list", str: "a string", bool: "a boolean", type(None): "null"}.get(type(spec), "a number")
+        raise click.BadParameter(
+            f'{_shown(raw, name)}: a JSON model spec must be an object ({{"provider": …, …}}), got {kind}',
+            param_hint="--model",
+        )
+    return spec
+
+
+def parse_models(values: tuple[str, ...]) -> list[tuple[str | None, str | dict[str, Any]]]:
+    """``--model`` values as (name or None, spec): ``NAME=SPEC`` names a model, a bare spec is named after it. A
+    spec is ``provider:ARGUMENT`` or a JSON object (a value starting with ``{`` or ``[`` is read as JSON): the keys
+    of a task's ``model:`` section, with the same meaning (the model registry validates both, naming a bad key).
+    JSON that does not parse, or is not an object, is a usage error naming the value."""
+    out: list[tuple[str | None, str | dict[str, Any]]] = []
     for value in values:
         m = _NAMED.match(value)
-        out.append((m.group(1), m.group(2)) if m else (None, value))
+        name, spec = (m.group(1), m.group(2)) if m else (None, value)
+        if spec.lstrip().startswith(("{", "[")):
+            out.append((name, _json_spec(spec, name)))
+        else:
+            out.append((name, spec))
+    return out
+
+
+def _takes(spec: Any, key: str) -> bool:
+    """Whether the provider ``spec`` names takes option ``key``; True when the provider is unknown or missing (the
+    model loader then says what is wrong with the spec)."""
+    from assay.errors import ConfigError
+    from assay.models.registry import accepts_option, provider_class
+
+    provider = (
+        spec.get("provider") if isinstance(spec, dict) else spec.partition(":")[0] if isinstance(spec, str) else None
+    )
+    if not isinstance(provider, str):
+        return True
+    try:
+        provider_class(provider)
+    except ConfigError:
+        return True
+    return accepts_option(spec, key)
+
+
+def model_options(specs: list[Any], options: dict[str, Any]) -> list[dict[str, Any]]:
+    """The command line's model options (``--base-url``, ``--api-key-env``, ``--param``) for each spec: an option
+    goes to a model whose provider takes it and whose spec gives none of its own (a JSON spec's ``base_url`` wins
+    over ``--base-url``, and a Python agent gets no base URL); ``--param`` values are added to a spec's own
+    ``params``, the spec's winning key by key. An option that applies to none of the models is a ConfigError (it
+    would be ignored silently)."""
+    from assay.errors import ConfigError
+
+    given = {k: v for k, v in options.items() if k in MODEL_FLAGS and v is not None and v != {}}
+    out: list[dict[str, Any]] = [{} for _ in specs]
+    for key, value in given.items():
+        used = False
+        for i, spec in enumerate(specs):
+            own = spec if isinstance(spec, dict) else {}
+            if spec is None or not _takes(spec, key):
+                continue
+            if key == "params" and isinstance(own.get("params"), dict):
+                out[i]["params"] = {**value, **own["params"]}
+            elif key in own:
+                continue  # the spec's own value; a bad one is named by the model loader
+            else:
+                out[i][key] = value
+            used = True
+        if not used:
+            raise ConfigError(
+                f"{MODEL_FLAGS[key]} applies to none of the models given: each gives its own {key!r} in its JSON "
+                f"spec, or its provider takes none"
+            )
     return out
 
 
@@ -95,6 +188,13 @@ def _default_name(model: Any) -> str:
     return re.sub(r"[^\w.\-]+", "-", text).strip("-") or "model"
 
 
+def _spec_label(spec: Any) -> str:
+    """A model spec as an error names it: ``openai:qwen``, or a JSON spec by its provider and model."""
+    if isinstance(spec, dict):
+        return "{" + ", ".join(f"{k}: {spec[k]!r}" for k in ("provider", "model", "target") if k in spec) + "}"
+    return str(spec)
+
+
 def _print_cell(done: CellOutcome, say: Any) -> None:
     if done.outcome is None:
         say.print(f"[red]cell {say.escape(done.cell.name)}:[/] {say.escape(done.error or '')}",
@@ -135,6 +235,7 @@ def run_matrix(
 ) -> int:
     """Plan, create and run every cell; the exit code is the most severe of the cells' (runner.matrix)."""
     from assay.api import _settings, resolve_model, split_options
+    from assay.errors import ConfigError
     from assay.runner.matrix import cell_settings, create_matrix, plan_cells, run_cells
     from assay.runner.session import execute
     from assay.tasks.variants import expand_variants
@@ -143,9 +244,12 @@ def run_matrix(
     values, options = split_options(settings)
     run_settings = _settings(values)
     built = []
-    for given, spec in models:
-        model = resolve_model(spec, tasks, timeout_s=run_settings.timeout_s, options=options)
-        model.check()  # e.g. a hosted API without its key: said now, before any cell's folder exists
+    for (given, spec), own in zip(models, model_options([spec for _, spec in models], options), strict=True):
+        try:
+            model = resolve_model(spec, tasks, timeout_s=run_settings.timeout_s, options=own)
+            model.check()  # e.g. a hosted API without its key: said now, before any cell's folder exists
+        except ConfigError as err:
+            raise ConfigError(f"model {given or _spec_label(spec)}: {err}") from None
         built.append((given or _default_name(model), model))
     plans = plan_cells(built, expand_variants(tasks))
     by_name = {plan.name: plan for plan in plans}
@@ -190,11 +294,12 @@ def resume_matrix(
                 f"resuming a matrix, give each model by its name in it ({', '.join(index.models)}): --model NAME=SPEC"
             )
         given[name] = spec
+    own = dict(zip(given, model_options(list(given.values()), options), strict=True)) if given else {}
     by_variant = {variant: cell_tasks for variant, cell_tasks in expand_variants(load_tasks(tasks))} if tasks else {}
 
     async def run_cell(cell: Any, cell_dir: Path) -> Any:
         spec = given.get(cell.model)  # the model's options (--base-url, --param) go with a model given again
-        extra = options if spec is not None else {}
+        extra = own.get(cell.model, {})
         cell_tasks = by_variant.get(cell.variant) if tasks else None
         return await arun_outcome(cell_tasks, spec, resume=cell_dir, retry_errors=retry_errors, **settings, **extra)
 

@@ -247,12 +247,28 @@ class _TaskSource(click.ParamType):
     "-m",
     "models",
     multiple=True,
-    help="Model: openai:NAME, python:pkg.mod:fn, predictions:FILE.jsonl; NAME=SPEC names it. Repeat it for a "
-    "matrix: every model (with every prompt variant of the task) in one run folder each, plus matrix.json.",
+    help="Model: openai:NAME, python:pkg.mod:fn, predictions:FILE.jsonl, or a JSON object with the keys of a "
+    'task\'s model: section (\'{"provider": "openai", "model": "m", "base_url": "http://…/v1", "headers": {…}}\'); '
+    "NAME=SPEC names it. Repeat it for a matrix: every model (with every prompt variant of the task) in one run "
+    "folder each, plus matrix.json.",
 )
-@click.option("--base-url", help="Base URL of an OpenAI-compatible server (e.g. http://localhost:8000/v1).")
-@click.option("--api-key-env", help="Environment variable that holds the API key (default OPENAI_API_KEY).")
-@click.option("--param", "params", multiple=True, help="Generation parameter key=value (repeatable).")
+@click.option(
+    "--base-url",
+    help="Base URL of an OpenAI-compatible server (e.g. http://localhost:8000/v1), for each --model whose spec "
+    "gives no base_url of its own (and whose provider takes one).",
+)
+@click.option(
+    "--api-key-env",
+    help="Environment variable that holds the API key (default OPENAI_API_KEY), for each --model whose spec gives "
+    "no api_key_env of its own.",
+)
+@click.option(
+    "--param",
+    "params",
+    multiple=True,
+    help="Generation parameter key=value (repeatable), for every --model that takes params; a JSON spec's own "
+    "params win key by key.",
+)
 @click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N samples of each task.")
 @click.option("--concurrency", "-c", type=click.IntRange(1, 4096), default=32, show_default=True)
 @click.option(
@@ -452,6 +468,8 @@ def run_command(
         label, spec = named[0] if named else (None, None)
         if label is not None and resume is None and settings.get("name") is None:
             settings["name"] = label  # --model NAME=SPEC names the run
+        if spec is not None:  # a JSON spec's own base_url (api_key_env, params) wins over the command line's
+            given = {key: None for key in given} | matrixrun.model_options([spec], given)[0]
         outcome = asyncio.run(
             arun_outcome(task_objs, spec, resume=resume, retry_errors=retry_errors, **settings, **given)
         )

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from assay.results.compare import MetricComparison
 
 MAX_TABLE_SAMPLES = 20  # samples in the terminal table: those where the cells disagree first
+MAX_PROMPT_CHARS = 4000  # of one prompt message on the page: its start and its end (where the question is) kept
 
 
 @dataclass
@@ -71,13 +72,24 @@ class MetricLine:
 
 
 @dataclass
+class PromptPart:
+    """One message of what a cell sent (``role`` ``system``, ``user``, …), or its whole prompt text (role
+    ``prompt``: a request without chat messages, e.g. a completion or log-likelihood context)."""
+
+    role: str
+    text: str
+
+
+@dataclass
 class SampleOutcome:
-    """One cell's outcome on one sample: pass, fail, partial, error, n/a or — (not run), its score, its answer."""
+    """One cell's outcome on one sample: pass, fail, partial, error, n/a or — (not run), its score, its answer, and
+    the prompt the cell sent (as its samples.jsonl records it; None when the cell has no record of the sample)."""
 
     outcome: str
     value: float | None = None
     answer: str | None = None
     error: str | None = None
+    prompt: list[PromptPart] | None = None
 
     def text(self) -> str:
         """``pass``, ``fail 0.25``, ``error``, …"""
@@ -116,6 +128,7 @@ class MatrixView:
     alpha: float
     baseline: int = 0  # the cell the others are compared with
     warnings: list[str] = field(default_factory=list)
+    max_samples: int | None = MAX_TABLE_SAMPLES  # samples of each task shown (None: all)
 
     @property
     def cells(self) -> list[MatrixCell]:
@@ -146,7 +159,7 @@ def load_matrix(
     comparisons = _comparisons(runs, base, alpha, warnings)
     metrics = _metric_lines(runs, comparisons)
     samples, n_samples = _sample_lines(runs, max_samples)
-    return MatrixView(matrix_dir, index, runs, metrics, samples, n_samples, alpha, base, warnings)
+    return MatrixView(matrix_dir, index, runs, metrics, samples, n_samples, alpha, base, warnings, max_samples)
 
 
 def _comparisons(
@@ -237,24 +250,71 @@ def _sample_lines(runs: list[Run], max_samples: int | None) -> tuple[list[Sample
             rows = sorted(rows, key=lambda r: len({o.outcome for o in r[1]}) == 1)[:max_samples]
             rows.sort(key=lambda r: r[0])
         picked = {doc_id for doc_id, _ in rows}
-        ids, answers = _records(runs, task, picked)
+        ids, answers, prompts = _records(runs, task, picked)
         for doc_id, outcomes in rows:
             for j, outcome in enumerate(outcomes):
                 outcome.answer = answers[j].get(doc_id)
+                outcome.prompt = prompts[j].get(doc_id)
             sample_id, target = ids.get(doc_id, (str(doc_id), ""))
             lines.append(SampleLine(task, metric, doc_id, sample_id, target, outcomes))
     return lines, counts
 
 
+def clip(text: str, limit: int = MAX_PROMPT_CHARS) -> str:
+    """``text`` up to ``limit`` characters: its first quarter and its end, saying how much is left out between."""
+    if len(text) <= limit:
+        return text
+    head = limit // 4
+    tail = limit - head
+    return f"{text[:head]}\n… [{len(text) - limit:,} characters left out] …\n{text[-tail:]}"
+
+
+def _content_text(content: Any) -> str:
+    """A chat message's content as text: a string as it is, the text parts of a list (other parts by their type)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, dict):
+                parts.append(f"[{part.get('type', 'part')}]")
+            else:
+                parts.append(str(part))
+        return "\n".join(parts)
+    return "" if content is None else json.dumps(content, ensure_ascii=False, default=str)
+
+
+def prompt_parts(record: dict[str, Any]) -> list[PromptPart]:
+    """What a sample record says its cell sent: its chat messages (role and text; tool calls as JSON), else its
+    prompt text. Each part is clipped (:func:`clip`)."""
+    parts: list[PromptPart] = []
+    for message in record.get("messages") or []:
+        if not isinstance(message, dict):
+            continue
+        text = _content_text(message.get("content"))
+        if message.get("tool_calls"):
+            calls = json.dumps(message["tool_calls"], ensure_ascii=False, default=str)
+            text = f"{text}\n{calls}" if text else calls
+        parts.append(PromptPart(str(message.get("role") or "?"), clip(text)))
+    if not parts:
+        prompt = record.get("prompt")
+        parts.append(PromptPart("prompt", clip(prompt if isinstance(prompt, str) else _content_text(prompt))))
+    return parts
+
+
 def _records(
     runs: list[Run], task: str, picked: set[int]
-) -> tuple[dict[int, tuple[str, str]], list[dict[int, str | None]]]:
-    """The picked samples' ids and targets (from the baseline) and each cell's first answer, read in one pass per
-    cell keeping only the picked ones."""
+) -> tuple[dict[int, tuple[str, str]], list[dict[int, str | None]], list[dict[int, list[PromptPart]]]]:
+    """The picked samples' ids and targets (from the baseline), and each cell's first answer and the prompt it
+    sent, read in one pass per cell keeping only the picked ones."""
     ids: dict[int, tuple[str, str]] = {}
     answers: list[dict[int, str | None]] = []
+    prompts: list[dict[int, list[PromptPart]]] = []
     for j, run in enumerate(runs):
         mine: dict[int, str | None] = {}
+        sent: dict[int, list[PromptPart]] = {}
         if task in run.task_names:
             for record in run.task_record_dicts(task):
                 doc_id = int(record.get("doc_id", -1))
@@ -269,8 +329,10 @@ def _records(
                 responses = record.get("responses") or []
                 first = responses[0] if responses else None
                 mine[doc_id] = first.get("text") if isinstance(first, dict) else None
+                sent[doc_id] = prompt_parts(record)
         answers.append(mine)
-    return ids, answers
+        prompts.append(sent)
+    return ids, answers, prompts
 
 
 # ---- the terminal table ------------------------------------------------------------------------------------------
