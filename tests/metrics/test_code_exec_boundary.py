@@ -54,6 +54,20 @@ def test_what_is_not_data_is_refused_both_ways() -> None:
     assert wire.decode('{"$t": [1, NaN]}')[0] == 1  # NaN is data
 
 
+def test_nesting_is_bounded_the_same_both_ways_on_every_python() -> None:
+    """json's scanner alone refuses nesting only at the interpreter's recursion limit, which 3.13 raised."""
+    deepest: Any = []
+    for _ in range(wire.MAX_DEPTH):
+        deepest = (deepest,) if len(deepest) % 2 else [deepest]
+    assert wire.decode(wire.encode(deepest)) == deepest
+    with pytest.raises(wire.NotData, match="nested more than"):
+        wire.encode([deepest])
+    for text in ["[" * (wire.MAX_DEPTH + 2) + "]" * (wire.MAX_DEPTH + 2), '{"$t": [' * 201 + "1" + "]}" * 201]:
+        with pytest.raises(wire.WireError, match="nested more than"):
+            wire.decode(text)
+    assert wire.decode(wire.encode([[i] for i in range(5000)]))[-1] == [4999]  # many brackets, shallow: data
+
+
 def test_the_programs_compose_into_valid_python() -> None:
     for program in (programs.serve_program(), programs.runner_program()):
         compile(program, "<program>", "exec")
@@ -97,6 +111,16 @@ def test_arguments_changed_in_place_come_back() -> None:
         "d = {}\nadd_key(d, k='a')\nassert d == {'a': 1}",
     ]
     assert _exec(code, tests).passed
+
+
+def test_every_kind_of_data_crosses_into_the_code_and_back() -> None:
+    """Whichever Python the sandbox runs (assay's own, or another CPython 3.8+: see isolation["python"])."""
+    values = ["None", "True", "2**5000", "-0.0", "float('inf')", "'é'", "b'\\x00\\xff'", "bytearray(b'ab')",
+              "(1, (2,))", "{1: 'a', (1, 2): [3]}", "{1, 2}", "frozenset({3})", "1 + 2j"]  # fmt: skip
+    tests = [f"assert echo({v}) == {v} and type(echo({v})) is type({v})" for v in values]
+    v = _exec("def echo(x):\n    return x", tests)
+    assert v.passed, v.reason
+    assert "CPython 3." in v.details["isolation"]["python"]
 
 
 def test_exceptions_cross_as_their_built_in_class_with_the_message() -> None:

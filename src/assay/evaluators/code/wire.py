@@ -11,6 +11,7 @@ that is not data) when the caller supplies a function for them. Messages are one
 from __future__ import annotations
 
 import os
+import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     HandleOut = Callable[[Any], list[Any]]
     HandleIn = Callable[[Any], Any]
 
-MAX_DEPTH = 200  # nesting a value may have (deeper values are not data: they would exhaust the C stack)
+MAX_DEPTH = 200  # nesting a value may have, both ways (deeper values are not data: they would exhaust the C stack)
 BIG_INT_BITS = 4096  # ints past this cross as hex: decimal text this long parses in quadratic time
 DATA_TYPES = "None, bool, int, float, complex, str, bytes, bytearray, list, tuple, dict, set, frozenset"
 
@@ -162,7 +163,7 @@ def _tagged(pairs: list[tuple[str, Any]], handle: HandleIn | None) -> Any:
             return int(v, 16)
         import binascii
 
-        data = binascii.a2b_base64(v, strict_mode=True)
+        data = binascii.a2b_base64(v, **_STRICT)
         return data if tag == "$b" else bytearray(data)
     if type(v) is not list:
         raise WireError(f"{tag} needs a list")
@@ -179,6 +180,31 @@ def _tagged(pairs: list[tuple[str, Any]], handle: HandleIn | None) -> Any:
     if len(v) != 2 or not all(type(p) in (int, float) for p in v):  # $c
         raise WireError("$c needs [real, imag]")
     return complex(v[0], v[1])
+
+
+# strict base64 where the Python has it (3.11+): always on the trusted side, which runs assay's own Python; a
+# sandbox's older Python decodes what the trusted side wrote, which is well-formed
+_STRICT = {"strict_mode": True} if sys.version_info >= (3, 11) else {}
+
+
+def _too_deep(value: Any) -> bool:
+    """Whether a decoded value nests deeper than :func:`encode` allows. json's scanner refuses deep nesting only at
+    the interpreter's recursion limit (~1,000 levels on 3.11, several thousand on 3.13), so the same bound is
+    checked here, the same on every Python (one level at a time: no recursion, no per-item Python frames)."""
+    level = [value]
+    for _ in range(MAX_DEPTH + 1):
+        inner: list[Any] = []
+        for item in level:
+            kind = type(item)
+            if kind is list or kind is tuple or kind is set or kind is frozenset:
+                inner += item
+            elif kind is dict:
+                inner += item
+                inner += item.values()
+        if not inner:
+            return False
+        level = inner
+    return True
 
 
 class _Context:
@@ -205,6 +231,8 @@ def decode(text: str, handle: HandleIn | None = None) -> Any:
         raise WireError(f"not boundary data: {type(err).__name__}: {err}"[:300]) from None
     if end != len(text):
         raise WireError("trailing characters after the value")
+    if text.count("[") > MAX_DEPTH and _too_deep(value):  # every level of nesting writes a "["
+        raise WireError(f"a value nested more than {MAX_DEPTH} deep")
     return value
 
 
