@@ -3,8 +3,10 @@
 A program sees the OS read-only (``/usr``, ``/bin``, ``/lib*``, a few files of ``/etc``: no ``/etc/shadow``, no
 home, no ``/sys``), its Python's standard library (site-packages and dist-packages covered over), a private work
 directory, a small private ``/tmp``, its own ``/proc`` and no network. It runs in new user, PID, network, IPC, UTS
-and cgroup namespaces with no capabilities and no new privileges; as root it runs as uid 65534 on the host. What
-is found here is probed once per process; when no sandbox can be made, :class:`SandboxUnavailable` says why and
+and cgroup namespaces with no capabilities and no new privileges; as root it runs as uid 65534 on the host. Its
+Python is assay's own when that user can run it, else the first other CPython 3.8+ it can run (a root user's
+pyenv or venv Python under ``/root`` is not one), recorded in every verdict's isolation details. What is found
+here is probed once per process; when no sandbox can be made, :class:`SandboxUnavailable` says why and
 how to fix it.
 """
 
@@ -37,6 +39,9 @@ INSTALL = (
     "install bubblewrap: `apt-get install bubblewrap` (Debian, Ubuntu), `dnf install bubblewrap` (Fedora), "
     "or `make sandbox` in assay's checkout"
 )
+MIN_PYTHON = (3, 8)  # the oldest CPython the sandbox's program (wire.py + serve.py) runs on
+_MIN = f"{MIN_PYTHON[0]}.{MIN_PYTHON[1]} or newer"
+INSTALL_PYTHON = "`apt-get install python3` (Debian, Ubuntu) or `dnf install python3` (Fedora)"
 NAMESPACE_HINT = (
     "bubblewrap needs unprivileged user namespaces: `sysctl -w kernel.unprivileged_userns_clone=1` (older Debian), "
     "`sysctl -w kernel.apparmor_restrict_unprivileged_userns=0` (Ubuntu 23.10+); in a container, run it with "
@@ -50,6 +55,9 @@ _LIMITER = (  # used only where util-linux's prlimit is missing: set the limits,
     "    resource.setrlimit(getattr(resource, name), (int(soft), int(hard)))\n"
     "os.execvp(sys.argv[i + 1], sys.argv[i + 1:])\n"
 )
+
+
+_OWN = ("/tmp", "/dev", "/proc", HOME)  # what a sandbox mounts afresh: a Python found under them is not there
 
 
 _ENTER = 'echo 0 > "$0" && exec "$@"'  # move this process into the cgroup whose file is $0, then run the rest
@@ -66,7 +74,7 @@ class Host:
     bwrap: str
     version: str
     python: str  # the sandbox's interpreter (same path inside and out)
-    python_version: str
+    python_version: str  # its "3.N": assay's own when the sandbox's user can run one, else any CPython >= 3.8
     binds: tuple[str, ...]  # read-only directories beyond the OS (the Python's prefix when outside /usr)
     hidden: tuple[str, ...]  # package directories covered with an empty read-only tmpfs
     prlimit: str | None
@@ -99,8 +107,13 @@ class Host:
                 f"{limits.file_mb} MB per file, no total for the work directory (no tmpfs can be mounted here); "
                 f"/tmp and /dev/shm {limits.tmp_mb} MB each"
             )
+        mine = f"{sys.version_info[0]}.{sys.version_info[1]}"
+        python = f"{self.python} (CPython {self.python_version})"
+        if self.python_version != mine:
+            python += f"; assay and the tests' process run {mine}"
         return {
             "sandbox": f"bubblewrap {self.version}",
+            "python": python,
             "user": f"{uid} on the host, no capabilities, no new privileges",
             "network": "none (own network namespace)",
             "filesystem": "OS read-only, Python standard library only, private work directory",
@@ -212,8 +225,8 @@ def _as_sandbox_user() -> dict[str, Any]:
 
 
 def _ask_python(python: str) -> tuple[str, str] | str:
-    """``(version, prefix)`` of an interpreter as the sandbox's user runs it, or why it cannot."""
-    code = "import sys; print('%d.%d' % sys.version_info[:2], sys.prefix)"
+    """``(version, prefix)`` of a CPython 3 the sandbox can run, as the sandbox's user runs it, or why it cannot."""
+    code = "import sys; print(sys.implementation.name, '%d.%d' % sys.version_info[:2], sys.prefix)"
     try:
         done = subprocess.run(
             [python, "-I", "-S", "-c", code],
@@ -228,17 +241,52 @@ def _ask_python(python: str) -> tuple[str, str] | str:
         return f"{type(err).__name__}: {err}"
     if done.returncode != 0:
         return (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
-    version, _, prefix = done.stdout.strip().partition(" ")
+    name, version, prefix = [*done.stdout.strip().split(" ", 2), "", ""][:3]
+    if name != "cpython":
+        return f"{name or 'it'} {version}, not CPython".strip()
+    try:
+        major, minor = (int(part) for part in version.split("."))
+    except ValueError:
+        return f"an unreadable version {version!r}"
+    if (major, minor) < MIN_PYTHON:
+        return f"CPython {version}, older than {MIN_PYTHON[0]}.{MIN_PYTHON[1]}"
+    for path in (python, prefix):
+        covered = next((top for top in _OWN if path == top or path.startswith(top + "/")), None)
+        if covered is not None:
+            return f"{path} is under {covered}, which the sandbox replaces with its own"
     return version, prefix
 
 
+def _version_key(path: str) -> tuple[int, ...]:
+    """``python3.13`` before ``python3.9`` before ``python3`` (newest first; the bare name last)."""
+    name = os.path.basename(path)
+    tail = name[len("python3.") :]
+    return (1, int(tail)) if name.startswith("python3.") and tail.isdigit() else (0, 0)
+
+
 def _pythons(wanted: str | None) -> list[str]:
+    """The interpreters to try, in order: ``wanted`` alone when set; else this one, the system's of this version,
+    then any other ``python3.N`` or ``python3`` in /usr/local/bin, /usr/bin and this process's PATH, newest first.
+    Found ones are resolved (a virtual environment's ``python`` is its base interpreter, whose prefix is bound)."""
     if wanted:
         return [wanted]
     version = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    base = os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
-    found = [base, f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"]
-    return list(dict.fromkeys(p for p in found if os.path.exists(p)))
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    same = [base, f"/usr/bin/python{version}", f"/usr/local/bin/python{version}"]
+    dirs = ["/usr/local/bin", "/usr/bin", *os.environ.get("PATH", "").split(os.pathsep)]
+    others = []
+    for folder in dict.fromkeys(d for d in dirs if os.path.isabs(d)):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        others += [os.path.join(folder, n) for n in names if n == "python3" or _version_key(n) > (0, 0)]
+    others.sort(key=_version_key, reverse=True)  # stable: within a version, the folders' order above
+    found: dict[str, None] = {}
+    for path in (*same, *others):
+        if os.path.isfile(path):
+            found.setdefault(os.path.realpath(path))
+    return list(found)
 
 
 def _hidden(prefix: str, version: str) -> tuple[str, ...]:
@@ -256,7 +304,8 @@ def _hidden(prefix: str, version: str) -> tuple[str, ...]:
 
 
 def _choose_python(wanted: str | None) -> tuple[str, str, str]:
-    """The first interpreter the sandbox's user can run: ours, else the system's of the same version."""
+    """The first interpreter the sandbox's user can run: ours, else the system's of the same version, else any
+    other CPython 3 (at least MIN_PYTHON) it can run; ``(path, version, prefix)``."""
     problems = []
     for python in _pythons(wanted):
         answer = _ask_python(python)
@@ -266,9 +315,9 @@ def _choose_python(wanted: str | None) -> tuple[str, str, str]:
     who = f"uid {HOST_UID}" if _run_as() is not None else "this user"
     tried = "; ".join(problems) or "none found"
     raise SandboxUnavailable(
-        f"code sandbox: no Python that {who} can run (tried {tried}); set {PYTHON_ENV} (or the evaluator's "
-        f"sandbox_python option) to a Python {sys.version_info[0]}.{sys.version_info[1]} outside a private home, "
-        "e.g. /usr/bin/python3"
+        f"code sandbox: no CPython {_MIN} that {who} can run (tried {tried}); install one outside a private home: "
+        f"{INSTALL_PYTHON}; or set {PYTHON_ENV} (or the evaluator's sandbox_python option) to a CPython {_MIN} "
+        f"that {who} can run (not under /root or another private home)"
     )
 
 

@@ -81,7 +81,11 @@ class CodeExecOptions(Options):
     max_parallel: int | None = Field(
         None, ge=1, description="sandboxes run at once per event loop; null: one per CPU core"
     )
-    sandbox_python: str | None = Field(None, description="the Python run in the sandbox (default: this one's)")
+    sandbox_python: str | None = Field(
+        None,
+        description="the Python run in the sandbox, a CPython 3.8+ its user can run (default: assay's own when that "
+        "user can run it, else the newest other one it can; details.isolation.python names the one used)",
+    )
 
 
 def extract_code(text: str) -> str:
