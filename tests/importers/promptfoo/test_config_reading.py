@@ -9,7 +9,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from assay.tasks.importers.promptfoo.reader import expected_check, read_config
+from assay.tasks.importers.promptfoo.csvtests import assertion_from_string
+from assay.tasks.importers.promptfoo.reader import read_config
+from assay.tasks.importers.promptfoo.where import At
 from assay.testing.server import OpenAITestServer
 from tests.e2e.e2e_support import assay_cmd
 
@@ -53,13 +55,14 @@ def test_yaml_1_2_and_defaults(tmp_path: Path) -> None:
     (tmp_path / "promptfooconfig.yaml").write_text(
         "prompts: ['Say {{word}}']\nproviders: [echo]\n"
         "defaultTest: {vars: {word: on}, assert: [{type: contains, value: Say}]}\n"
-        "tests:\n  - vars: {word: Yes}\n  - vars: {word: [No, off]}\n  - {}\n"
+        "tests:\n  - vars: {word: Yes}\n  - vars: {word: [No, off]}\n  - {threshold: 0.5}\n"
     )
     config = read_config(tmp_path / "promptfooconfig.yaml")
     assert [t.vars["word"] for t in config.tests] == ["Yes", "No", "off", "on"]  # strings, lists expanded
     assert all(t.checks == [{"type": "contains", "value": "Say"}] for t in config.tests)
-    assert expected_check("similar(0.8):Ahoy") == {"type": "similar", "value": "Ahoy", "threshold": 0.8}
-    assert expected_check("note: plain text") == {"type": "equals", "value": "note: plain text"}
+    at = At("x.csv", 2)
+    assert assertion_from_string("similar(0.8):Ahoy", at) == {"type": "similar", "value": "Ahoy", "threshold": 0.8}
+    assert assertion_from_string("note: plain text", at) == {"type": "equals", "value": "note: plain text"}
 
 
 def test_an_assertion_type_without_an_equivalent_is_named(tmp_path: Path) -> None:
@@ -70,4 +73,6 @@ def test_an_assertion_type_without_an_equivalent_is_named(tmp_path: Path) -> Non
     with OpenAITestServer(reply, models=("m",)) as server:
         proc = run(tmp_path, server)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert "assertion types with no assay equivalent: 'cost' (tests 0); 'webhook' (tests 0)" in proc.stderr
+    assert "promptfooconfig.yaml:5: tests[0].assert[1].type: assertion type 'webhook' has no assay equivalent" in (
+        proc.stderr
+    )

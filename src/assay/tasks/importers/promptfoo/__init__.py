@@ -1,5 +1,7 @@
-"""promptfoo configs (``promptfooconfig.yaml``) read into assay tasks: prompts, an OpenAI-compatible provider,
-tests with vars and checks (``row_checks``), ``defaultTest``, ``assertionTemplates`` and file references."""
+"""promptfoo configs (``promptfooconfig.yaml``) read into assay tasks as promptfoo 0.123.1 reads them: every key of
+its schema honoured or refused at load naming the file, line and key (``keys.py``); prompts, OpenAI-compatible
+providers, tests, scenarios, defaultTest, ``$ref``s and file references; each test a row judged by ``row_checks``.
+A config is code: its python/javascript checks and transforms run as the user."""
 
 from __future__ import annotations
 
@@ -34,13 +36,15 @@ def is_promptfoo_config(path: str | Path) -> bool:
     )
 
 
-def load_promptfoo(path: str | Path) -> list[Task]:
-    """The tasks of a promptfoo config: one per prompt, every test a row judged by its checks."""
+def load_promptfoo(path: str | Path, *, max_tests: int | None = None) -> list[Task]:
+    """The tasks of a promptfoo config: one per prompt, every test a row judged by its checks. A config expanding
+    past ``max_tests`` tests (default: ``ASSAY_PROMPTFOO_MAX_TESTS``, else 100,000) is refused before anything is
+    built."""
     from assay.tasks.importers.promptfoo.convert import task_configs
     from assay.tasks.importers.promptfoo.reader import read_config
     from assay.tasks.task import Task
 
-    config = read_config(path)
+    config = read_config(path, max_tests=max_tests)
     base = Path(path).resolve().parent
     return [Task.from_config(c, base_dir=base, source=f"{path} ({c['name']})") for c in task_configs(config)]
 

@@ -1,48 +1,37 @@
-"""Read a promptfoo config as promptfoo reads it: YAML 1.2, ``file://`` references (text, YAML, JSON, JSONL, CSV,
-globs) relative to the config's folder, prompt files split at ``---`` lines, CSV test files with their ``__expected``
-columns, ``defaultTest`` merged into every test, list-valued vars expanded into one test per combination."""
+"""Read a promptfoo config as promptfoo 0.123.1 reads it, and check everything at load: every key honoured with
+promptfoo's meaning or refused naming ``FILE:LINE: key.path`` (keys.py), ``$ref``s resolved, ``{{ env.X }}``
+rendered, file references found, the number of tests counted before anything is built and refused past
+``max_tests``. What promptfoo does at run time that assay cannot do is refused here, never dropped."""
 
 from __future__ import annotations
 
-import csv
-import io
-import itertools
-import json
-import re
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.tasks.importers.promptfoo.yaml12 import load_yaml12
-from assay.tasks.rowchecks import UNSUPPORTED, known_type
+from assay.tasks.importers.promptfoo.asserts import Checker
+from assay.tasks.importers.promptfoo.envs import check_env, config_env, render_env_in
+from assay.tasks.importers.promptfoo.files import FILE, Files
+from assay.tasks.importers.promptfoo.keys import check_keys
+from assay.tasks.importers.promptfoo.prompts import Prompt, read_prompts
+from assay.tasks.importers.promptfoo.providers import Provider, check_grader, grader, read_providers, ref_matches
+from assay.tasks.importers.promptfoo.refs import REF, resolve_refs
+from assay.tasks.importers.promptfoo.testcases import (
+    MAX_TESTS,
+    Prepared,
+    TestCase,
+    check_count,
+    expand,
+    prepare,
+    scenario_tests,
+)
+from assay.tasks.importers.promptfoo.testfiles import RawTest, TestFiles
+from assay.tasks.importers.promptfoo.where import At
+from assay.tasks.importers.promptfoo.yaml12 import LineDict, load_yaml12
 
-FILE = "file://"
-TEST_KEYS = {"vars", "assert", "description", "threshold", "options", "metadata"}
-CONFIG_KEYS = {
-    "description", "prompts", "providers", "tests", "defaultTest", "assertionTemplates", "outputPath", "sharing",
-    "env", "evaluateOptions", "writeLatestResults", "nunjucksFilters", "tags", "scenarios",
-}  # fmt: skip
-IGNORED_KEYS = {"outputPath", "sharing", "writeLatestResults", "tags", "evaluateOptions", "env"}  # output/UI only
-
-
-@dataclass
-class Prompt:
-    """One prompt: a template text, or chat messages whose contents are templates; and its label."""
-
-    label: str
-    text: str | None = None
-    messages: list[dict[str, str]] | None = None
-
-
-@dataclass
-class TestCase:
-    """One test after defaultTest is merged in and vars are expanded: its vars, checks and pass threshold."""
-
-    vars: dict[str, Any]
-    checks: list[dict[str, Any]]
-    description: str | None = None
-    threshold: float | None = None
+MAX_TESTS_ENV = "ASSAY_PROMPTFOO_MAX_TESTS"
 
 
 @dataclass
@@ -52,232 +41,172 @@ class PromptfooConfig:
     path: Path
     description: str | None
     prompts: list[Prompt]
-    providers: list[Any]
+    providers: list[Provider]
     tests: list[TestCase]
-    templates: dict[str, Any] = field(default_factory=dict)
-    grader: Any = None  # defaultTest.options.provider: the model that grades llm-rubric checks
+    judge: dict[str, Any] | None = None  # defaultTest.options.provider: the grader of model-graded assertions
+    env: dict[str, str] = field(default_factory=dict)
 
 
-class Reader:
-    """Resolves one config's file references (relative to its folder) and names the key of any problem."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.base = path.resolve().parent
-
-    def error(self, key: str, message: str) -> ConfigError:
-        return ConfigError(f"{self.path}: {key}: {message}")
-
-    def files(self, ref: str, key: str) -> list[Path]:
-        """The files a ``file://`` reference names (a glob may name several, in sorted order)."""
-        spec = ref[len(FILE) :] if ref.startswith(FILE) else ref
-        if ":" in Path(spec).name and not Path(spec).exists():  # file://prompts.py:fn, a function reference
-            raise self.error(key, f"{ref!r}: prompt and test functions (file.py:function) are not supported")
-        if any(ch in spec for ch in "*?["):
-            found = sorted(p for p in self.base.glob(spec) if p.is_file())
-            if not found:
-                raise self.error(key, f"{ref!r}: no file matches")
-            return found
-        path = (self.base / spec).resolve()
-        if not path.is_file():
-            raise self.error(key, f"{ref!r}: file not found ({path})")
-        return [path]
-
-    def text(self, path: Path, key: str) -> str:
+def max_tests_from(value: int | None) -> int:
+    """The cap of tests: the keyword, else ASSAY_PROMPTFOO_MAX_TESTS, else 100,000."""
+    if value is None:
+        text = os.environ.get(MAX_TESTS_ENV)
+        if not text:
+            return MAX_TESTS
         try:
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as err:
-            raise self.error(key, f"cannot read {path}: {err}") from None
-
-    def data(self, path: Path, key: str) -> Any:
-        """A referenced file's content: parsed YAML/JSON/JSONL, CSV rows, else its text."""
-        text, suffix = self.text(path, key), path.suffix.lower()
-        if suffix in (".yaml", ".yml"):
-            return load_yaml12(text, str(path))
-        try:
-            if suffix == ".json":
-                return json.loads(text)
-            if suffix == ".jsonl":
-                return [json.loads(line) for line in text.splitlines() if line.strip()]
-        except ValueError as err:
-            raise self.error(key, f"{path}: invalid JSON: {err}") from None
-        if suffix == ".csv":
-            return list(csv.DictReader(io.StringIO(text)))
-        return text
-
-    def value(self, value: Any, key: str) -> Any:
-        """A var's value with a ``file://`` reference replaced by the file's content (promptfoo's rule)."""
-        if isinstance(value, str) and value.startswith(FILE):
-            paths = self.files(value, key)
-            return self.data(paths[0], key) if len(paths) == 1 else [self.data(p, key) for p in paths]
-        return value
+            value = int(text.replace("_", ""))
+        except ValueError:
+            raise ConfigError(f"{MAX_TESTS_ENV}={text!r} is not a whole number") from None
+    if value < 1:
+        raise ConfigError(f"max_tests must be at least 1, got {value}")
+    return value
 
 
-def read_config(path: str | Path) -> PromptfooConfig:
-    """A promptfoo config file, read and checked; a problem names the file and the config key."""
+def read_config(path: str | Path, *, max_tests: int | None = None) -> PromptfooConfig:
+    """A promptfoo config file, read and checked; every problem names the file, line and key."""
     p = Path(path)
-    reader = Reader(p)
+    cap = max_tests_from(max_tests)
     try:
-        raw = load_yaml12(p.read_text(encoding="utf-8"), str(p))
-    except OSError as err:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
         raise ConfigError(f"{p}: cannot read the promptfoo config: {err}") from None
+    raw = load_yaml12(text, str(p))
+    at = At(str(p), 1)
     if not isinstance(raw, dict):
-        raise ConfigError(f"{p}: a promptfoo config is a mapping (prompts, providers, tests, …)")
-    unknown = sorted(set(raw) - CONFIG_KEYS)
-    if unknown or raw.get("scenarios") or raw.get("nunjucksFilters"):
-        names = unknown or [k for k in ("scenarios", "nunjucksFilters") if raw.get(k)]
-        raise reader.error(names[0], "not supported by assay's promptfoo reader" + _listing(names))
-    templates = raw.get("assertionTemplates") or {}
-    if not isinstance(templates, dict):
-        raise reader.error("assertionTemplates", "a mapping of name -> assertion")
-    default = raw.get("defaultTest") or {}
-    if isinstance(default, str):
-        default = reader.data(reader.files(default, "defaultTest")[0], "defaultTest")
-    if not isinstance(default, dict):
-        raise reader.error("defaultTest", f"a mapping (vars, assert, options), got {default!r}")
-    grader = (default.get("options") or {}).get("provider")
+        raise at.error("a promptfoo config is a mapping (prompts, providers, tests, …)")
+    _check_top(raw, at)
+    files = Files(p.resolve().parent)
+    raw = resolve_refs(raw, p, files)
+    env = config_env(check_env(raw.get("env"), at.key(raw, "env")))
+    raw = render_env_in(raw, env)
+    files = Files(files.base, env)
+    if "providers" in raw and "targets" in raw:
+        raise at.key(raw, "targets").error("give providers or targets, not both (promptfoo refuses both too)")
+    providers_key = "targets" if "targets" in raw else "providers"
+    for section in ("evaluateOptions", "commandLineOptions"):
+        check_keys(raw.get(section), section, at.key(raw, section))
+    repeat = (raw.get("evaluateOptions") or {}).get("repeat")
+    if repeat not in (None, 1):
+        raise (
+            at.key(raw, "evaluateOptions")
+            .key(raw["evaluateOptions"], "repeat")
+            .error(f"not supported by assay's promptfoo reader: repeat {repeat!r} (use assay's --repeats)")
+        )
+    checker = Checker(files, lambda provider, where: check_grader(provider, where, env, files))
+    default, default_at = _default_test(raw, at, files)
+    prompts = read_prompts(raw.get("prompts"), at.key(raw, "prompts"), files, env.get("PROMPTFOO_PROMPT_SEPARATOR")
+                           or "---")  # fmt: skip
+    if providers_key not in raw:
+        raise at.error("a promptfoo config needs providers (or targets): promptfoo refuses one without them too")
+    providers = read_providers(raw[providers_key], at.key(raw, providers_key), env, files)
+    for provider in providers:
+        _check_prompt_filter(provider.prompts, prompts, provider.at.named(f"{provider.at.path}.prompts"), "provider")
+    reader = TestFiles(files)
+    tests = reader.read(raw.get("tests"), at.key(raw, "tests"))
+    scenarios = raw.get("scenarios")
+    if isinstance(scenarios, str):
+        loaded = files.load(files.paths(scenarios, at.key(raw, "scenarios"))[0], at.key(raw, "scenarios"))
+        scenarios = loaded if isinstance(loaded, list) else [loaded]
+    if not tests and scenarios is None:
+        tests = [RawTest(LineDict(source=str(p), line=default_at.line), default_at.named("defaultTest"), files.base)]
+    if scenarios:
+        tests += scenario_tests(scenarios, default, at.key(raw, "scenarios"), reader.read)
+    prepared: list[Prepared] = []
+    for test in tests:  # counted before anything is built or checked further
+        check_keys(test.data, "test", test.at)
+        prepared.append(prepare(test, default, files, env))
+    check_count(prepared, cap, at.named("tests"))
+    for item in prepared:
+        merged, t_at = item.merged, item.at
+        merged["options"] = checker.options(merged["options"], t_at.key(merged, "options"))
+        merged["assert"] = checker.assertions(merged.get("assert"), t_at.key(merged, "assert"))
+        _check_prompt_filter(merged.get("prompts"), prompts, t_at.key(merged, "prompts"), "test")
+        _check_provider_filter(merged.get("providers"), providers, t_at.key(merged, "providers"))
+    judge = None
+    if (default.get("options") or {}).get("provider") is not None:
+        options = default["options"]
+        if not (
+            isinstance(options["provider"], dict)
+            and "id" not in options["provider"]
+            and "text" not in options["provider"]
+        ):  # an embedding-only grader is not the judge
+            judge = grader(options["provider"], default_at.key(options, "provider"), env, files)
     return PromptfooConfig(
         path=p,
         description=raw.get("description"),
-        prompts=read_prompts(reader, raw.get("prompts")),
-        providers=_as_list(raw.get("providers")),
-        tests=read_tests(reader, raw.get("tests"), default),
-        templates=templates,
-        grader=grader,
+        prompts=prompts,
+        providers=providers,
+        tests=[case for item in prepared for case in expand(item, files)],
+        judge=judge,
+        env=env,
     )
 
 
-def _listing(names: list[str]) -> str:
-    return f" ({', '.join(names)})" if len(names) > 1 else ""
+def _check_top(raw: dict[str, Any], at: At) -> None:
+    """Top-level keys: promptfoo's, or a key only ``$ref``s point into (a holder of templates)."""
+    check_keys(raw, "top", at, allow=_ref_roots(raw))
 
 
-def _as_list(value: Any) -> list[Any]:
-    return [] if value is None else value if isinstance(value, list) else [value]
-
-
-PROMPT_SPLIT = re.compile(r"^-{3,}\s*$", re.MULTILINE)
-
-
-def read_prompts(reader: Reader, raw: Any) -> list[Prompt]:
-    """Prompts from strings, ``file://`` files (split at ``---`` lines; a JSON file is chat messages), or
-    ``{raw|id, label}`` mappings; a config without prompts is refused."""
-    if isinstance(raw, dict) and not ({"raw", "id"} & set(raw)):  # {file://x: label}
-        raw = [{"id": k, "label": v} for k, v in raw.items()]
-    items = _as_list(raw)
-    if not items:
-        raise reader.error("prompts", "a promptfoo config needs at least one prompt")
-    out: list[Prompt] = []
-    for i, item in enumerate(items):
-        key = f"prompts[{i}]"
-        label = None
-        if isinstance(item, dict):
-            label = item.get("label")
-            item = item.get("raw", item.get("id"))
-        if not isinstance(item, str):
-            raise reader.error(key, f"a prompt is a string, a file:// reference or {{raw, label}}, got {item!r}")
-        if not item.startswith(FILE):
-            out.append(_prompt(item, label or item, reader, key))
-            continue
-        for path in reader.files(item, key):
-            content = reader.data(path, key)
-            if isinstance(content, list):  # chat messages from a JSON/YAML file
-                out.append(_prompt(content, label or path.name, reader, key))
-                continue
-            parts = [part.strip() for part in PROMPT_SPLIT.split(str(content)) if part.strip()]
-            for k, part in enumerate(parts):
-                name = label or (path.name if len(parts) == 1 else f"{path.name}:{k + 1}")
-                out.append(_prompt(part, name, reader, key))
+def _ref_roots(value: Any) -> set[str]:
+    """The top-level keys local ``$ref``s (``#/KEY/…``) point into."""
+    out: set[str] = set()
+    if isinstance(value, dict):
+        ref = value.get(REF)
+        if isinstance(ref, str) and ref.startswith("#/"):
+            out.add(ref[2:].split("/", 1)[0])
+        for item in value.values():
+            out |= _ref_roots(item)
+    elif isinstance(value, list):
+        for item in value:
+            out |= _ref_roots(item)
     return out
 
 
-def _prompt(content: Any, label: str, reader: Reader, key: str) -> Prompt:
-    if isinstance(content, str):
-        try:
-            parsed = json.loads(content)
-        except ValueError:
-            parsed = None
-        if not isinstance(parsed, list):
-            return Prompt(label, text=content)
-        content = parsed
-    if not all(isinstance(m, dict) and isinstance(m.get("content"), str) and m.get("role") for m in content):
-        raise reader.error(key, "a chat prompt is a list of {role, content} messages")
-    return Prompt(label, messages=[{"role": str(m["role"]), "content": m["content"]} for m in content])
+def _default_test(raw: dict[str, Any], at: At, files: Files) -> tuple[dict[str, Any], At]:
+    """defaultTest (a mapping or a ``file://`` reference), with the config's metadata when it has none."""
+    default_at = at.key(raw, "defaultTest")
+    default = raw.get("defaultTest")
+    if isinstance(default, str):
+        if not default.startswith(FILE):
+            raise default_at.error("a defaultTest string must start with file:// (promptfoo refuses it too)")
+        path = files.paths(default, default_at)[0]
+        default = files.load(path, default_at)
+        default_at = At.of(default, "defaultTest", default_at)
+    if default is None:
+        default = LineDict(source=at.file, line=None)
+    if not isinstance(default, dict):
+        raise default_at.error(f"defaultTest is a mapping (vars, assert, options, …), got {default!r}")
+    check_keys(default, "defaultTest", default_at)
+    default = TestFiles(files).test(default, default_at, files.base, default=True).data
+    if "metadata" not in default and raw.get("metadata") is not None:
+        default = LineDict(default, source=getattr(default, "source", at.file), line=getattr(default, "line", None))
+        default["metadata"] = raw["metadata"]
+    if not isinstance(default.get("assert") or [], list):
+        raise default_at.key(default, "assert").error("defaultTest.assert is a list of assertions")
+    return default, default_at
 
 
-def read_tests(reader: Reader, raw: Any, default: dict[str, Any]) -> list[TestCase]:
-    """Every test, with defaultTest's vars under its own and defaultTest's checks before its own."""
-    tests: list[tuple[str, Any]] = []
-    for i, item in enumerate(_as_list(raw)):
-        key = f"tests[{i}]" if isinstance(raw, list) else "tests"
-        if isinstance(item, str):
-            for path in reader.files(item, key):
-                content = reader.data(path, key)
-                rows = content if isinstance(content, list) else [content]
-                from_csv = path.suffix.lower() == ".csv"
-                tests += [
-                    (f"{key} ({path.name} row {j + 1})", csv_test(r) if from_csv else r) for j, r in enumerate(rows)
-                ]
-        else:
-            tests.append((key, item))
-    out: list[TestCase] = []
-    for key, test in tests:
-        if not isinstance(test, dict):
-            raise reader.error(key, f"a test is a mapping (vars, assert, …), got {test!r}")
-        unknown = sorted(set(test) - TEST_KEYS)
-        if unknown:
-            raise reader.error(f"{key}.{unknown[0]}", "not supported by assay's promptfoo reader" + _listing(unknown))
-        merged = {**(default.get("vars") or {}), **(test.get("vars") or {})}
-        values = {name: reader.value(v, f"{key}.vars.{name}") for name, v in merged.items()}
-        checks = [*(default.get("assert") or []), *(test.get("assert") or [])]
-        threshold = test.get("threshold", default.get("threshold"))
-        for combination in expand_vars(values):
-            out.append(TestCase(combination, checks, test.get("description"), threshold))
-    return out
+def _check_prompt_filter(refs: Any, prompts: list[Prompt], at: At, owner: str) -> None:
+    if refs is None:
+        return
+    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+        raise at.error(f"prompts is a list of prompt labels or ids, got {refs!r}")
+    if owner == "provider" and not all(any(ref_matches(r, p.label, p.id) for r in refs) for p in prompts):
+        raise at.error(
+            "not supported by assay's promptfoo reader: a provider that runs only some of the prompts (every "
+            "provider runs every prompt's task in assay's matrix)"
+        )
+    if owner == "test" and not any(ref_matches(r, p.label, p.id) for r in refs for p in prompts):
+        raise at.error(f"{refs!r} matches no prompt (labels: {', '.join(p.alias for p in prompts)})")
 
 
-def expand_vars(values: dict[str, Any]) -> list[dict[str, Any]]:
-    """promptfoo's rule: a var given a list makes one test per value (every combination of several such vars)."""
-    listed = [name for name, v in values.items() if isinstance(v, list)]
-    if not listed:
-        return [values]
-    return [values | dict(zip(listed, combo, strict=True)) for combo in itertools.product(*(values[n] for n in listed))]
-
-
-def csv_test(row: dict[str, str]) -> dict[str, Any]:
-    """A CSV test row: its columns are vars, but ``__expected[N]`` (checks), ``__description``, ``__threshold``."""
-    test: dict[str, Any] = {"vars": {}, "assert": []}
-    for column, cell in row.items():
-        if column is None or cell is None:
-            continue
-        if column.startswith("__expected"):
-            if cell.strip():
-                test["assert"].append(expected_check(cell))
-        elif column == "__description":
-            test["description"] = cell
-        elif column == "__threshold":
-            test["threshold"] = float(cell) if cell.strip() else None
-        elif not column.startswith("__"):
-            test["vars"][column] = cell
-    return test
-
-
-SHORTHAND = re.compile(r"^(?P<type>[a-z-]+)(?:\((?P<threshold>[0-9.]+)\))?:(?P<value>.*)$", re.DOTALL)
-
-
-def expected_check(cell: str) -> dict[str, Any]:
-    """A CSV ``__expected`` cell as a check, as promptfoo reads it: ``fn:`` javascript, ``eval:`` javascript,
-    ``python:``, ``grade:``/``llm-rubric:``, ``similar(0.8):``, ``contains:`` and other ``type:value`` forms, a
-    bare type that takes no value (``is-json``), else the text equals the output."""
-    text = cell.strip()
-    if text in ("is-json", "contains-json", "is-sql", "is-xml"):
-        return {"type": text}
-    for prefix, kind in (("fn:", "javascript"), ("eval:", "javascript"), ("grade:", "llm-rubric")):
-        if text.startswith(prefix):
-            return {"type": kind, "value": text[len(prefix) :].strip()}
-    m = SHORTHAND.match(text)
-    if m is not None and (known_type(m["type"]) or m["type"] in UNSUPPORTED):
-        check: dict[str, Any] = {"type": m["type"], "value": m["value"].strip()}
-        if m["threshold"]:
-            check["threshold"] = float(m["threshold"])
-        return check
-    return {"type": "equals", "value": cell}
+def _check_provider_filter(refs: Any, providers: list[Provider], at: At) -> None:
+    if refs is None:
+        return
+    if not isinstance(refs, list) or not all(isinstance(r, str) for r in refs):
+        raise at.error(f"providers is a list of provider labels or ids, got {refs!r}")
+    if not all(any(ref_matches(r, p.label, p.id) for r in refs) for p in providers):
+        raise at.error(
+            "not supported by assay's promptfoo reader: a test that runs on only some of the providers (every row "
+            "runs on every model of assay's matrix)"
+        )

@@ -1,0 +1,136 @@
+"""Every key of promptfoo's config schema (the version the reader claims, vendored as JSON Schema) is honoured,
+ignored or refused by name: a key of a new promptfoo version fails here until someone decides what it means."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from assay.errors import ConfigError
+from assay.tasks.importers.promptfoo.keys import HONOURED, IGNORED, REFUSED, SCHEMA_VERSION, SECTIONS
+from assay.tasks.importers.promptfoo.reader import read_config
+
+SCHEMA = Path(__file__).parent / f"config-schema-{SCHEMA_VERSION}.json"
+
+
+def _objects(node: Any) -> list[dict[str, Any]]:
+    """The object schemas (with properties) a schema node may be: itself, or its anyOf / items variants."""
+    if not isinstance(node, dict):
+        return []
+    out = [node] if "properties" in node else []
+    for variant in node.get("anyOf", []):
+        out += _objects(variant)
+    if "items" in node:
+        out += _objects(node["items"])
+    if isinstance(node.get("additionalProperties"), dict):  # {id: ProviderOptions}, the map form of a provider
+        out += _objects(node["additionalProperties"])
+    return out
+
+
+def _with(node: Any, key: str) -> list[dict[str, Any]]:
+    return [o for o in _objects(node) if key in o["properties"]]
+
+
+def schema_sections() -> dict[str, set[str]]:
+    """Each section's keys as promptfoo's schema has them (several schema places may feed one section)."""
+    top = json.loads(SCHEMA.read_text())
+    props = top["properties"]
+    tests = _with(props["tests"], "vars")
+    test = tests[0]["properties"]
+    scenario = _with(props["scenarios"], "config")[0]["properties"]
+    assertions = _objects(test["assert"])
+    places: dict[str, list[dict[str, Any]]] = {
+        "top": [top],
+        "defaultTest": _with(props["defaultTest"], "vars"),
+        "test": tests + _with(scenario["config"], "vars") + _with(scenario["tests"], "vars"),
+        "test_file": _with(props["tests"], "path"),
+        "scenario": [{"properties": scenario}],
+        "assertion": [a for a in assertions if "value" in a["properties"]],
+        "assert_set": [a for a in assertions if "assert" in a["properties"]],
+        "options": _objects(test["options"]),
+        "provider": _with(props["providers"], "id") + _with(test["provider"], "id"),
+        "prompt": [p for p in _objects(props["prompts"]) if "id" in p["properties"] or "raw" in p["properties"]],
+        "evaluateOptions": [props["evaluateOptions"]],
+        "commandLineOptions": [props["commandLineOptions"]],
+    }
+    out: dict[str, set[str]] = {}
+    for section, objects in places.items():
+        assert objects, f"the schema has no {section!r} section where the test looks: update the test"
+        out[section] = {key for o in objects for key in o["properties"]}
+    return out
+
+
+def test_every_schema_key_is_honoured_ignored_or_refused() -> None:
+    missing = {
+        section: sorted(keys - set(SECTIONS[section]))
+        for section, keys in schema_sections().items()
+        if keys - set(SECTIONS[section])
+    }
+    assert not missing, f"keys of promptfoo {SCHEMA_VERSION}'s schema with no decision in keys.py: {missing}"
+    for section, table in SECTIONS.items():
+        for key, (decision, reason) in table.items():
+            assert decision in (HONOURED, IGNORED, REFUSED) and reason, (section, key)
+
+
+def test_the_schema_sections_are_found() -> None:
+    sections = schema_sections()
+    assert {"prompts", "providers", "tests", "scenarios", "defaultTest", "redteam"} <= sections["top"]
+    assert {"prefix", "suffix", "transform", "provider", "repeat"} <= sections["options"]
+    assert {"type", "value", "contextTransform"} <= sections["assertion"]
+    assert {"callApi", "inputs", "env"} <= sections["provider"]
+
+
+def _config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "promptfooconfig.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key"),
+    [
+        ("prompts: [p]\nproviders: [echo]\nderivedMetrics: []\n", 3, "derivedMetrics"),
+        ("prompts: [p]\nproviders: [echo]\nredteam: {}\n", 3, "redteam"),
+        ("prompts: [p]\nproviders: [echo]\nnunjucksFilters: {}\n", 3, "nunjucksFilters"),
+        ("prompts: [p]\nproviders: [echo]\ntests:\n  - vars: {a: 1}\n    provider: echo\n", 5, "tests[0].provider"),
+        (
+            "prompts: [p]\nproviders: [echo]\ndefaultTest:\n  options:\n    transformVars: x\n",
+            5,
+            "defaultTest.options.transformVars",
+        ),
+        (
+            "prompts: [p]\nproviders:\n  - id: echo\n    transform: output.trim()\n",
+            4,
+            "providers[0].transform",
+        ),
+        ("prompts: [p]\nproviders: [echo]\nevaluateOptions: {filterRange: '0:2'}\n", 3, "evaluateOptions.filterRange"),
+    ],
+)
+def test_a_refused_key_names_file_line_and_key(tmp_path: Path, text: str, line: int, key: str) -> None:
+    path = _config(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        read_config(path)
+    assert str(err.value).startswith(f"{path}:{line}: {key}: not supported by assay's promptfoo reader: ")
+
+
+def test_an_unknown_key_is_refused_with_a_suggestion(tmp_path: Path) -> None:
+    path = _config(tmp_path, "prompts: [p]\nproviders: [echo]\ntests:\n  - vars: {a: 1}\n    asert: []\n")
+    with pytest.raises(
+        ConfigError,
+        match=r":5: tests\[0\]\.asert: not a key of promptfoo 0\.123\.1's test "
+        r"\(did you mean 'assert'\?\)",
+    ):
+        read_config(path)
+
+
+def test_ignored_keys_are_accepted(tmp_path: Path) -> None:
+    path = _config(
+        tmp_path,
+        "prompts: [p]\nproviders: [echo]\noutputPath: out.json\nsharing: false\nwriteLatestResults: true\n"
+        "tags: {team: a}\ntracing: {enabled: true}\nevaluateOptions: {maxConcurrency: 2, cache: false}\n"
+        "tests:\n  - vars: {a: 1}\n",
+    )
+    assert len(read_config(path).tests) == 1
