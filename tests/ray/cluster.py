@@ -1,5 +1,14 @@
 """A real Ray cluster on 127.0.0.1 for tests: a head node and worker nodes, each a separate ``ray start --block``
-process with its own ports and temp dir, stopped (with every process they started) even when a test fails."""
+process with its own ports and temp dir, stopped (with every process they started) even when a test fails.
+
+Every process of the cluster listens on 127.0.0.1 only (the project's rule for servers that tests start: a Ray
+cluster takes no credentials). Ray's own switch for that is its single-machine mode,
+``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``: without it Ray turns a loopback ``--node-ip-address`` into the machine's
+network address, and its GCS, raylets, agents and workers listen there (or on every address). The mode is set in the
+environment of every node and of the drivers (``LocalCluster.env()``), so each process Ray starts reads it. But
+``ray start --address`` (a worker node) refuses to run in that mode ("Multi-node Ray clusters are not supported on
+Windows and OSX"), so a node is started through this file run as a script (see the end): Ray's CLI with that one
+check let through and the node's address kept at 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -16,7 +25,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-RAY = str(Path(sys.executable).parent / "ray")
+SINGLE_MACHINE = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # Ray's loopback-only mode, for nodes and drivers
 
 
 def free_port() -> int:
@@ -52,9 +61,9 @@ class Node:
         self.temp_dir = temp_dir
         self.log = log
         self._log = open(log, "ab")  # noqa: SIM115 - closed in stop()
-        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+        env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled", **SINGLE_MACHINE}
         self.proc = subprocess.Popen(
-            [RAY, "start", "--block", "--disable-usage-stats", *args],
+            [sys.executable, __file__, "start", "--block", "--disable-usage-stats", *args],  # `ray start`, see the end
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -154,7 +163,7 @@ class LocalCluster:
 
     def env(self) -> dict[str, str]:
         """Environment for a driver process of this cluster."""
-        return {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+        return {**os.environ, "RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0", **SINGLE_MACHINE}
 
     def stop(self) -> None:
         for node in [*self.workers, self.head]:
@@ -213,3 +222,27 @@ def holding_cpus(cluster: LocalCluster, *nodes: Node) -> Iterator[None]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+def _ray_start() -> int:
+    """``ray start`` for a node of a ``LocalCluster`` (this file run as a script, with ``SINGLE_MACHINE`` set).
+
+    Ray reads its single-machine mode into ``ray_constants.ENABLE_RAY_CLUSTER`` at import, and in this process the
+    flag decides two things: what ``services.get_node_ip_address`` answers (127.0.0.1 in the mode; else the
+    machine's network address, which Ray puts in place of a loopback ``--node-ip-address`` and ``--address``), and
+    whether ``ray start --address`` (a worker node) aborts. Here the flag is turned back on, which lets a worker
+    node start, and ``get_node_ip_address`` is pinned to the mode's answer, which keeps every address at 127.0.0.1.
+    The processes the node starts inherit the mode from the environment, unchanged."""
+    del sys.path[0]  # this file's folder: nothing in it is for Ray to import
+    from ray._private import ray_constants, services
+    from ray.scripts.scripts import main
+
+    assert not ray_constants.ENABLE_RAY_CLUSTER, "start nodes with SINGLE_MACHINE in the environment"
+    ray_constants.ENABLE_RAY_CLUSTER = True
+    services.get_node_ip_address = lambda address=None: services.get_localhost_ip()
+    sys.argv[0] = "ray"
+    return main()
+
+
+if __name__ == "__main__":
+    sys.exit(_ray_start())
