@@ -165,6 +165,7 @@ class RowChecks(Evaluator):
         if context.get("outputs") is not None:  # select-best: every output of this test, when the caller has them
             row.extra["outputs"] = list(context["outputs"])
         output = promptfoo_output(actual)
+        row.extra["raw_output"] = output
         try:
             transform = options.get("transform") or options.get("postprocess")
             if transform:
@@ -207,14 +208,14 @@ class RowChecks(Evaluator):
             self._embedder = Evaluator.from_config({"name": "semantic_similarity", "model": self.opts.embedding_model})
         return self._embedder.encode(texts)  # type: ignore[attr-defined]
 
-    def graded_context(self, row: Row) -> Any:
+    def graded_context(self, row: Row, variables: dict[str, Any] | None = None) -> Any:
         """The model-graded family's context (:class:`assay.tasks.checks.graded.GradedContext`)."""
         import dataclasses
 
         from assay.tasks.checks.graded import GradedContext
 
         known = {
-            "vars": row.vars,
+            "vars": row.vars if variables is None else variables,
             "prompt": row.prompt,
             "options": row.options,
             "test_options": row.options,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.tasks.checks.catalog import ASSERT_SET, base_type, graded_types, refusal
-from assay.tasks.checks.code import FILE, CheckError, is_code_file
+from assay.tasks.checks.code import FILE, CheckError, is_code_file, transform_label
 from assay.tasks.checks.handlers import HANDLERS
 from assay.tasks.checks.params import MISSING, SCRIPT_TYPES, Params, Row, result
 from assay.tasks.checks.structured import load_yaml
@@ -136,18 +136,38 @@ async def graded(params: Params) -> dict[str, Any]:
     llm-rubric by assay's ``llm_judge``."""
     row = params.row
     check = {**params.assertion, "value": params.value}
+    variables = row.vars
+    if params.assertion.get("contextTransform"):
+        variables = {**row.vars, "context": await context_transform(params.assertion["contextTransform"], row)}
     try:
         from assay.tasks.checks.graded import judge_graded
     except ImportError:
         verdict = await row.services.rubric(check, params.text, row)
     else:
-        verdict = await judge_graded(
-            str(params.assertion["type"]), check, params.text, row.services.graded_context(row)
-        )
+        ctx = row.services.graded_context(row, variables)
+        verdict = await judge_graded(str(params.assertion["type"]), check, params.text, ctx)
     if verdict.is_error:
         raise CheckError(str(verdict.error))
     reason = verdict.reason or ("Assertion passed" if verdict.passed else "Assertion failed")
     return {"pass": verdict.passed, "score": verdict.score, "reason": reason, **_named(verdict.details)}
+
+
+async def context_transform(code: Any, row: Row) -> Any:
+    """promptfoo's ``resolveContext`` transform: run on the provider's output before the test's transform; the
+    result (a text or a list of texts) is the check's ``context``."""
+    meta = {"metadata": row.response.metadata} if row.response is not None else {}
+    label = transform_label(code) if isinstance(code, str) else "[inline transform]"
+    context = {"vars": row.vars, "prompt": {"label": row.prompt}, **meta}
+    try:
+        made = await row.code.transform(code, row.extra.get("raw_output"), context)
+        if not (isinstance(made, str) or (isinstance(made, list) and all(isinstance(x, str) for x in made))):
+            raise CheckError(
+                f"contextTransform must return a string or array of strings. Got {type(made).__name__}. "
+                f"Check your transform expression: {label}"
+            )
+    except CheckError as err:
+        raise CheckError(f"Failed to transform context using expression '{label}': {err}") from None
+    return made
 
 
 def _named(details: Mapping[str, Any]) -> dict[str, Any]:
