@@ -123,17 +123,11 @@ def test_perplexity_from_recorded_logprobs() -> None:
     assert score[0] is False and score[1] == pytest.approx(1 / (1 + np.e))  # 0.269 < 0.5
 
 
-class FakeEmbedder:
-    """Unit vectors by text, so similar's arithmetic is checked without a model."""
-
-    VECS = {"a": [1.0, 0.0], "b": [0.6, 0.8], "c": [0.0, 1.0]}
-
-    def __call__(self, texts: list[str]) -> Any:
-        return np.array([self.VECS[t] for t in texts])
+VECS = {"a": [1.0, 0.0], "b": [0.6, 0.8], "c": [0.0, 1.0]}  # unit vectors: similar's arithmetic without a model
 
 
 def test_similar_cosine_dot_and_euclidean(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(RowChecks, "embed", lambda self, texts: FakeEmbedder()(texts))
+    monkeypatch.setattr(RowChecks, "embed", lambda self, texts: np.array([VECS[t] for t in texts]))
     checks = [
         {"type": "similar", "value": "b"},  # cosine 0.6 < 0.75
         {"type": "similar:dot", "value": "b", "threshold": 0.5},
