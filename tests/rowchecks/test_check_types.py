@@ -26,7 +26,7 @@ WEATHER = {
 }
 
 
-def judge(checks: list[dict[str, Any]], actual: Any, doc: dict[str, Any] | None = None, **options: Any) -> Any:
+def judge(checks: list[Any], actual: Any, doc: dict[str, Any] | None = None, **options: Any) -> Any:
     evaluator = RowChecks(options_field="__options", vars_exclude_prefix="__", **options)
     doc = doc or {"topic": "weather"}
     return evaluator.evaluate(actual, checks, context={"doc": doc, "prompt": "What is the weather?"})
