@@ -128,6 +128,49 @@ def pack_transcript(transcript: list[dict[str, Any]]) -> list[list[Any]]:
     return out
 
 
+MAX_ASSERTIONS = 200  # of one verdict's checks (nested ones included) listed in the drawer; the rest are counted
+
+
+def pack_assertions(details: Any) -> list[list[Any]] | None:
+    """A verdict's own checks (``details.checks``, as ``row_checks`` records a promptfoo test's assertions) for the
+    drawer, one entry each: ``[type, passed (1/0, null unknown), score, reason, metric, weight, [nested checks]]``
+    (an assert-set's checks nested), texts clipped; None when the details list no checks. Past MAX_ASSERTIONS the
+    last entry is ``["…", null, null, "N more checks not shown"]``."""
+    checks = details.get("checks") if isinstance(details, Mapping) else None
+    if not isinstance(checks, list) or not checks:
+        return None
+    budget = [MAX_ASSERTIONS]
+
+    def pack(items: list[Any]) -> list[list[Any]]:
+        out: list[list[Any]] = []
+        for i, c in enumerate(items):
+            if budget[0] <= 0:
+                out.append(["…", None, None, f"{len(items) - i} more checks not shown (they are in samples.jsonl)"])
+                break
+            if not isinstance(c, Mapping):
+                continue
+            budget[0] -= 1
+            passed = c.get("passed", c.get("pass"))
+            nested = c.get("checks")
+            weight = c.get("weight")
+            out.append(
+                _trim(
+                    [
+                        clip(str(c.get("type") or "?")),
+                        None if not isinstance(passed, bool | int) else int(bool(passed)),
+                        _score(c.get("score")),
+                        clip(c.get("reason")),
+                        clip(c.get("metric")) if c.get("metric") is not None else None,
+                        _score(weight) if weight is not None and weight != 1 else None,
+                        pack(nested) if isinstance(nested, list) and nested else None,
+                    ]
+                )
+            )
+        return out
+
+    return pack(checks)
+
+
 def pack_sample(
     rec: SampleRecord, run_index: int, task_index: int, metrics: MetricIndex, field_path: str | None = None
 ) -> dict[str, Any]:
@@ -137,8 +180,8 @@ def pack_sample(
     fl, md}`` where ``n`` (see :func:`sample_input`) is left out when it is the prompt itself, a response is
     ``{x: text, c: [[tool, args, result]], l: latency, u: [in, out], k: cached, f: finish, m: model, e: error,
     rz: reasoning taken out of the text before scoring, rs: reasoning the server returned apart (never scored)}``
-    and a verdict entry is ``[metric, score, passed, [[score, passed, reason, feedback, error, details] per
-    repeat]]`` (``passed`` 1/0, null when errored).
+    and a verdict entry is ``[metric, score, passed, [[score, passed, reason, feedback, error, details, assertions]
+    per repeat]]`` (``passed`` 1/0, null when errored; ``assertions``: :func:`pack_assertions`).
     """
     out: dict[str, Any] = {"r": run_index, "t": task_index, "i": rec.sample_id, "d": rec.doc_id}
     given = sample_input(rec, field_path)
@@ -207,6 +250,7 @@ def pack_sample(
                         clip(v.get("feedback")),
                         clip(v.get("error")),
                         clip(v.get("details")) if v.get("details") else None,
+                        pack_assertions(v.get("details")),
                     ]
                 )
                 for v in vs

@@ -64,6 +64,95 @@ def _scored_text(row: MetricRow) -> str:
     return f"{row.n_scored}/{row.n_total - na} ({na} n/a)" if na else f"{row.n_scored}/{row.n_total}"
 
 
+# --- tests (headline: tests, promptfoo's view) -------------------------------------------------------------------
+
+TESTS_HEADERS = ["Task", "Model", "Tests", "Pass rate", "CI", "Mean score", "Named metrics"]
+
+
+def pct(value: float | None) -> str:
+    """A share as a percentage with two decimals (promptfoo's), an em dash when undefined."""
+    return "—" if value is None else f"{100 * value:.2f}%"
+
+
+def pct_interval(ci: Sequence[float] | None) -> str:
+    """``[6.15%, 79.23%]``, an em dash when undefined."""
+    return "—" if not ci else f"[{pct(ci[0])}, {pct(ci[1])}]"
+
+
+def tests_counts(tests: dict[str, Any]) -> str:
+    """``1 passed · 2 failed · 0 errored`` (with the tests the metric had nothing to check, when there are any)."""
+    text = f"{tests.get('passed', 0)} passed · {tests.get('failed', 0)} failed · {tests.get('errored', 0)} errored"
+    na = int(tests.get("n_not_applicable") or 0)
+    return text + (f" · {na} n/a" if na else "")
+
+
+def named_metrics(tests: dict[str, Any], sep: str = ", ") -> str:
+    """``accuracy 0.7500 (4 tests), tone 0.5000 (2 tests)``: each named metric's mean over the tests that have it."""
+    named = tests.get("named_scores") or {}
+    return sep.join(
+        f"{name} {_fmt(f.get('mean'))} ({f.get('n', 0)} test{'s' if f.get('n') != 1 else ''})"
+        for name, f in named.items()
+    )
+
+
+def tests_cell(tests: dict[str, Any]) -> str:
+    """One cell's tests headline in two lines, for a matrix of runs (prompt × provider):
+    ``1 passed · 2 failed · 0 errored`` then ``33.33% [6.15%, 79.23%] · mean 0.6667``."""
+    second = f"{pct(tests.get('pass_rate'))} {pct_interval(tests.get('ci'))} · mean {_fmt(tests.get('mean_score'))}"
+    named = named_metrics(tests)
+    return f"{tests_counts(tests)}\n{second}" + (f"\n{named}" if named else "")
+
+
+def _tests_rows(rows: list[MetricRow]) -> list[MetricRow]:
+    return [r for r in rows if isinstance(r.entry.get("tests"), dict)]
+
+
+def _tests_cells(rows: list[MetricRow], model: str, sep: str = ", ") -> list[list[str]]:
+    out = []
+    for r in rows:
+        t = r.entry["tests"]
+        label = (r.alias or r.task) + ("" if r.filter == "none" else f" · {r.filter}")
+        cells = [label, model, tests_counts(t), pct(t.get("pass_rate")), pct_interval(t.get("ci"))]
+        out.append([*cells, _fmt(t.get("mean_score")), named_metrics(t, sep) or "—"])
+    return out
+
+
+def _model_name(results: dict[str, Any]) -> str:
+    return str(results.get("model_name") or "—")
+
+
+def _tests_note(rows: list[MetricRow], conf: float) -> str | None:
+    if not rows:
+        return None
+    metrics = sorted({r.metric for r in rows})
+    return (
+        f"Tests: a sample is a test, passed when every judged repeat of {' / '.join(metrics)} passed; pass rate = "
+        f"passed / (passed + failed), errored tests apart; its {conf * 100:g}% CI: Wilson score interval"
+    )
+
+
+def _tests_table(rows: list[MetricRow], results: dict[str, Any]) -> Table | None:
+    from rich.table import Table
+    from rich.text import Text
+
+    if not rows:
+        return None
+    table = Table(title="Tests", header_style="bold")
+    conf = _confidence(results)
+    for i, h in enumerate(TESTS_HEADERS):
+        label = f"{conf * 100:g}% CI" if h == "CI" else h
+        wraps = h in ("Task", "Model", "Tests", "Named metrics")
+        table.add_column(label, justify="right" if 3 <= i <= 5 else "left", no_wrap=not wraps, overflow="fold")
+    for cells, row in zip(_tests_cells(rows, _model_name(results)), rows, strict=True):
+        styled = [Text(c) for c in cells]
+        t = row.entry["tests"]
+        styled[2].stylize("red" if t.get("failed") else "green")
+        if t.get("errored"):
+            styled[2].stylize("yellow")
+        table.add_row(*styled)
+    return table
+
+
 def _as_results(obj: Run | dict[str, Any]) -> dict[str, Any]:
     return obj if isinstance(obj, dict) else obj.results
 
@@ -134,6 +223,9 @@ def _notes(results: dict[str, Any]) -> list[str]:
                 why = uncalibrated_note(entry)
                 if why:
                     notes.append(f"{task}/{metric}: uncalibrated judge ({why}); see assay judge calibrate")
+    tests_note = _tests_note(_tests_rows(_split(results)[0]), _confidence(results))
+    if tests_note:
+        notes.append(tests_note)
     if settings.get("cluster_key"):
         notes.append(f"stderr and CI are clustered by {settings['cluster_key']!r}")
     methods = _ci_methods(results)
@@ -161,7 +253,8 @@ COMPACT_DROP = ("Version", "n-shot", "±", "Scored")  # columns left out when th
 
 
 def build_tables(obj: Run | dict[str, Any], width: int | None = None) -> list[Table]:
-    """Rich tables: tasks, then groups when there are any. Given a console ``width`` too narrow for every
+    """Rich tables: the tests of ``headline: tests`` tasks first when there are any, then tasks, then groups when
+    there are any. Given a console ``width`` too narrow for every
     column, the version, n-shot, ± and scored columns are left out rather than squeezing names to nothing."""
     results = _as_results(obj)
     tasks, groups = _split(results)
@@ -176,7 +269,8 @@ def build_tables(obj: Run | dict[str, Any], width: int | None = None) -> list[Ta
     pass_k = _pass_k_table(tasks)
     if pass_k is not None:
         tables.append(pass_k)
-    return tables
+    headline = _tests_table(_tests_rows(tasks), results)  # headline: tests tasks lead with their tests
+    return tables if headline is None else [headline, *tables]
 
 
 def _natural_width(table: Table) -> int:
@@ -290,6 +384,7 @@ def _row_json(r: MetricRow) -> dict[str, Any]:
         "n_passed": r.entry.get("n_passed"),
         **({"pass_at_k": r.entry["pass_at_k"]} if r.entry.get("pass_at_k") else {}),
         **({"pass_hat_k": r.entry["pass_hat_k"]} if r.entry.get("pass_hat_k") else {}),
+        **({"tests": r.entry["tests"]} if isinstance(r.entry.get("tests"), dict) else {}),
     }
 
 
@@ -319,6 +414,11 @@ def render_table(run_or_results: Run | dict[str, Any], fmt: str = "rich") -> str
         conf = f"{_confidence(results) * 100:g}% CI"
         header = [h if h != "CI" else conf for h in HEADERS]
         parts = [_markdown(["Tasks", *header], _cells(tasks))]
+        tested = _tests_rows(tasks)
+        if tested:  # headline: tests tasks lead with their tests
+            tests_header = [h if h != "CI" else conf for h in TESTS_HEADERS]
+            cells = _tests_cells(tested, _model_name(results), "; ")
+            parts.insert(0, "Tests:\n\n" + _markdown(tests_header, cells))
         if groups:
             parts.append(_markdown(["Groups", *header], _cells(groups)))
         pass_k = _pass_k_cells(tasks)

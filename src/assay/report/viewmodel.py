@@ -80,6 +80,31 @@ class MetricView:
 
 
 @dataclass
+class TestsView:
+    """One headline row of a ``headline: tests`` task: tests passed / failed / errored, the pass rate with its
+    Wilson interval, the mean score and the named metrics (promptfoo's view of a prompt × provider)."""
+
+    task: str
+    filter: str
+    metric: str
+    model: str
+    passed: int
+    failed: int
+    errored: int
+    not_applicable: int
+    counts_s: str
+    pass_rate_raw: str
+    pass_rate_s: str
+    ci_low_raw: str
+    ci_high_raw: str
+    ci_s: str
+    mean_raw: str
+    mean_s: str
+    named: list[tuple[str, str, str, int]]  # (name, mean as shown, mean raw, tests with it)
+    chart: Markup
+
+
+@dataclass
 class TaskView:
     """A task (or group) with its metric rows."""
 
@@ -126,6 +151,7 @@ class RunView:
     ops_totals: list[tuple[str, str]]
     themes: list[ThemeView]
     themes_note: str
+    tests: list[TestsView] = field(default_factory=list)  # headline: tests tasks, shown before the metrics
 
 
 @dataclass
@@ -204,6 +230,52 @@ def task_views(run: Run, css: str, uses: MethodUses | None = None) -> list[TaskV
             )
         )
     return list(tasks.values())
+
+
+def tests_views(run: Run, css: str) -> list[TestsView]:
+    """The tests headline rows of a run (its ``headline: tests`` tasks; empty for other runs)."""
+    from assay.models.base import display_name
+    from assay.report.table import pct, pct_interval, tests_counts
+
+    views: list[TestsView] = []
+    for row in run.metric_rows(groups=False):
+        t = row.entry.get("tests")
+        if not isinstance(t, dict):
+            continue
+        ci = t.get("ci") if isinstance(t.get("ci"), list) and len(t["ci"]) == 2 else None
+        rate = t.get("pass_rate")
+        title = f"{row.task}: pass rate {pct(rate)} {pct_interval(ci)}"
+        chart = svg.bar_chart(
+            [svg.Bar(rate, ci[0] if ci else None, ci[1] if ci else None, css=css)], width=200, title=title
+        )
+        named = [
+            (str(name), fmt_value(f.get("mean")), raw(f.get("mean")), int(f.get("n") or 0))
+            for name, f in (t.get("named_scores") or {}).items()
+            if isinstance(f, dict)
+        ]
+        views.append(
+            TestsView(
+                task=row.task,
+                filter=row.filter,
+                metric=row.metric,
+                model=display_name(run.manifest.model),
+                passed=int(t.get("passed") or 0),
+                failed=int(t.get("failed") or 0),
+                errored=int(t.get("errored") or 0),
+                not_applicable=int(t.get("n_not_applicable") or 0),
+                counts_s=tests_counts(t),
+                pass_rate_raw=raw(rate),
+                pass_rate_s=pct(rate),
+                ci_low_raw=raw(ci[0]) if ci else "",
+                ci_high_raw=raw(ci[1]) if ci else "",
+                ci_s=pct_interval(ci),
+                mean_raw=raw(t.get("mean_score")),
+                mean_s=fmt_value(t.get("mean_score")),
+                named=named,
+                chart=Markup(chart),
+            )
+        )
+    return views
 
 
 class LatencyTally:
@@ -388,8 +460,11 @@ def build_page(
                 ops_totals=totals,
                 themes=theme_views,
                 themes_note=theme_note,
+                tests=tests_views(run, css),
             )
         )
+        if views[-1].tests:
+            uses.add("wilson", "pass rate of tests")
     conf = next(iter(confidences)) if len(confidences) == 1 else 0.95
     if title is None:
         title = (

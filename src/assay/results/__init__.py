@@ -34,7 +34,9 @@ which lm-eval's readers ignore and which holds the figures that schema has no ro
               "error_examples": [{"doc_id", "error"}],
               "pass_at_k" / "pass_hat_k": {k: {"value", "stderr", "n", "n_excluded"}}   (repeats > 1),
               "clustered": {"key", "n_clusters", "stderr", "ci", "ci_method" ("cluster_bootstrap" |
-                            "cluster_t"), "ci_t", "ci_bootstrap"}                          (with a cluster key)}
+                            "cluster_t"), "ci_t", "ci_bootstrap"}                          (with a cluster key),
+              "tests": {"passed", "failed", "errored", "pass_rate", "ci" (Wilson), "mean_score", "named_scores", …}
+                       (the metric of a ``headline: tests`` task: see :mod:`assay.results.testfigures`)}
     GROUP_METRIC = {"metric", "filter", "mean", "stderr" (pooled), "ci", "ci_method" ("stratified_bootstrap" |
                     "pooled_t"), "ci_t", "ci_bootstrap" (stratified),
                     "weighting", "weights": {task: w}, "subtasks", "n_total", "n_scored", "n_errored",

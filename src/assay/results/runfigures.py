@@ -14,6 +14,7 @@ from assay.results.document import RecordFacts
 from assay.results.independence import OBSERVED_RECORDS, SharedContext
 from assay.results.judging import JudgingFigures
 from assay.results.operational import OperationalTally
+from assay.results.testfigures import NamedScores
 from assay.tasks.importers.lmeval.figures import LmevalItems
 
 
@@ -40,6 +41,7 @@ class RunFigures:
         self.corpus_stats: dict[tuple[str, str, str], corpus.CorpusStats] = {}
         self.agents = AgentTally()  # trajectories' turns, tool calls, stop reasons
         self.lmeval = LmevalItems({t.name: t.config for t in manifest.tasks})  # lm-eval tasks' per-document values
+        self.named = NamedScores(manifest)  # headline: tests tasks' named scores per test
 
     def observe(self, rec: dict[str, Any]) -> None:
         """Take one record dict (every record once, in the order written) into account."""
@@ -49,6 +51,8 @@ class RunFigures:
         self.facts.add(rec)
         self.agents.observe(rec)
         self.lmeval.observe(rec)
+        if self.named.metrics:
+            self.named.observe(rec)
         detector = self.shared.get(task)
         if detector is not None and detector.seen < detector.limit:  # the first records of each task
             detector.observe(rec)
@@ -77,6 +81,7 @@ class RunFigures:
         self.judging.merge(later.judging)
         self.agents.merge(later.agents)
         self.lmeval.merge(later.lmeval)
+        self.named.merge(later.named)
         for task, detector in later.shared.items():
             self.shared[task].merge(detector)
         for key, stats in later.corpus_stats.items():

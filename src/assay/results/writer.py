@@ -35,6 +35,7 @@ from assay.results.independence import independence_warning
 from assay.results.operational import validate_prices
 from assay.results.runfigures import RunFigures
 from assay.results.samplelog import SampleLogSpool
+from assay.results.testfigures import tests_block
 
 if TYPE_CHECKING:
     from assay.results.scanahead import ScanAhead
@@ -206,6 +207,9 @@ def compute_results(
                 )
                 summary.bootstrap = corpus.apply_corpus(summary.entry, figures)
                 summary.stderr = summary.entry["stderr"]
+            if metric == run_figures.named.metrics.get(task.name):  # headline: tests (other entries keep their bytes)
+                named = run_figures.named.figures(task.name, filter_name)
+                summary.entry["tests"] = tests_block(summary.entry, named, confidence)
             summaries[task.name][(filter_name, metric)] = summary
             filters_out.setdefault(filter_name, {})[metric] = summary.entry
             put_metric(task_result, metric, filter_name, summary.entry)

@@ -140,6 +140,12 @@ class VariantConfig(_Strict):
     messages: list[MessageConfig] | None = None
 
 
+class HeadlineTests(_Strict):
+    """``headline: {tests: METRIC}``: each sample is a test judged by METRIC's ``passed`` (see ``headline``)."""
+
+    tests: str = Field(min_length=1)
+
+
 class TaskConfig(_Strict):
     """A task as written in YAML (after shorthands are expanded)."""
 
@@ -178,6 +184,17 @@ class TaskConfig(_Strict):
     variants: dict[str, VariantConfig] | None = None
     # a reasoning model's <think>…</think> taken out of generated replies before scoring (assay.tasks.reasoning)
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
+    # what reports lead with: every metric's mean (``metrics``, the default), or the samples as tests, passed / failed
+    # / errored by one metric's ``passed`` with the pass rate's Wilson interval (``tests``, or ``{tests: METRIC}``
+    # for a task with several metrics; promptfoo's view). How results are read, not what is asked: not hashed
+    headline: Literal["metrics", "tests"] | HeadlineTests | None = None
+
+    @field_validator("headline", mode="before")
+    @classmethod
+    def _headline(cls, value: Any) -> Any:
+        if value is None or value in ("metrics", "tests") or isinstance(value, dict):
+            return value
+        raise ValueError(f"headline is 'metrics' (the default), 'tests' or {{tests: METRIC}}; got {value!r}")
 
     @field_validator("variants", mode="before")
     @classmethod

@@ -60,8 +60,8 @@ def hash_payload(task: Task) -> dict[str, Any]:
     """Everything that changes the requests or the per-sample verdicts.
 
     Left out on purpose: name, alias, description, tags, groups, model and models (the runner keys answers by model
-    separately), dataset location (only its content counts), and higher_is_better and repeat_reduction (they
-    change how results are read and aggregated, not any request or per-sample verdict).
+    separately), dataset location (only its content counts), and higher_is_better, repeat_reduction and headline
+    (they change how results are read and aggregated, not any request or per-sample verdict).
 
     ``reasoning`` is hashed only when it differs from the default (strip the default delimiters), so that the
     hashes of tasks without the key stay as they were; it is not in :func:`request_payload`, as it changes how the
@@ -140,6 +140,8 @@ def task_config(task: Task) -> dict[str, Any]:
     out["repeats"] = task.repeats
     if task.repeat_reduction is not None:
         out["repeat_reduction"] = task.repeat_reduction
+    if getattr(task, "tests_metric", None) is not None:  # headline: tests, with the metric it resolved to
+        out["headline"] = {"tests": task.tests_metric}
     out["evaluators"] = [m.to_config() for m in task.metrics]
     if task.model is not None:
         out["model"] = task.model

@@ -77,6 +77,7 @@ class Task:
         groups: list[str] | None = None,
         model: dict[str, Any] | None = None,
         reasoning: dict[str, Any] | bool | None = None,
+        headline: str | dict[str, Any] | None = None,
         base_dir: str | Path | None = None,
     ) -> None:
         raw: dict[str, Any] = {
@@ -103,6 +104,7 @@ class Task:
             "groups": groups,
             "model": model,
             "reasoning": reasoning,
+            "headline": headline,
         }
         raw = {k: v for k, v in raw.items() if v is not None}
         ctx = ConfigContext(f"task {name!r}", base_dir=Path(base_dir) if base_dir is not None else None)
@@ -179,6 +181,7 @@ class Task:
         self._unfiltered = NO_FILTER if answer is None else FilterPipeline(NO_FILTER.name, answer=answer)
         entries = cfg.evaluators or list(DEFAULT_METRICS.get(cfg.output_type, ()))  # lm-eval's defaults
         self.metrics: list[MetricSpec] = build_metrics(entries, ctx, self.filters)
+        self.tests_metric: str | None = self._tests_metric(cfg)
         self._queries = self._build_queries(cfg)
         check_tools(cfg, ctx)
         from assay.agents.taskspec import build_agent
@@ -191,6 +194,26 @@ class Task:
         self._hash: str | None = None
         self._validated = False
         self._last_render: tuple[Sample, list[Message]] | None = None
+
+    def _tests_metric(self, cfg: TaskConfig) -> str | None:
+        """The metric whose ``passed`` judges each sample as a test (``headline: tests``), else None."""
+        if cfg.headline is None or cfg.headline == "metrics":
+            return None
+        names = [m.name for m in self.metrics]
+        if cfg.headline == "tests":
+            if len(names) != 1:
+                raise self._ctx.error(
+                    ("headline",),
+                    f"the task has {len(names)} metrics ({', '.join(names)}); name the one that judges each test: "
+                    f"headline: {{tests: {names[0] if names else 'METRIC'}}}",
+                )
+            return names[0]
+        assert not isinstance(cfg.headline, str)
+        if cfg.headline.tests not in names:
+            raise self._ctx.error(
+                ("headline", "tests"), f"no metric {cfg.headline.tests!r} in this task; its metrics: {', '.join(names)}"
+            )
+        return cfg.headline.tests
 
     def _resolve_spec(self, spec: DatasetSpec, path: KeyPath) -> DatasetSpec:
         resolved = spec.resolve(self._ctx.base_dir)

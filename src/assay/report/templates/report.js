@@ -276,8 +276,36 @@
     return add(parent, textField("Input", s.n), textField("Prompt", s.p));
   }
 
+  // A verdict's own checks (a promptfoo test's assertions, as row_checks records them), one row each with its
+  // pass, score, reason and named metric; an assert-set's checks indented under it. Text nodes only.
+  function assertionsTable(list) {
+    var table = el("table", "assertions");
+    add(table, add(el("thead"), add(el("tr"), el("th", null, "Assertion"), el("th", null, "Outcome"),
+      el("th", "num", "Score"), el("th", null, "Reason"), el("th", null, "Metric"))));
+    var body = el("tbody");
+    var addRows = function (items, depth) {
+      items.forEach(function (a) {
+        var passed = a[1], kind = passed === 1 ? "pass" : passed === 0 ? "fail" : "unknown";
+        var tr = el("tr", "assertion " + kind);
+        tr.dataset.depth = String(depth);
+        var type = el("td", "mono atype", (depth ? "\u00a0\u00a0".repeat(depth - 1) + "↳ " : "") + a[0]);
+        if (a[5] !== undefined && a[5] !== null) add(type, el("span", "sub", " weight " + fmtScore(a[5])));
+        add(tr, type,
+          add(el("td", "aoutcome"), kind === "unknown" ? el("span", "sub", "—") :
+            el("span", "badge " + kind, kind === "pass" ? "✓ pass" : "✗ fail")),
+          el("td", "num ascore", fmtScore(a[2] === undefined ? null : a[2])),
+          el("td", "text areason", a[3] || ""),
+          el("td", "mono ametric", a[4] || ""));
+        add(body, tr);
+        if (a[6]) addRows(a[6], depth + 1);
+      });
+    };
+    addRows(list, 0);
+    return add(table, body);
+  }
+
   function verdictBox(metricIdx, d, repeat, repeats) {
-    var score = d[0], passed = d[1], reason = d[2], feedback = d[3], error = d[4], details = d[5];
+    var score = d[0], passed = d[1], reason = d[2], feedback = d[3], error = d[4], details = d[5], checks = d[6];
     var kind = error ? "error" : passed ? "pass" : "fail";
     var box = el("div", "verdict " + kind);
     var head = add(el("div", "vhead"),
@@ -290,6 +318,7 @@
     if (error) add(body, add(el("div"), el("span", "k", "error: "), error));
     if (reason) add(body, add(el("div"), el("span", "k", "reason: "), reason));
     if (feedback) add(body, add(el("div"), el("span", "k", "feedback: "), feedback));
+    if (checks && checks.length) add(body, add(el("div", "table-scroll"), assertionsTable(checks)));
     if (details) {
       var det = add(el("details"), el("summary", null, "details"), el("pre", "text", details));
       add(body, det);
