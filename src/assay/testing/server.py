@@ -2,10 +2,11 @@
 
 It speaks the standard chat-completions protocol (``POST /v1/chat/completions``, ``GET /v1/models``) and the legacy
 completions one (``POST /v1/completions``, with ``echo`` and scripted per-token ``logprobs`` for log-likelihood
-clients: :mod:`assay.testing.logprobs`), answers with scripted or echoed replies, and injects seeded faults (429
+clients: :mod:`assay.testing.logprobs`), answers with scripted or echoed replies (a reply script file:
+:mod:`assay.testing.scripted`), cuts replies at the request's ``stop`` sequences, and injects seeded faults (429
 with Retry-After, 500, dropped connections, slow replies), so clients, retries and runners are exercised over real
 sockets. Run it in a thread (:class:`OpenAITestServer`) or
-as a process: ``python -m assay.testing.server --port 8000 --latency 0.05``.
+as a process: ``python -m assay.testing.server --port 8000 --latency 0.05 --script replies.yaml``.
 """
 
 from __future__ import annotations
@@ -28,15 +29,32 @@ from typing import Any
 from aiohttp import web
 
 from assay.errors import ConfigError
-
-Reply = Callable[[dict[str, Any]], Any]  # request JSON -> str | dict (or an awaitable of one)
-# /v1/completions: (one prompt: text or token ids, the request JSON) -> str | dict with COMPLETION_KEYS
-CompletionReply = Callable[[str | list[int], dict[str, Any]], Any]
-REPLY_KEYS = frozenset(
-    {"text", "tool_calls", "finish_reason", "usage", "status", "error", "headers", "logprobs"}
-    | {"reasoning_content", "reasoning"}
+from assay.testing.scripted import (  # the reply helpers, importable from here as before
+    COMPLETION_KEYS,
+    REPLY_KEYS,
+    CompletionReply,
+    Conversation,
+    ConversationReplies,
+    Reply,
+    ReplyScript,
+    ScriptedReplies,
+    last_user_text,
+    message_text,
+    tool_then_answer,
 )
-COMPLETION_KEYS = frozenset({"text", "logprobs", "finish_reason", "prompt_tokens", "completion_tokens"})
+
+__all__ = [
+    "Conversation",
+    "ConversationReplies",
+    "FaultPlan",
+    "OpenAITestServer",
+    "ReplyScript",
+    "ScriptedReplies",
+    "last_user_text",
+    "message_text",
+    "tool_then_answer",
+]
+
 FAULT_KINDS = ("drop", "slow")
 
 
@@ -80,98 +98,6 @@ class FaultPlan:
         return "slow" if u < self.rate_slow else None
 
 
-class ScriptedReplies:
-    """A reply function: the first key found in the last user message picks the reply (a str or reply dict).
-
-    Requests matching no key get ``default`` (a str, dict or reply function), or an echo of the last user message.
-    """
-
-    def __init__(
-        self, replies: Mapping[str, str | dict[str, Any]], default: str | dict[str, Any] | Reply | None = None
-    ):
-        self.replies = dict(replies)
-        self.default = default
-
-    def __call__(self, request: dict[str, Any]) -> Any:
-        text = last_user_text(request)
-        for key, reply in self.replies.items():
-            if key in text:
-                return reply
-        if self.default is None:
-            return text
-        return self.default(request) if callable(self.default) else self.default
-
-
-@dataclass(frozen=True)
-class Conversation:
-    """A chat request read as a conversation: the last user message and what happened since it (tool results)."""
-
-    messages: list[dict[str, Any]]
-    user: str  # the text of the last user message
-    tool_results: list[dict[str, Any]]  # tool messages after it, in order: {"name", "content", "tool_call_id"}
-    tools: list[str]  # the names of the tools the request offers
-    user_turns: int  # user messages so far
-
-    @classmethod
-    def of(cls, request: Mapping[str, Any]) -> Conversation:
-        messages = [m for m in request.get("messages") or [] if isinstance(m, dict)]
-        last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
-        results = [
-            {"name": m.get("name"), "content": message_text(m), "tool_call_id": m.get("tool_call_id")}
-            for m in messages[last_user + 1 :]
-            if m.get("role") == "tool"
-        ]
-        names = [str((t.get("function") or {}).get("name")) for t in request.get("tools") or [] if isinstance(t, dict)]
-        user = message_text(messages[last_user]) if last_user >= 0 else ""
-        turns = sum(m.get("role") == "user" for m in messages)
-        return cls(messages, user, results, names, turns)
-
-
-class ConversationReplies:
-    """A reply function of the conversation so far: ``step(Conversation)`` gives the reply (str or reply dict), so
-    a scripted model can call a tool first and then answer with the tool's actual result (proving it ran)."""
-
-    def __init__(self, step: Callable[[Conversation], Any]) -> None:
-        self.step = step
-
-    def __call__(self, request: dict[str, Any]) -> Any:
-        return self.step(Conversation.of(request))
-
-
-def tool_then_answer(
-    calls: Callable[[str], list[dict[str, Any]]], answer: Callable[[str, list[str]], str]
-) -> ConversationReplies:
-    """A tool-calling model: for a new user message, the tool calls ``calls(user_text)`` (``[{"name",
-    "arguments"}]``; none: answer at once); once their results are back, ``answer(user_text, results)``."""
-
-    def step(conv: Conversation) -> Any:
-        if not conv.tool_results:
-            wanted = calls(conv.user)
-            if wanted:
-                return {"tool_calls": wanted}
-        return answer(conv.user, [r["content"] for r in conv.tool_results])
-
-    return ConversationReplies(step)
-
-
-def message_text(message: Mapping[str, Any]) -> str:
-    """The text of a chat message whose content is a string or a list of parts."""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return ""
-
-
-def last_user_text(request: Mapping[str, Any]) -> str:
-    """The text of the last user message of a chat request ("" when there is none)."""
-    for message in reversed(request.get("messages") or []):
-        if isinstance(message, dict) and message.get("role") == "user":
-            return message_text(message)
-    return ""
-
-
 def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> web.Response:
     kind = "rate_limit_error" if status == 429 else "invalid_request_error" if status < 500 else "server_error"
     body = {"error": {"message": message, "type": kind, "code": status}}
@@ -187,9 +113,13 @@ class OpenAITestServer:
     sends them: ``{"content": [{"token", "logprob", "top_logprobs"}, ...]}``), ``reasoning_content`` or ``reasoning``
     (a reasoning model's reasoning returned apart from the text, as vLLM with a reasoning parser, DeepSeek and
     OpenRouter send it, under that name in the message), and for scripted errors ``status``,
-    ``error`` and ``headers``. The default echoes the last user message. ``max_tokens`` (or
-    ``max_completion_tokens``) truncates the reply to that many words with finish_reason "length". Usage counts
-    whitespace-separated words. When ``api_key`` is set, requests without ``Authorization: Bearer <api_key>`` get 401.
+    ``error`` and ``headers``. The default echoes the last user message. A reply script
+    (:meth:`ScriptedReplies.load`, a :class:`~assay.testing.scripted.ReplyScript`) answers both endpoints. The
+    request's ``stop`` (a text or a list of up to 4) cuts the reply's text before the first occurrence of any of
+    them, finish_reason "stop"; then ``max_tokens`` (or ``max_completion_tokens``) truncates what is left to that
+    many words with finish_reason "length" (generation ends at whichever comes first). Usage counts
+    whitespace-separated words of the text sent, unless the reply scripts ``usage``. When ``api_key`` is set,
+    requests without ``Authorization: Bearer <api_key>`` get 401.
 
     ``response_formats`` (e.g. ``{"json_object", "text"}``) makes the server behave like one that supports only
     those ``response_format`` types: another type gets HTTP 400, and a scripted reply to a supported JSON type must
@@ -199,7 +129,8 @@ class OpenAITestServer:
     ``completion`` answers ``/v1/completions``, once per prompt of the request (a text or a list of token ids):
     a str (the text made), or a dict with ``text``, ``logprobs`` (OpenAI's ``{tokens, token_logprobs,
     top_logprobs, text_offset}``, e.g. from :func:`assay.testing.logprobs.logprob_reply`), ``finish_reason`` and
-    token counts. The default echoes a text prompt (with ``echo``) and makes no text; faults apply as to chat.
+    token counts, or ``status``/``error``/``headers`` for a scripted error. The default echoes a text prompt (with
+    ``echo``) and makes no text; ``stop`` cuts the text made (after an echoed prompt); faults apply as to chat.
     """
 
     def __init__(
@@ -217,6 +148,8 @@ class OpenAITestServer:
         completion: CompletionReply | None = None,
     ) -> None:
         self.reply = reply
+        if completion is None and isinstance(reply, ReplyScript):
+            completion = reply.completion
         self.completion = completion
         self.response_formats = None if response_formats is None else frozenset(response_formats)
         self.latency_s = latency_s
@@ -245,6 +178,8 @@ class OpenAITestServer:
             self._attempts: Counter[str] = Counter()
             self._rng = random.Random(self.seed)
             self.last_authorization: str | None = None
+        if isinstance(self.reply, ReplyScript):
+            self.reply.reset()
 
     @property
     def status_counts(self) -> dict[int | str, int]:
@@ -351,6 +286,9 @@ class OpenAITestServer:
             reply = self.completion(prompt, body) if self.completion is not None else None
             if inspect.isawaitable(reply):
                 reply = await reply
+            if isinstance(reply, dict) and reply.get("status", 200) != 200:
+                status = int(reply["status"])
+                return _error(status, str(reply.get("error", f"scripted HTTP {status}")), reply.get("headers"))
             replies.append(reply)
         return _text_completion(body, replies)
 
@@ -434,7 +372,7 @@ def _check_request(body: Any) -> str | None:
     tools = body.get("tools")
     if tools is not None and not isinstance(tools, list):
         return "'tools' must be a list"
-    return None
+    return _check_stop(body)
 
 
 def _check_completion_request(body: Any) -> str | None:
@@ -448,7 +386,25 @@ def _check_completion_request(body: Any) -> str | None:
         _prompts(body.get("prompt"))
     except ValueError as err:
         return str(err)
+    return _check_stop(body)
+
+
+def _check_stop(body: dict[str, Any]) -> str | None:
+    stop = body.get("stop")
+    if stop is None or isinstance(stop, str):
+        return None
+    if not isinstance(stop, list) or not all(isinstance(s, str) for s in stop):
+        return "'stop' must be a string or a list of strings"
+    if len(stop) > 4:
+        return f"'stop' takes at most 4 sequences, got {len(stop)}"
     return None
+
+
+def _stop_at(text: str, body: dict[str, Any]) -> int | None:
+    """Where the first of the request's stop sequences begins in ``text`` (None: none occurs)."""
+    stop = body.get("stop")
+    found = [text.find(s) for s in ([stop] if isinstance(stop, str) else stop or []) if s]
+    return min((i for i in found if i >= 0), default=None)
 
 
 def _prompts(prompt: Any) -> list[str | list[int]]:
@@ -484,12 +440,17 @@ def _text_completion(body: dict[str, Any], replies: list[Any]) -> web.Response:
         if unknown:
             raise ValueError(f"unknown completion reply key(s) {unknown}; known: {sorted(COMPLETION_KEYS)}")
         text = str(reply.get("text") or "")
+        finish = reply.get("finish_reason") or "length"
+        logprobs = reply.get("logprobs")
+        echoed = len(prompt) if body.get("echo") and isinstance(prompt, str) and text.startswith(prompt) else 0
+        at = _stop_at(text[echoed:], body)
+        if at is not None:  # cut the text made, and the log-probabilities of the tokens cut off
+            text, finish = text[: echoed + at], "stop"
+            logprobs = _cut_logprobs(logprobs, len(text))
         made = len(prompt) if isinstance(prompt, list) else len(prompt.split())
         prompt_tokens += int(reply.get("prompt_tokens", made))
         completion_tokens += int(reply.get("completion_tokens", len(text.split())))
-        choice = {"index": index, "text": text, "logprobs": reply.get("logprobs"), "finish_reason": "length"}
-        choice["finish_reason"] = reply.get("finish_reason") or "length"
-        choices.append(choice)
+        choices.append({"index": index, "text": text, "logprobs": logprobs, "finish_reason": finish})
     out = {
         "id": f"cmpl-{hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]}",
         "object": "text_completion",
@@ -503,6 +464,14 @@ def _text_completion(body: dict[str, Any], replies: list[Any]) -> web.Response:
         },
     }
     return web.json_response(out)
+
+
+def _cut_logprobs(logprobs: Any, end: int) -> Any:
+    """Completions log-probabilities without the tokens that start at or after ``end`` of the text."""
+    if not isinstance(logprobs, dict) or not isinstance(logprobs.get("text_offset"), list):
+        return logprobs
+    keep = sum(1 for offset in logprobs["text_offset"] if offset < end)
+    return {k: v[:keep] if isinstance(v, list) else v for k, v in logprobs.items()}
 
 
 def _unsupported_format(body: dict[str, Any], supported: frozenset[str]) -> str | None:
@@ -557,6 +526,9 @@ def _completion(body: dict[str, Any], reply: Any) -> web.Response:
     text: str | None = reply.get("text")
     tool_calls = [_tool_call(i, call) for i, call in enumerate(reply.get("tool_calls") or [])]
     finish = reply.get("finish_reason") or ("tool_calls" if tool_calls else "stop")
+    at = _stop_at(text, body) if text is not None else None
+    if text is not None and at is not None:
+        text, finish = text[:at], "stop"
     limit = body.get("max_completion_tokens") or body.get("max_tokens")
     if text is not None and isinstance(limit, int) and len(text.split()) > limit:
         text, finish = " ".join(text.split()[:limit]), "length"
@@ -599,7 +571,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m assay.testing.server", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply")
-    parser.add_argument("--reply", default=None, help="a constant reply text (default: echo the last user message)")
+    replies = parser.add_mutually_exclusive_group()
+    replies.add_argument("--reply", default=None, help="a constant reply text (default: echo the last user message)")
+    replies.add_argument(
+        "--script", default=None, metavar="FILE", help="a reply script, .yaml/.yml/.json (assay.testing.scripted)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the fault generator")
     parser.add_argument("--api-key", default=None, help="require this bearer token (401 otherwise)")
     parser.add_argument("--rate-429", type=float, default=0.0)
@@ -623,10 +599,11 @@ def main(argv: list[str] | None = None) -> int:
             fail_first=args.fail_first,
             fail_first_with=kind,
         )
+        reply = ReplyScript.load(args.script) if args.script is not None else args.reply
     except ConfigError as err:
         parser.error(str(err))
     server = OpenAITestServer(
-        args.reply, latency_s=args.latency, faults=faults, port=args.port, seed=args.seed, api_key=args.api_key
+        reply, latency_s=args.latency, faults=faults, port=args.port, seed=args.seed, api_key=args.api_key
     )
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
