@@ -73,6 +73,6 @@ def test_an_assertion_type_without_an_equivalent_is_named(tmp_path: Path) -> Non
     with OpenAITestServer(reply, models=("m",)) as server:
         proc = run(tmp_path, server)
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    assert "promptfooconfig.yaml:5: tests[0].assert[1].type: assertion type 'webhook' has no assay equivalent" in (
+    assert "promptfooconfig.yaml:5: tests[0].assert[1].type: assertion type 'webhook' is refused at load: " in (
         proc.stderr
     )

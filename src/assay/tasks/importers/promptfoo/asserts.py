@@ -18,11 +18,11 @@ CODE_TYPES = ("python", "javascript")
 SET = "assert-set"
 
 
-def known_type(kind: str) -> bool:
-    """True when row_checks can judge a promptfoo assertion type (with or without ``not-``)."""
-    from assay.tasks.rowchecks import known_type as engine_known
+def refusal(kind: str) -> str | None:
+    """Why row_checks cannot judge a promptfoo assertion type (None when it can), in the assertion engine's words."""
+    from assay.tasks.checks.catalog import refusal as engine_refusal
 
-    return bool(engine_known(kind))
+    return engine_refusal(kind)
 
 
 class Checker:
@@ -56,10 +56,9 @@ class Checker:
             out["assert"] = self.assertions(item.get("assert"), at.key(item, "assert"))
             return out
         check_keys(item, "assertion", at)
-        if not known_type(kind):
-            raise at.key(item, "type").error(
-                f"assertion type {kind!r} has no assay equivalent (row_checks cannot judge it); refused at load"
-            )
+        why = refusal(kind)
+        if why is not None:
+            raise at.key(item, "type").error(f"assertion type {kind!r} is refused at load: {why}")
         base = kind[4:] if kind.startswith("not-") else kind
         if "value" in item:
             out["value"] = self.value(item["value"], at.key(item, "value"), code=base in CODE_TYPES)
@@ -77,7 +76,7 @@ class Checker:
         spec, _ = split_function(strip_file(ref))
         if spec.endswith(CODE[1:]):
             raise at.error(f"{ref!r}: a rubric prompt made by JavaScript is not run by assay")
-        return self.files.text(self.files.paths(spec, at)[0], at)
+        return self.files.text(self.files.paths(ref if spec == strip_file(ref) else spec, at)[0], at)
 
     def value(self, value: Any, at: At, *, code: bool) -> Any:
         """An assertion's value: file references checked (code kept as a reference, data read now)."""

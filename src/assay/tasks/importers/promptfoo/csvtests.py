@@ -121,7 +121,7 @@ def assertion_from_string(expected: str, at: At) -> dict[str, Any]:
     return out
 
 
-def test_from_csv_row(row: dict[str, str], at: At) -> LineDict:
+def csv_row_test(row: dict[str, str], at: At) -> LineDict:
     """A CSV row as a test: columns are vars except promptfoo's ``__`` columns (``__expected[N]``, ``__prefix``,
     ``__suffix``, ``__description``, ``__metric``, ``__threshold``, ``__metadata:KEY`` / ``KEY[]``,
     ``__config:__expectedN:threshold``); ``__providerOutput`` is refused as a test's ``providerOutput`` is."""

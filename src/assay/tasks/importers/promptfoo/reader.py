@@ -179,7 +179,9 @@ def _default_test(raw: dict[str, Any], at: At, files: Files) -> tuple[dict[str, 
     check_keys(default, "defaultTest", default_at)
     default = TestFiles(files).test(default, default_at, files.base, default=True).data
     if "metadata" not in default and raw.get("metadata") is not None:
+        lines = getattr(default, "lines", {})
         default = LineDict(default, source=getattr(default, "source", at.file), line=getattr(default, "line", None))
+        default.lines.update(lines)
         default["metadata"] = raw["metadata"]
     if not isinstance(default.get("assert") or [], list):
         raise default_at.key(default, "assert").error("defaultTest.assert is a list of assertions")

@@ -139,6 +139,7 @@ def prepare(test: RawTest, default: dict[str, Any], files: Files, env: dict[str,
         if no_expansion:
             values[name] = [value]
         elif isinstance(value, str) and value.startswith(FILE):
+            _check_var_file(value, var_at)
             values[name] = [FILE + str(p) for p in files.paths(value, var_at)]
         elif isinstance(value, list) and value and isinstance(value[0], str):
             values[name] = list(value)

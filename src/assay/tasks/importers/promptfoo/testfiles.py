@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.tasks.importers.promptfoo.csvtests import test_from_csv_row
+from assay.tasks.importers.promptfoo.csvtests import csv_row_test
 from assay.tasks.importers.promptfoo.files import CODE, FILE, Files, split_function, strip_file, tag
 from assay.tasks.importers.promptfoo.refs import resolve_refs
 from assay.tasks.importers.promptfoo.where import At
@@ -143,13 +143,15 @@ class TestFiles:
                 row_at = At.of(row, "", At(str(path), None))
                 test: Any
                 if path.suffix.lower() == ".csv":
-                    test = test_from_csv_row(row, row_at)
+                    test = csv_row_test(row, row_at)
                 elif isinstance(row, dict):
                     test = row if isinstance(row, LineDict) else tag(row, str(path), None)
                 else:
                     raise row_at.error(f"a test is a mapping, got {row!r}")
                 if not test.get("description"):
+                    lines = test.lines
                     test = LineDict(test, source=test.source, line=test.line)
+                    test.lines.update(lines)
                     test["description"] = f"Row #{j + 1}"
                 yield self.test(test, row_at.named(f"{path.name} row {j + 1}"), path.parent)
 
