@@ -97,6 +97,8 @@ def parse_threshold(spec: str) -> Threshold:
 
 def check_thresholds(run: Run, thresholds: list[Threshold]) -> list[str]:
     """The failures (empty when every gated metric reaches its threshold); an unmatched gate is a usage error."""
+    from assay.report.table import tests_counts
+
     rows = run.metric_rows()
     failures: list[str] = []
     for t in thresholds:
@@ -105,7 +107,14 @@ def check_thresholds(run: Run, thresholds: list[Threshold]) -> list[str]:
             known = sorted({f"{r.task}/{r.metric},{r.filter}" for r in rows})
             raise UsageFailure(f"--fail-under {t.text}: no such metric in {run.name}; known: {', '.join(known)}")
         for r in matched:
-            if r.mean is None:
+            tests = r.entry.get("tests")
+            if isinstance(tests, dict):  # a `headline: tests` task is gated on what its headline shows
+                rate = tests.get("pass_rate")
+                if rate is None:
+                    failures.append(f"{r.key} has no pass rate (no test passed or failed) — threshold {t.value:g}")
+                elif rate < t.value:
+                    failures.append(f"{r.key} pass rate = {rate:.4f} < {t.value:g} ({tests_counts(tests)})")
+            elif r.mean is None:
                 failures.append(f"{r.key} has no value (every sample errored) — threshold {t.value:g}")
             elif r.mean < t.value:
                 hint = f" (scores run from 0 to 1: did you mean {t.value / 100:g}?)" if 1 < t.value <= 100 else ""

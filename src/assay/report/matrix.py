@@ -38,9 +38,15 @@ class Figure:
     p_value: float | None = None
     test: str | None = None
     verdict: str = ""  # "better" | "worse" | "" (not significant, or the baseline)
+    tests: dict[str, Any] | None = None  # a `headline: tests` task's passed / failed / errored and pass rate
 
     def text(self) -> str:
-        """``0.8000 [0.4902, 0.9433]``, with the errored samples when there are any."""
+        """``0.8000 [0.4902, 0.9433]``, with the errored samples when there are any; a `headline: tests` task's
+        cell leads with its tests (``1 passed · 2 failed · 0 errored``, the pass rate and its interval)."""
+        if self.tests is not None:
+            from assay.report.table import tests_cell
+
+            return tests_cell(self.tests)
         if self.mean is None:
             return "—" if not self.n_errored else f"— ({self.n_errored} errors)"
         out = f"{self.mean:.4f}" + (f" [{self.ci[0]:.4f}, {self.ci[1]:.4f}]" if self.ci else "")
@@ -202,6 +208,8 @@ def _metric_lines(runs: list[Run], comparisons: list[dict[tuple[str, str, str], 
             fig = Figure(
                 found.mean, found.ci or found.ci_bootstrap or found.ci_t, found.n_scored, found.n_total, found.n_errored
             )
+            if isinstance(found.entry.get("tests"), dict):
+                fig.tests = found.entry["tests"]
             comp: MetricComparison | None = comps.get(key)
             if comp is not None:
                 fig.diff, fig.diff_ci, fig.p_value, fig.test = comp.diff, comp.ci, comp.p_value, comp.test
