@@ -209,3 +209,18 @@ def test_one_node_process_serves_a_whole_run() -> None:
     verdicts = asyncio.run(run())
     assert all(v.passed for v in verdicts), [v.error or v.reason for v in verdicts if not v.passed][:3]
     assert evaluator.code.node.started == 1  # 150 JavaScript calls, one Node.js process
+
+
+def test_regex_keeps_javascripts_meaning() -> None:
+    checks = [
+        {"type": "regex", "value": r"c$"},  # JavaScript's $ is the very end: not before a final line break
+        {"type": "regex", "value": r"^\w+$"},  # \w is ASCII in JavaScript
+        {"type": "regex", "value": r"(?<w>ab)\k<w>"},  # named groups, JavaScript's spelling
+        {"type": "regex", "value": r"[\d.]+"},
+        {"type": "regex", "value": "(unclosed"},
+    ]
+    got = checks_of(judge(checks, "abc\n"))
+    assert [g[0] for g in got] == [False, False, False, False, False]
+    assert got[4][2].startswith("Invalid regex pattern:")
+    assert [g[0] for g in checks_of(judge(checks[2:4], "x abab 3.1"))] == [True, True]
+    assert checks_of(judge(checks[1:2], "é"))[0][0] is False

@@ -148,13 +148,38 @@ def starts_with(p: Params) -> dict[str, Any]:
     )
 
 
+_OUTSIDE = {"d": "[0-9]", "w": "[A-Za-z0-9_]", "D": "[^0-9]", "W": "[^A-Za-z0-9_]"}
+_INSIDE = {"d": "0-9", "w": "A-Za-z0-9_"}
+
+
 def js_regex(pattern: str) -> re.Pattern[str]:
-    """A JavaScript RegExp source compiled by Python: ``(?<name>`` and ``\\k<name>`` are spelled Python's way;
-    ``\\d`` and ``\\w`` stay ASCII as in JavaScript."""
-    source = re.sub(r"\(\?<(?![=!])", "(?P<", pattern)
-    source = re.sub(r"\\k<(\w+)>", r"(?P=\1)", source)
-    source = source.replace(r"\d", "[0-9]").replace(r"\w", "[A-Za-z0-9_]")
-    return re.compile(source.replace(r"\D", "[^0-9]").replace(r"\W", "[^A-Za-z0-9_]"))
+    """A JavaScript RegExp source (no flags) compiled by Python with JavaScript's meaning: ``\\d`` and ``\\w`` are
+    ASCII, ``$`` is the very end, ``(?<name>...)`` and ``\\k<name>`` are spelled Python's way."""
+    out: list[str] = []
+    i, in_class = 0, False
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            nxt = pattern[i + 1]
+            if nxt == "k" and (m := re.match(r"<(\w+)>", pattern[i + 2 :])):
+                out.append(f"(?P={m.group(1)})")
+                i += 2 + m.end()
+                continue
+            table = _INSIDE if in_class else _OUTSIDE
+            out.append(table.get(nxt, char + nxt))
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "$":
+            char = r"\Z"
+        elif pattern.startswith("(?<", i) and pattern[i + 3 : i + 4] not in ("=", "!"):
+            char, i = "(?P<", i + 2
+        out.append(char)
+        i += 1
+    return re.compile("".join(out))
 
 
 def regex(p: Params) -> dict[str, Any]:
