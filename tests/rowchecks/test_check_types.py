@@ -224,3 +224,14 @@ def test_regex_keeps_javascripts_meaning() -> None:
     assert got[4][2].startswith("Invalid regex pattern:")
     assert [g[0] for g in checks_of(judge(checks[2:4], "x abab 3.1"))] == [True, True]
     assert checks_of(judge(checks[1:2], "é"))[0][0] is False
+
+
+def test_a_copy_for_another_worker_starts_its_own_node() -> None:
+    import pickle
+
+    evaluator = RowChecks()
+    check = [{"type": "javascript", "value": "output === 'x'"}]
+    assert evaluator.evaluate("x", check).passed
+    copy = pickle.loads(pickle.dumps(evaluator))  # as a Ray worker gets it
+    assert copy == evaluator and copy.code is not evaluator.code
+    assert copy.evaluate("x", check).passed

@@ -105,6 +105,12 @@ class RowChecks(Evaluator):
         self._embedder: Evaluator | None = None
         self.graded_cache: dict[str, Any] = {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy (sent to a Ray worker) holds no judge, model or process: it builds its own when used."""
+        state = self.__dict__.copy()
+        state.update(_judges={}, _embedder=None, graded_cache={})
+        return state
+
     @property
     def opts(self) -> RowChecksOptions:
         assert isinstance(self.options, RowChecksOptions)

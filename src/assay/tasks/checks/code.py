@@ -51,6 +51,9 @@ class CodeRunner:
         self.node = NodeWorker(base_dir)
         self._modules: dict[tuple[Path, float], ModuleType] = {}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (CodeRunner, (self.base_dir,))  # a copy starts afresh: no process, no imported modules
+
     def path(self, name: str) -> Path:
         return (self.base_dir / name).resolve()
 

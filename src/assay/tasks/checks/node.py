@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 import shutil
 from pathlib import Path
@@ -32,9 +31,12 @@ class NodeWorker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
         self._reader: asyncio.Task[None] | None = None
-        self._ids = itertools.count(1)
+        self._next = 0
         self._lock: asyncio.Lock | None = None
         self.started = 0  # how many node processes this worker has started (measured in the tests)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (NodeWorker, (self.base_dir,))  # a copy (a Ray worker's) starts its own process when first used
 
     async def _ensure(self) -> asyncio.subprocess.Process:
         loop = asyncio.get_running_loop()
@@ -83,7 +85,8 @@ class NodeWorker:
         """Send one request and wait for its reply (``{ok, value, undef, type}``); raises NodeError on ``ok: false``."""
         proc = await self._ensure()
         assert proc.stdin is not None
-        rid = next(self._ids)
+        self._next += 1
+        rid = self._next
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
         proc.stdin.write(json.dumps({"id": rid, **message}, default=_jsonable).encode() + b"\n")
