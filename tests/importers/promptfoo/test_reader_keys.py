@@ -134,3 +134,14 @@ def test_ignored_keys_are_accepted(tmp_path: Path) -> None:
         "tests:\n  - vars: {a: 1}\n",
     )
     assert len(read_config(path).tests) == 1
+
+
+def test_the_docs_name_every_refused_key() -> None:
+    from assay.tasks.importers.promptfoo.keys import OPENAI_CONFIG
+
+    docs = Path(__file__).parents[3] / "docs" / "how-to" / "import-tasks.md"
+    section = docs.read_text().split("## promptfoo configs", 1)[1]
+    tables = {name: table for name, table in SECTIONS.items() if name != "commandLineOptions"}
+    refused = {key for table in [*tables.values(), OPENAI_CONFIG] for key, (d, _) in table.items() if d == REFUSED}
+    missing = sorted(key for key in refused if f"`{key}`" not in section)
+    assert not missing, f"refused keys the promptfoo section of the docs does not name: {missing}"

@@ -299,6 +299,7 @@ ENV_HONOURED = {
     "OPENAI_PRESENCE_PENALTY": "presence_penalty", "OPENAI_FREQUENCY_PENALTY": "frequency_penalty",
     "PROMPTFOO_DISABLE_VAR_EXPANSION": "list-valued vars are not expanded",
     "PROMPTFOO_CSV_DELIMITER": "the delimiter of CSV test files",
+    "PROMPTFOO_PROMPT_SEPARATOR": "the line that splits a prompt file (default ---)",
     "PROMPTFOO_DISABLE_TELEMETRY": "(nothing is sent by assay)",
     "PROMPTFOO_CACHE_ENABLED": "(assay's cache is its own)",
 }  # fmt: skip

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.errors import ConfigError
+from assay.tasks.importers.promptfoo.envs import render_env
 from assay.tasks.importers.promptfoo.files import CODE, FILE, Files, split_function, strip_file
 from assay.tasks.importers.promptfoo.keys import check_keys
 from assay.tasks.importers.promptfoo.where import At
@@ -84,7 +86,7 @@ def _process(spec: dict[str, Any], at: At, files: Files, separator: str) -> list
     if function is not None or path_spec.endswith(CODE):
         raise at.error(f"not supported by assay's promptfoo reader: a prompt function ({raw!r})")
     path = files.paths(path_spec, at)[0]
-    suffix, text = path.suffix.lower(), files.text(path, at)
+    suffix, text = path.suffix.lower(), render_env(files.text(path, at), files.env)  # nunjucks' env global
     if suffix == ".txt":
         parts: list[str] = []
         buffer: list[str] = []
@@ -113,9 +115,45 @@ def _process(spec: dict[str, Any], at: At, files: Files, separator: str) -> list
                     alias=label or _alias(path, k, len(lines)))
             for k, line in enumerate(lines)
         ]  # fmt: skip
+    if suffix == ".csv":
+        return _csv_prompts(path, text, label, spec.get("id"), config, at, files)
     if suffix in (".md", ".j2"):
         return [_prompt(text, label or f"{path}: {text[:50]}...", None, config, at, alias=label or path.name)]
     raise at.error(f"not supported by assay's promptfoo reader: a prompt file of type {suffix or '(none)'} ({raw!r})")
+
+
+def _csv_prompts(
+    path: Path, text: str, label: str | None, ident: str | None, config: Any, at: At, files: Files
+) -> list[Prompt]:
+    """promptfoo's processCsvPrompts: a ``prompt`` column (and ``label``), else one prompt a line."""
+    rows: list[tuple[str, str | None]] = []
+    delimiter = files.env.get("PROMPTFOO_CSV_DELIMITER", ",")
+    try:
+        if delimiter not in text:
+            raise ConfigError("one prompt a line")
+        rows = [
+            (r["prompt"].strip(), (r.get("label") or "").strip() or None)
+            for r in files.csv(text, path)
+            if (r.get("prompt") or "").strip()
+        ]
+    except ConfigError:
+        lines = [line for line in re.split(r"\r?\n", text) if line.strip()]
+        start = 1 if lines and lines[0].strip().lower() == "prompt" else 0
+        rows = [(line, None) for line in lines[start:]]
+    many = len(rows) > 1
+    used = {row_label for _, row_label in rows if row_label}
+    out = []
+    for k, (raw, row_label) in enumerate(rows):
+        name = row_label or (f"{label}: {raw}" if label and many else label or f"Prompt {k + 1} - {raw}")
+        if not row_label:
+            first, n = name, 1
+            while name in used:
+                name = f"{first} (row {k + 1}{'.' + str(n) if n > 1 else ''})"
+                n += 1
+            used.add(name)
+        row_id = f"{ident}:{k + 1}" if many and ident else ident
+        out.append(_prompt(raw, name, row_id, config, at, alias=row_label or _alias(path, k, len(rows))))
+    return out
 
 
 def _alias(path: Path, k: int, n: int) -> str:
