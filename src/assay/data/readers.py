@@ -17,6 +17,7 @@ from typing import Any
 from assay.data.lazy import JsonlRows
 from assay.data.spec import DatasetSpec
 from assay.errors import DataError
+from assay.jsonerror import same_error
 from assay.jsonfast import NOT_SURE, try_loads
 
 Row = dict[str, Any]
@@ -186,6 +187,7 @@ def jsonl_row(raw: bytes, lineno: int, name: str) -> Row | None:
     try:
         obj = json.loads(line)
     except json.JSONDecodeError as err:
+        err = same_error(err)  # worded as on Python 3.13+, whichever runs
         raise DataError(f"{name}:{lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
     if type(obj) is not dict:
         raise DataError(f"{name}:{lineno}: expected a JSON object on each line, got {_kind(obj)}")
@@ -203,6 +205,7 @@ def parse_jsonl(text: str, name: str) -> tuple[list[Row], list[int]]:
         try:
             obj = loads(line)
         except json.JSONDecodeError as err:
+            err = same_error(err)  # worded as on Python 3.13+, whichever runs
             raise DataError(f"{name}:{lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
         if type(obj) is not dict:
             raise DataError(f"{name}:{lineno}: expected a JSON object on each line, got {_kind(obj)}")
@@ -251,6 +254,7 @@ def parse_json(text: str, name: str) -> list[Row]:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
+        err = same_error(err)  # worded as on Python 3.13+, whichever runs
         raise DataError(f"{name}:{err.lineno}: invalid JSON: {err.msg} (column {err.colno})") from None
     where = ""
     if isinstance(doc, dict):

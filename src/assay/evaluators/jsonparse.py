@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from assay.errors import EvaluationInputError
+from assay.jsonerror import same_error
 
 Path = tuple[str | int, ...]
 
@@ -74,6 +75,7 @@ def extract_json(text: str, *, extract: Extract = "anywhere", prefer: type | Non
 
 def _describe(err: BaseException) -> str:
     if isinstance(err, json.JSONDecodeError):
+        err = same_error(err)  # a verdict's reason is the same whichever Python scored it
         return f"{err.msg} at line {err.lineno} column {err.colno}"
     if isinstance(err, RecursionError):
         return "nested too deeply"
