@@ -55,12 +55,12 @@ def _rows(config: PromptfooConfig) -> tuple[list[dict[str, Any]], list[tuple[str
                     )
                 )
                 raise test.at.error(f"var {name!r}: {where}")
-        row: dict[str, Any] = {**plain(test.vars), ID: f"test-{i + 1}", CHECKS: plain(test.checks)}
+        row: dict[str, Any] = {**test.vars, ID: f"test-{i + 1}", CHECKS: test.checks}  # plain data (expand)
         if test.threshold is not None:
             row[THRESHOLD] = test.threshold
         row[DESCRIPTION] = test.description or ""
-        row[OPTIONS] = plain(test.options)
-        row[METADATA] = plain(test.metadata)
+        row[OPTIONS] = test.options
+        row[METADATA] = test.metadata
         pair = (str(test.options.get("prefix") or ""), str(test.options.get("suffix") or ""))
         row[AFFIX] = pairs.setdefault(pair, len(pairs))
         rows.append(row)

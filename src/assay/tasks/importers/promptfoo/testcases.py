@@ -16,7 +16,7 @@ from typing import Any
 from assay.tasks.importers.promptfoo.files import CODE, FILE, Files, strip_file
 from assay.tasks.importers.promptfoo.testfiles import RawTest, json_dump
 from assay.tasks.importers.promptfoo.where import At
-from assay.tasks.importers.promptfoo.yaml12 import LineDict, LineList, load_yaml12, place
+from assay.tasks.importers.promptfoo.yaml12 import LineDict, LineList, load_yaml12, place, plain
 
 MAX_TESTS = 100_000
 _MEDIA = (".pdf", ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".tif", ".tiff", ".ico", ".avif", ".heic",
@@ -178,27 +178,38 @@ def check_count(prepared: list[Prepared], max_tests: int, at: At) -> int:
 
 
 def expand(p: Prepared, files: Files) -> list[TestCase]:
-    """One TestCase per combination of the test's var values (the first var varies slowest, as promptfoo's)."""
+    """One TestCase per combination of the test's var values (the first var varies slowest, as promptfoo's); the
+    combinations of one test share its (plain) assertions, options and metadata."""
     m = p.merged
     names = list(p.values)
     loaded: dict[str, Any] = {}
-    out = []
-    for combo in itertools.product(*(p.values[n] for n in names)):
-        values = {}
-        for name, value in zip(names, combo, strict=True):
+    columns = []
+    for name in names:  # each var's values, file:// ones read once
+        column = []
+        for value in p.values[name]:
             if isinstance(value, str) and value.startswith(FILE):
                 if value not in loaded:
                     loaded[value] = _var_file(value, files, p.at)
                 value = loaded[value]
-            values[name] = value
+            column.append(plain(value))
+        columns.append(column)
+    resolve = any(isinstance(v, str) and ("{{" in v or v.endswith("\n")) for column in columns for v in column)
+    checks, options, metadata = (
+        plain(m.get("assert") or []),
+        plain(m.get("options") or {}),
+        plain(m.get("metadata") or {}),
+    )
+    out = []
+    for combo in itertools.product(*columns):
+        values = dict(zip(names, combo, strict=True))
         out.append(
             TestCase(
-                vars=resolve_vars(values),
-                checks=m.get("assert") or [],
+                vars=resolve_vars(values) if resolve else values,
+                checks=checks,
                 description=m.get("description"),
                 threshold=m.get("threshold"),
-                options=m.get("options") or {},
-                metadata=m.get("metadata") or {},
+                options=options,
+                metadata=metadata,
                 prompts=m.get("prompts"),
                 at=p.at,
             )
@@ -211,8 +222,6 @@ def _var_file(ref: str, files: Files, at: At) -> str:
     path = files.paths(ref, at)[0]
     text = files.text(path, at)
     if path.suffix.lower() in (".yaml", ".yml"):
-        from assay.tasks.importers.promptfoo.yaml12 import plain
-
         return json_dump(plain(load_yaml12(text, str(path))))
     return text.strip()
 
