@@ -186,3 +186,9 @@ def test_what_assay_cannot_do_is_refused_where_it_is_written(tmp_path: Path, tex
 def test_a_config_without_tests_runs_defaultTest_once(tmp_path: Path) -> None:
     path = write(tmp_path, "prompts: ['{{a}}']\nproviders: [echo]\ndefaultTest: {vars: {a: 1}}\n")
     assert [t.vars for t in read_config(path).tests] == [{"a": 1}]  # promptfoo's [{}] when there are no tests
+
+
+def test_a_config_without_prompts_has_promptfoos_default_prompt(tmp_path: Path) -> None:
+    path = write(tmp_path, "providers: [echo]\ntests:\n  - vars: {prompt: Hello there}\n")
+    (task,) = load_promptfoo(path)
+    assert [task._render(s)[-1]["content"] for s in task.samples()] == ["Hello there"]

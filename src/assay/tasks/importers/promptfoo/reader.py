@@ -94,8 +94,9 @@ def read_config(path: str | Path, *, max_tests: int | None = None) -> PromptfooC
         )
     checker = Checker(files, lambda provider, where: check_grader(provider, where, env, files))
     default, default_at = _default_test(raw, at, files)
-    prompts = read_prompts(raw.get("prompts"), at.key(raw, "prompts"), files, env.get("PROMPTFOO_PROMPT_SEPARATOR")
-                           or "---")  # fmt: skip
+    separator = env.get("PROMPTFOO_PROMPT_SEPARATOR") or "---"
+    # promptfoo's readConfig: a config without prompts has the one prompt '{{prompt}}' (a var of each test)
+    prompts = read_prompts(raw.get("prompts", ["{{prompt}}"]), at.key(raw, "prompts"), files, separator)
     if providers_key not in raw:
         raise at.error("a promptfoo config needs providers (or targets): promptfoo refuses one without them too")
     providers = read_providers(raw[providers_key], at.key(raw, providers_key), env, files)
