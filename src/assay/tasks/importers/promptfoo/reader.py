@@ -94,6 +94,9 @@ def read_config(path: str | Path, *, max_tests: int | None = None) -> PromptfooC
         )
     checker = Checker(files, lambda provider, where: check_grader(provider, where, env, files))
     default, default_at = _default_test(raw, at, files)
+    for key, check in (("options", checker.options), ("assert", checker.assertions)):  # once, named as defaultTest's
+        if default.get(key) is not None:
+            default[key] = check(default[key], default_at.key(default, key))
     separator = env.get("PROMPTFOO_PROMPT_SEPARATOR") or "---"
     # promptfoo's readConfig: a config without prompts has the one prompt '{{prompt}}' (a var of each test)
     prompts = read_prompts(raw.get("prompts", ["{{prompt}}"]), at.key(raw, "prompts"), files, separator)
