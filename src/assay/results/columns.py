@@ -148,61 +148,6 @@ def _scan_once(
     return ScanResult(out, state.unknown), False
 
 
-@dataclass
-class ScanPartial:
-    """What a pass over some of the records gathered, columns not yet finished: partials of consecutive runs of
-    records merge, in order, into what one pass over them all builds (:func:`merge_partials`)."""
-
-    accs: dict[str, TaskAcc]
-    unknown: dict[str, int]
-    seq: int  # records of known tasks passed
-    declared: bool  # every filter and metric found was declared in run.json (else the partial cannot merge)
-
-
-def scan_partial(
-    manifest: RunManifest,
-    source: RecordSource,
-    *,
-    error_policy: str,
-    repeat_reduction: str = "mean",
-    reductions: dict[str, str] | None = None,
-    cluster_key: str | None = None,
-    observers: Sequence[Callable[[RecordDict], None]] = (),
-    sample_logs: SampleLogSink | None = None,
-) -> ScanPartial:
-    """One pass over some records (e.g. a range of ``samples.jsonl``, in another process) as :func:`scan` makes it."""
-    filters = {info.name: _declared_keys(info)[0] for info in manifest.tasks}
-    metrics = {info.name: _declared_keys(info)[1] for info in manifest.tasks}
-    accs = _new_accs(manifest, filters, metrics, False, cluster_key)
-    state = _ScanState(error_policy == "as_zero", repeat_reduction, reductions or {}, cluster_key, False, sample_logs)
-    with gc_paused():
-        _feed(source, state, observers, accs, filters, metrics)
-    declared = not state.grown and all((filters[i.name], metrics[i.name]) == _declared_keys(i) for i in manifest.tasks)
-    for acc in accs.values():
-        acc.plan = None  # refers to the columns: not needed past the pass
-    return ScanPartial(accs, state.unknown, state.seq, declared)
-
-
-def merge_partials(partials: Sequence[ScanPartial], positions: Sequence[int]) -> ScanResult | None:
-    """The columns one pass over the partials' records, in order, would build; ``positions[i]``: how many
-    positions the sources before partial ``i`` yielded. None when a partial cannot be merged exactly (a metric
-    run.json does not declare, more distinct error messages than are counted one by one): scan serially."""
-    if not partials or not all(p.declared for p in partials):
-        return None
-    first = partials[0]
-    unknown = dict(first.unknown)
-    seq = first.seq
-    for partial, pos_offset in zip(partials[1:], positions[1:], strict=True):
-        for name, acc in first.accs.items():
-            if not acc.merge(partial.accs[name], seq, pos_offset):
-                return None
-        for task, n in partial.unknown.items():
-            unknown[task] = unknown.get(task, 0) + n
-        seq += partial.seq
-        partial.accs = {}  # merged: its arrays can go (the merge holds about one copy of the columns, not two)
-    return ScanResult({name: finish_task(acc) for name, acc in first.accs.items()}, unknown)
-
-
 def _feed(
     source: RecordSource,
     state: _ScanState,

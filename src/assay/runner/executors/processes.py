@@ -36,7 +36,7 @@ from assay.forking import (  # re-exported: they used to live here
 )
 from assay.gcpause import gc_paused
 from assay.runner.executors.shards import OfflineShard, Scored, scored
-from assay.runner.offline import OfflineScheduler, answer_all, encode, first_errors, score_records
+from assay.runner.offline import OfflineScheduler, answer_all, first_errors, score_records
 from assay.runner.pending import PendingWork, runs, tasks_of
 from assay.runner.scheduler import WorkerLost
 from assay.store.rundir import CHUNKS_PREFIX
@@ -53,7 +53,6 @@ __all__ = [
 
 if TYPE_CHECKING:
     from assay.models.predictions import PredictionsModel
-    from assay.results.scanahead import ChunkScan, ScanAhead
     from assay.runner.scheduler import RunStats
     from assay.tasks import Sample, Task
 
@@ -80,7 +79,6 @@ class _Inherited:
     max_response_chars: int | None
     work: PendingWork | None = None  # a predictions run's samples, which a worker reads itself from positions
     spool: str | None = None  # a folder where workers leave a chunk's encoded lines, for the writer to copy
-    ahead: ScanAhead | None = None  # the results scan of each chunk is made by the worker that scored it
 
 
 _INHERITED: _Inherited | None = None
@@ -95,10 +93,9 @@ class Done(NamedTuple):
     requests: int
     sample_ids: list[str] | None = None
     spool: str | None = None  # the file holding the encoded lines (then not in ``scored``), for the writer to copy
-    ahead: ChunkScan | None = None  # the chunk's results scan (a predictions run scanned ahead)
 
 
-def _score_in_worker(task_name: str, items: Any, started_at: float, source: str | None, before: int = 0) -> Done:
+def _score_in_worker(task_name: str, items: Any, started_at: float, source: str | None) -> Done:
     """Score one chunk in a worker: a predictions run's samples (answered here, from the inherited predictions
     index), given as themselves or as (part, positions) in the inherited pending work; or a re-score's logged
     lines of the samples file ``source``.
@@ -107,10 +104,10 @@ def _score_in_worker(task_name: str, items: Any, started_at: float, source: str 
     returning) before it is on again: the allocations counted meanwhile set off a collection at once, which
     would otherwise walk every record of the chunk still alive (a tenth of a worker's time at 1M samples)."""
     with gc_paused():
-        return _score_chunk(task_name, items, started_at, source, before)
+        return _score_chunk(task_name, items, started_at, source)
 
 
-def _score_chunk(task_name: str, items: Any, started_at: float, source: str | None, before: int) -> Done:
+def _score_chunk(task_name: str, items: Any, started_at: float, source: str | None) -> Done:
     """:func:`_score_in_worker`'s work, with the GC off."""
     from assay.runner.rescore import answered_from_line
 
@@ -136,14 +133,11 @@ def _score_chunk(task_name: str, items: Any, started_at: float, source: str | No
             max_response_chars=state.max_response_chars,
         )
     )
-    lines, ahead = None, None
-    if state.ahead is not None and not source:
-        lines, ahead = state.ahead.encode_and_scan(records, encode, before)
-    done = scored(records, lines)
+    done = scored(records)
     spool = _spooled(state.spool, done.lines) if state.spool is not None and done.lines else None
     if spool is not None:
         done = done._replace(lines=[])
-    return Done(done, first_errors(answered), requests, sample_ids, spool, ahead)
+    return Done(done, first_errors(answered), requests, sample_ids, spool)
 
 
 def _spooled(folder: str, lines: list[bytes]) -> str | None:
@@ -184,11 +178,10 @@ class ProcessPool:
         max_response_chars: int | None = None,
         work: PendingWork | None = None,
         spool: str | None = None,
-        ahead: ScanAhead | None = None,
     ) -> None:
         self.processes = processes
         tasks_by_name = {task.name: task for task in tasks}
-        self.inherited = _Inherited(tasks_by_name, model, max_response_chars, work, spool, ahead)
+        self.inherited = _Inherited(tasks_by_name, model, max_response_chars, work, spool)
         self._pool: ProcessPoolExecutor | None = None
         self._froze = False
 
@@ -230,7 +223,7 @@ class ProcessPool:
             for chunk in chunks:
                 try:
                     job: Future[Done] = pool.submit(
-                        _score_in_worker, chunk.task.name, chunk.items, chunk.started_at, chunk.source, chunk.before
+                        _score_in_worker, chunk.task.name, chunk.items, chunk.started_at, chunk.source
                     )
                 except BrokenProcessPool:  # a worker died since the last chunk was taken: the chunks sent are
                     while pending:  # taken in order, up to the one it was scoring, which says so
@@ -244,10 +237,6 @@ class ProcessPool:
         finally:
             for _, waiting in pending:
                 waiting.cancel()
-                if waiting.done() and not waiting.cancelled() and waiting.exception() is None:
-                    part = waiting.result().ahead  # scored, never written: its sample-log spools go
-                    if part is not None:
-                        part.delete()
 
 
 async def _take(
@@ -294,7 +283,6 @@ class ProcessOfflineExecutor(OfflineScheduler):
                 max_response_chars=self.config.max_response_chars,
                 work=pending,
                 spool=spool,
-                ahead=self.scan_ahead,
             ) as pool:
                 chunks: Iterator[OfflineShard]
                 if pending is not None:  # the workers read the samples: this process never makes them
@@ -304,7 +292,7 @@ class ProcessOfflineExecutor(OfflineScheduler):
                     )
                 else:
                     chunks = (OfflineShard(task, samples, time.time()) for task, samples in runs(work, self.chunk_size))
-                await pool.score(self._counted(chunks), self._write)
+                await pool.score(chunks, self._write)
             self._check_error_rate(final=True)
         finally:
             if spool is not None:
@@ -312,20 +300,10 @@ class ProcessOfflineExecutor(OfflineScheduler):
             self.stats.seconds = time.perf_counter() - started
         return self.stats
 
-    def _counted(self, chunks: Iterator[OfflineShard]) -> Iterator[OfflineShard]:
-        """The chunks, each told how many records of its task were handed out before it (for the scan ahead)."""
-        ahead = self.scan_ahead
-        for chunk in chunks:
-            if ahead is not None:
-                items: Any = chunk.items
-                size = len(items.positions) if isinstance(items, Positions) else len(items)
-                chunk.before = ahead.reserve(chunk.task.name, size)
-            yield chunk
-
     def _write(self, chunk: OfflineShard, done: Done) -> None:
         self.stats.requests += done.requests
         ids = done.sample_ids if done.sample_ids is not None else [sample.id for sample in chunk.items]
-        self.write_scored(chunk.task.name, ids, done.model_errors, done.scored, spool=done.spool, ahead=done.ahead)
+        self.write_scored(chunk.task.name, ids, done.model_errors, done.scored, spool=done.spool)
 
 
 def _spool_folder(run_dir: Path) -> str | None:
