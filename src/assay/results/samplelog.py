@@ -4,20 +4,18 @@ Each record's lines (one per filter) are encoded as the scan passes it and appen
 filter in the run folder; once the results are computed the spools become the sample logs in doc_id order: renamed
 into place when the records were written in that order (the usual case), else copied line by line in that order.
 The bytes are exactly ``json.dumps(schema.sample_log_line_raw(...), ensure_ascii=False)``: a line is put together
-from its values encoded by the same C encoder, each value once per record whatever the number of filters (a
-filtered response equal to the response is not escaped twice), and the doc hashed without Python's slow indenting
-encoder.
+from its values encoded by json's encoder, each value once per record whatever the number of filters (a filtered
+response equal to the response is not escaped twice), and a flat doc hashed from the same encoded items (Python's
+indenting encoder costs 12 µs a doc).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 from array import array
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from hashlib import sha256
 from json.encoder import encode_basestring
 from pathlib import Path
@@ -25,35 +23,10 @@ from typing import IO, Any
 
 import numpy as np
 
-from assay.atomicfile import file_mode, kernel_copy
+from assay.atomicfile import file_mode
 from assay.results import schema
 
-
-def _encoder(**options: Any) -> Callable[[Any], str]:
-    """``json.JSONEncoder(**options).encode`` with its C encoder built once, not at every call as ``encode`` does
-    (the same bytes: it is the encoder ``json.dumps`` uses; no cycle check, as parsed JSON has no cycles)."""
-    encoder = json.JSONEncoder(**options)
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None or encoder.ensure_ascii or encoder.indent is not None:
-        return encoder.encode
-    try:  # the arguments JSONEncoder.iterencode passes (CPython 3.11-3.13)
-        c_encode = make(
-            None,
-            encoder.default,
-            encode_basestring,
-            None,
-            encoder.key_separator,
-            encoder.item_separator,
-            False,
-            False,
-            encoder.allow_nan,
-        )
-    except TypeError:  # another interpreter's C encoder: the ordinary, slower path
-        return encoder.encode
-    return lambda value: "".join(c_encode(value, 0))
-
-
-_VALUE = _encoder(ensure_ascii=False, allow_nan=False)  # json.dumps(line, ensure_ascii=False, allow_nan=False)
+_VALUE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode  # json.dumps(v, ensure_ascii=False, ...)
 _SPOOL_BLOCK = 1 << 16  # a task's lines are appended to its spools once they hold this many bytes (memory is
 # bounded by tasks x this, and no spool file stays open)
 _READ_MAX = 1 << 20  # bytes of adjacent lines read at once when reordering (the transient buffer it costs)
@@ -189,31 +162,6 @@ class _TaskSpool:
                 pending.clear()
         self.pending_bytes = 0
 
-    def detach(self) -> SpoolFiles:
-        """This spool's files, written out, handed to the caller (who must adopt or delete them); it forgets them."""
-        self._flush()
-        files = SpoolFiles(self.filters, list(self.paths), self.doc_ids)
-        self.paths, self.pending, self.filters, self.doc_ids = [], [], None, array("q")
-        return files
-
-    def adopt(self, later: SpoolFiles) -> bool:
-        """Append the lines of ``later`` (a spool of the records after this one's), taking its files over; False
-        (the files left to the caller) when its filters differ."""
-        if later.filters is None:  # no records
-            return True
-        if self.filters is None:
-            self.filters, self.paths, self.pending = list(later.filters), list(later.paths), [[] for _ in later.filters]
-        elif later.filters != self.filters:
-            return False
-        else:
-            self._flush()
-            for mine, theirs in zip(self.paths, later.paths, strict=False):
-                _append_file(mine, theirs)
-                theirs.unlink()
-        self.doc_ids.extend(later.doc_ids)
-        later.paths = []  # this spool's now
-        return True
-
     def commit(self) -> None:
         """Make the spools ``samples_<task>.jsonl`` in doc_id order (atomically: complete or not at all)."""
         final = self.root / self.filename
@@ -279,33 +227,6 @@ class _TaskSpool:
         self.doc_ids = array("q")
 
 
-@dataclass
-class SpoolFiles:
-    """A task's spooled sample-log lines handed between processes: its filters (None: no record), a file per
-    filter, and the doc_ids of its records in the order spooled."""
-
-    filters: list[str] | None
-    paths: list[Path]
-    doc_ids: array[int]
-
-    def delete(self) -> None:
-        for path in self.paths:
-            path.unlink(missing_ok=True)
-
-
-def _append_file(dst: Path, src: Path) -> None:
-    """Append the bytes of ``src`` to ``dst``: in the kernel where it can, the rest through a buffer."""
-    with open(src, "rb") as fin:
-        size = os.fstat(fin.fileno()).st_size
-        at = dst.stat().st_size
-        done = kernel_copy(fin.fileno(), dst, size, at)
-        if done < size:
-            fin.seek(done)
-            with open(dst, "r+b") as fout:
-                fout.seek(at + done)
-                shutil.copyfileobj(fin, fout, 1 << 22)
-
-
 def _line_ends(src: IO[bytes]) -> Any:
     """The offset just past each newline of the file ``src``, read a block at a time (memory stays flat: a block
     and its mask are the transient cost, 2 MiB at ``_LINE_BLOCK``; 16 MiB blocks made it 33 MB)."""
@@ -343,15 +264,6 @@ class SampleLogSpool:
 
     def add(self, task: str, rec: dict[str, Any], per_filter: list[tuple[str, list[tuple[str, float]]]]) -> None:
         self.tasks[task].add(rec, per_filter)
-
-    def detach(self) -> dict[str, SpoolFiles]:
-        """Every task's spooled files, handed to the caller (see :meth:`_TaskSpool.detach`)."""
-        return {name: spool.detach() for name, spool in self.tasks.items()}
-
-    def adopt(self, later: dict[str, SpoolFiles]) -> bool:
-        """Append the spools of the records after this one's (as :meth:`detach` gave them), taking their files
-        over; False when they cannot be appended (different filters): the caller deletes what is left."""
-        return all(self.tasks[name].adopt(files) for name, files in later.items())
 
     def commit(self) -> None:
         """Write every task's ``samples_<task>.jsonl`` (an empty file for a task without records)."""
