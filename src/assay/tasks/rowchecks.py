@@ -16,7 +16,7 @@ model's output reaches them only as the data value ``output``, never as code.
 from __future__ import annotations
 
 import asyncio
-import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -101,14 +101,13 @@ class RowChecks(Evaluator):
     def setup(self) -> None:
         o = self.opts
         self.code = CodeRunner(Path(o.base_dir).resolve() if o.base_dir else Path.cwd())
-        self._judges: dict[str, Evaluator] = {}
         self._embedder: Evaluator | None = None
         self.graded_cache: dict[str, Any] = {}
 
     def __getstate__(self) -> dict[str, Any]:
         """A copy (sent to a Ray worker) holds no judge, model or process: it builds its own when used."""
         state = self.__dict__.copy()
-        state.update(_judges={}, _embedder=None, graded_cache={})
+        state.update(_embedder=None, graded_cache={})
         return state
 
     @property
@@ -236,25 +235,16 @@ class RowChecks(Evaluator):
         fields = {f.name for f in dataclasses.fields(GradedContext)}
         return GradedContext(**{k: v for k, v in known.items() if k in fields})
 
-    async def rubric(self, check: Mapping[str, Any], output: str, row: Row) -> Verdict:
-        """llm-rubric by assay's llm_judge (until the model-graded family module is there)."""
-        judge = check.get("provider") or (row.options.get("provider")) or self.opts.judge
-        if judge is None:
-            raise CheckError("llm-rubric needs a judge model: set row_checks' 'judge' option")
-        kind = str(check.get("type"))
-        key = json.dumps([judge, str(check.get("value", ""))], sort_keys=True, default=str)
-        evaluator = self._judges.get(key)
-        if evaluator is None:
-            config = {"name": "llm_judge", "criteria": str(check.get("value", "")), "model": judge}
-            evaluator = self._judges[key] = Evaluator.from_config(config)
-        verdict = await evaluator.aevaluate(output, None, context={"prompt": row.prompt, "doc": row.vars})
-        if kind.startswith("not-") and not verdict.is_error:
-            verdict = Verdict(1.0 - verdict.score, not verdict.passed, verdict.reason, verdict.details)
-        return verdict
+    def use_run_cache(self, enabled: bool, path: str | os.PathLike[str] | None = None) -> None:
+        """Follow the run's response-cache switch for the model-graded checks' judge calls (as every judge does)."""
+        from assay.tasks.checks.graded import use_run_cache
+
+        use_run_cache(self.graded_cache, enabled, path)
 
     async def aclose(self) -> None:
-        for evaluator in self._judges.values():
-            await evaluator.aclose()
+        from assay.tasks.checks.graded import aclose_graded
+
+        await aclose_graded(self.graded_cache)
         await self.code.aclose()
 
 
@@ -268,6 +258,8 @@ def _verdict(outcome: dict[str, Any], threshold: Any) -> Verdict:
         "named_scores": outcome.get("namedScores") or {},
         "promptfoo_score": raw,
     }
+    if outcome.get("judges"):
+        details["judges"] = outcome["judges"]
     score = min(1.0, max(0.0, raw))
     passed = bool(outcome["pass"])
     reason = str(outcome.get("reason") or "")

@@ -26,10 +26,15 @@ REPLIES = {
 }
 
 
+def _grading(request: dict[str, Any]) -> bool:
+    """A request of promptfoo's llm-rubric grader."""
+    return any("grading output according to a user-specified rubric" in str(m["content"]) for m in request["messages"])
+
+
 def reply(request: dict[str, Any]) -> str:
     text = request["messages"][-1]["content"]
-    if "## The response to evaluate" in text:  # the llm-rubric judge
-        return json.dumps({"explanation": "spoken like a pirate", "label": "pass"})
+    if _grading(request):
+        return json.dumps({"reason": "spoken like a pirate", "pass": True, "score": 1})  # promptfoo's llm-rubric grader
     return REPLIES[text.split(": ", 1)[1]]
 
 
@@ -53,14 +58,17 @@ def test_simple_test_runs_unchanged_with_every_figure_right(tmp_path: Path) -> N
         requests = server.requests
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]
-    prompts = [r["messages"][-1]["content"] for r in requests if "## The response" not in r["messages"][-1]["content"]]
+    prompts = [r["messages"][-1]["content"] for r in requests if not _grading(r)]
     assert "Rephrase this from English to Pirate: Yes" in prompts
     assert "Pretend you're a pirate and speak these words: Yes" in prompts and len(prompts) == 10
     assert all(r["model"] == "gpt-4.1-mini" for r in requests)
 
     cosine = get("semantic_similarity").evaluate(HELLO, "Ahoy, world").score  # by hand, the same local model
     assert cosine >= 0.75  # promptfoo's default threshold for similar
-    rows = [1.0, 1.0, 1.0, (1.0 + 1.0 + cosine) / 3, 1.0]
+    # promptfoo's rule: a python check's number is its score as returned (12), so test 4's weighted mean is
+    # (1 + 12 + cosine) / 3 (kept as details.promptfoo_score) and its verdict's score is that clipped to 1
+    promptfoo_score = (1.0 + 12.0 + cosine) / 3
+    rows = [1.0, 1.0, 1.0, 1.0, 1.0]
     results = json.loads((run_dir / "results.json").read_text())
     tasks = results["assay"]["tasks"]
     assert sorted(tasks) == ["simple-test.prompt-1", "simple-test.prompt-2"]
@@ -77,6 +85,7 @@ def test_simple_test_runs_unchanged_with_every_figure_right(tmp_path: Path) -> N
     by_id = {r["sample_id"]: r["filters"]["none"]["verdicts"]["row_checks"][0] for r in records}
     hello = by_id["test-4"]["details"]["checks"]
     assert [c["type"] for c in hello] == ["javascript", "python", "similar"]
-    assert hello[1]["value"] == 12 and hello[1]["passed"]  # on its own scale, not refused
+    assert hello[1]["score"] == 12 and hello[1]["passed"]  # on its own scale, not refused
+    assert by_id["test-4"]["details"]["promptfoo_score"] == pytest.approx(promptfoo_score)
     assert [c["type"] for c in by_id["test-5"]["details"]["checks"]] == ["llm-rubric", "icontains"]  # $ref spliced
     assert records[0]["metadata"]["description"] == "Check for exact match"

@@ -132,24 +132,25 @@ def value_context(assertion: Mapping[str, Any], row: Row) -> dict[str, Any]:
 
 
 async def graded(params: Params) -> dict[str, Any]:
-    """A model-graded assertion: :func:`assay.tasks.checks.graded.judge_graded`, or (before that module exists)
-    llm-rubric by assay's ``llm_judge``."""
+    """A model-graded assertion, judged by :func:`assay.tasks.checks.graded.judge_graded`."""
     row = params.row
     check = {**params.assertion, "value": params.value}
     variables = row.vars
     if params.assertion.get("contextTransform"):
         variables = {**row.vars, "context": await context_transform(params.assertion["contextTransform"], row)}
-    try:
-        from assay.tasks.checks.graded import judge_graded
-    except ImportError:
-        verdict = await row.services.rubric(check, params.text, row)
-    else:
-        ctx = row.services.graded_context(row, variables)
-        verdict = await judge_graded(str(params.assertion["type"]), check, params.text, ctx)
+    from assay.tasks.checks.graded import judge_graded
+
+    ctx = row.services.graded_context(row, variables)
+    verdict = await judge_graded(str(params.assertion["type"]), check, params.text, ctx)
     if verdict.is_error:
         raise CheckError(str(verdict.error))
-    reason = verdict.reason or ("Assertion passed" if verdict.passed else "Assertion failed")
-    return {"pass": verdict.passed, "score": verdict.score, "reason": reason, **_named(verdict.details)}
+    details = verdict.details if isinstance(verdict.details, Mapping) else {}
+    reason = details.get("reason") or verdict.reason or ("Assertion passed" if verdict.passed else "Assertion failed")
+    out = {"pass": verdict.passed, "score": verdict.score, "reason": str(reason), **_named(details)}
+    calls = details.get("judges")  # the grader's requests, counted with the row's verdict like any judge's
+    if isinstance(calls, list) and calls:
+        out["judges"] = list(calls)
+    return out
 
 
 async def context_transform(code: Any, row: Row) -> Any:
@@ -255,6 +256,9 @@ async def run_assertions(checks: Sequence[Mapping[str, Any]], row: Row, output: 
         entries[i] = _entry(check, outcome, metric) | {"checks": entries.get(i, {}).get("checks", [])}
     final = main.outcome()
     final["checks"] = [entries[i] for i in sorted(entries)]
+    calls = [call for outcome in outcomes for call in outcome.get("judges") or ()]
+    if calls:  # every grader request of the test, so the run counts its judge usage
+        final["judges"] = calls
     return final
 
 
