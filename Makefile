@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 export NO_MKDOCS_2_WARNING := 1
 export DISABLE_MKDOCS_2_WARNING := true
 
-.PHONY: demo test lint typecheck docs pytest bench clean browser sandbox
+.PHONY: demo test test-pythons lint typecheck docs pytest bench clean browser sandbox node
 
 # The demo needs the core alone (no extra): a quick install on a fresh machine.
 $(CORE): pyproject.toml
@@ -59,13 +59,33 @@ sandbox:
 	  else echo "note: bwrap is missing, so code_exec cannot run and its tests will be skipped"; fi; \
 	fi
 
-pytest: $(STAMP) browser sandbox
-	$(BIN)/pytest -q
+# promptfoo's javascript checks and transforms run on Node.js, and its is-sql on the npm package node-sql-parser
+# (the version promptfoo 0.123.1 installs), put in build/node and found through NODE_PATH; Debian's nodejs/npm are
+# installed when missing and root.
+NODE_MODULES := build/node/node_modules
+node:
+	@if ! command -v node >/dev/null || ! command -v npm >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian's nodejs and npm for promptfoo's javascript checks"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; \
+	  else echo "note: node/npm are missing, so javascript checks and their tests will be skipped"; fi; \
+	fi
+	@if command -v npm >/dev/null && [ ! -d $(NODE_MODULES)/node-sql-parser ]; then \
+	  npm install --silent --no-audit --no-fund --prefix build/node node-sql-parser@5.4.0 >/dev/null; fi
+
+pytest: $(STAMP) browser sandbox node
+	NODE_PATH=$(CURDIR)/$(NODE_MODULES) $(BIN)/pytest -q
 
 test: lint typecheck docs pytest
+
+# The version-sensitive tests (the sandbox's Python, the wire codec, results fixtures' figures, JSON error wording)
+# on every Python 3.12 and 3.13 on this machine (pyenv's or python3.X on PATH), each in build/pythons/3.X without
+# the torch extras; with none, it says so and passes. `PYTHONS="3.13" make test-pythons` picks versions.
+test-pythons: sandbox
+	bash .ci/test-pythons
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build/site
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build/site build/pythons
