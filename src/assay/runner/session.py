@@ -95,6 +95,15 @@ def share_run_cache(tasks: list[Task], enabled: bool, path: Path | None) -> None
                 use(enabled, path)
 
 
+def share_run_prices(tasks: list[Task], prices: dict[str, dict[str, float]] | None) -> None:
+    """Hand the run's price table (``--prices``) to the evaluators that judge cost (promptfoo's ``cost`` check)."""
+    for task in tasks:
+        for metric in task.metrics:
+            use = getattr(metric.evaluator, "use_run_prices", None)
+            if callable(use):
+                use(prices or {})
+
+
 async def close_evaluators(tasks: list[Task]) -> None:
     """Release what the tasks' evaluators hold (judge connections)."""
     for task in tasks:
@@ -322,6 +331,7 @@ async def _execute(
     if resumed.retry and run_dir is not None:
         drop_samples(run_dir, resumed.retry)  # after every check: the error records are replaced by the new answers
     settings, cache = _open_cache(tasks, settings)
+    share_run_prices(tasks, settings.prices)
 
     if run_dir is None:
         run_dir = new_run_dir(settings.output_dir, tasks, settings.name)

@@ -125,7 +125,12 @@ class RowChecks(Evaluator):
 
     @property
     def prices(self) -> dict[str, dict[str, float]] | None:
-        return self.opts.prices
+        """The ``prices`` option, else the run's price table (``--prices``)."""
+        return self.opts.prices if self.opts.prices is not None else getattr(self, "_run_prices", None)
+
+    def use_run_prices(self, prices: dict[str, dict[str, float]]) -> None:
+        """The run's ``--prices`` table, for ``cost`` checks when the ``prices`` option gives none."""
+        self._run_prices = prices
 
     def check(self, actual: Any, expected: Any) -> Verdict:
         raise EvaluationInputError("row_checks is judged asynchronously (aevaluate)")

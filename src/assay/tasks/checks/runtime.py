@@ -58,8 +58,9 @@ def cost(p: Params) -> dict[str, Any]:
     if response is None or price is None:
         known = ", ".join(sorted(prices)) or "none"
         raise CheckError(
-            f"Cost assertion needs the response's cost: no price for model {model!r} in row_checks' 'prices' "
-            f"(priced: {known}; promptfoo errors the same way for providers that do not return cost)"
+            f"Cost assertion needs the response's cost: no price for model {model!r} in the run's --prices "
+            f"(or row_checks' 'prices'; priced: {known}; promptfoo errors the same way for providers that do not "
+            "return cost)"
         )
     spent = (
         0.0
