@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -16,7 +16,6 @@ from assay.data.lazy import JsonlRows, is_lazy
 from assay.errors import DataError
 from assay.tasks import Task
 from assay.tasks.lazy_samples import LazySamples, SampleView
-from tests.forked_support import split_with_helper
 
 ROWS: list[dict[str, Any]] = [
     {"id": f"r{i}", "q": f"Frage {i}: «{'東京' if i % 2 else 'Zürich'}»?", "a": str(i), "m": {"k": [i, None]}}
@@ -195,77 +194,3 @@ def test_a_bad_line_after_a_row_lacking_a_field_is_reported_first_as_by_the_eage
             task_for(Path("d.jsonl")).samples()
         errors.append(str(caught.value))
     assert errors[0] == errors[1]
-
-
-def _scanned(path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool, **extra: Any) -> tuple[Any, ...]:
-    """A lazy task over ``path`` (or its error), its file scanned by one process or by two (a forked helper taking
-    the second half); the helper must have run when ``parallel``."""
-    import assay.data.lazy as lazy_module
-
-    monkeypatch.setattr(readers_module, "LAZY_MIN_BYTES", 0)
-    started = split_with_helper(monkeypatch, lazy_module, parallel)
-    try:
-        task = task_for(path, **extra)
-        rows = task.dataset.rows
-        assert isinstance(rows, JsonlRows)
-        found: tuple[Any, ...] = (
-            list(rows._starts),
-            list(rows._lengths),
-            list(rows.lines),
-            task.dataset.content_hash,
-            [(s.id, s.doc_id, s.input) for s in task.samples()],
-            list(cast(LazySamples, task._all_samples()).unsure or []),
-        )
-    except DataError as err:
-        found = (str(err),)
-    assert bool(started and started[0] is not None) == parallel
-    return found
-
-
-BIG = [{**row, "id": f"r{i}"} for i, row in enumerate(ROWS * 3)]
-
-
-@pytest.mark.parametrize(
-    ("rows", "extra"),
-    [
-        (BIG, {}),
-        (BIG, {"fields": {"input": "q", "target": "a"}}),  # ids from the rows' 'id' field
-        ([{k: v for k, v in r.items() if k != "id"} for r in BIG], {"fields": {"input": "q", "target": "a"}}),
-        ([*BIG[:50], {"id": "x", "a": "1", "m": {"k": 1}}, *BIG[50:]], {}),  # a row lacking a field, second half
-        ([*BIG[:5], {"id": "x", "a": "1", "m": {"k": 1}}, *BIG[5:]], {}),  # ... and in the first half
-        ([*BIG, {**BIG[3], "a": "again"}], {}),  # an id of the first half repeated in the second
-        (  # rows whose prompt might not render, in both halves: screened as unsure
-            [{**r, "extra": "e"} if i not in (9, 60) else r for i, r in enumerate(BIG)],
-            {"template": "Q: {{ q }} {{ extra }}"},
-        ),
-    ],
-)
-def test_two_processes_scan_a_large_file_as_one_does(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: list[dict[str, Any]], extra: dict[str, Any]
-):
-    jsonl(tmp_path / "d.jsonl", rows, blanks=False)
-    monkeypatch.chdir(tmp_path)
-    serial = _scanned(Path("d.jsonl"), monkeypatch, False, **extra)
-    assert _scanned(Path("d.jsonl"), monkeypatch, True, **extra) == serial
-
-
-def test_a_bad_line_in_the_second_half_is_named_by_its_real_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    path = jsonl(tmp_path / "d.jsonl", BIG, blanks=False, bom=True)
-    lines = path.read_bytes().split(b"\n")
-    lines[55] = b'{"id": "bad",}'
-    path.write_bytes(b"\n".join(lines))
-    monkeypatch.chdir(tmp_path)
-    serial = _scanned(Path("d.jsonl"), monkeypatch, False)
-    assert "d.jsonl:56: invalid JSON" in serial[0]
-    assert _scanned(Path("d.jsonl"), monkeypatch, True) == serial
-
-
-def test_a_first_half_with_blank_lines_is_scanned_by_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    """A helper could not know its rows' indices; the scan stays serial."""
-    import assay.data.lazy as lazy_module
-
-    path = jsonl(tmp_path / "d.jsonl", BIG, blanks=True)
-    monkeypatch.setattr(lazy_module, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(lazy_module, "may_fork", lambda: True)
-    rows = JsonlRows(path, "d.jsonl")
-    assert rows._half(None) is None and list(rows) == BIG

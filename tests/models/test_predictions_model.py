@@ -11,7 +11,6 @@ import pytest
 from assay.errors import DataError
 from assay.models.base import ModelError, Request, ToolCall
 from assay.models.predictions import PredictionsModel
-from tests.forked_support import split_with_helper
 
 
 def write(tmp_path: Path, rows: list[Any], name: str = "preds.jsonl") -> Path:
@@ -206,52 +205,3 @@ def test_a_file_changed_after_indexing_names_the_line(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"preds.jsonl:4: not valid JSON"):
         model.entries(["s1", "s3"])
     assert model.entries(["s1"])[0] is not None
-
-
-def _index_of(model: PredictionsModel) -> tuple[Any, ...]:
-    return (model.sha256, *(getattr(model, k).tolist() for k in ("_hashes", "_offsets", "_lengths", "_numbers")))
-
-
-def _indexed(path: Path, monkeypatch: pytest.MonkeyPatch, parallel: bool) -> tuple[Any, ...] | str:
-    """The index of ``path`` (or its error) built by one process, or by two (the second half in a forked helper)."""
-    import assay.models.predictions as module
-
-    started = split_with_helper(monkeypatch, module, parallel)
-    try:
-        found: tuple[Any, ...] | str = _index_of(PredictionsModel(path))
-    except DataError as err:
-        found = str(err)
-    assert bool(started and started[0] is not None) == parallel
-    return found
-
-
-ROWS: list[Any] = [{"id": f"s{i}", "prediction": f"Antwort {i} «東京»" * (i % 7)} for i in range(40)]
-
-
-@pytest.mark.parametrize(
-    "rows",
-    [
-        ROWS,
-        [*ROWS[:30], "", "  ", *ROWS[30:]],  # blank lines in the second half
-        [*ROWS[:35], '{"id": "late", "prediction": }', *ROWS[35:]],  # a bad line in the second half: its real line
-        [*ROWS[:3], {"id": "early"}, *ROWS[3:]],  # a bad line in the first half
-        [*ROWS, {"id": "s2", "prediction": "again"}],  # an id of the first half repeated in the second
-        [*ROWS[:25], {"id": "calls", "prediction": "x", "tool_calls": [{"name": "f", "arguments": {}}]}, *ROWS[25:]],
-    ],
-)
-def test_two_processes_index_as_one_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, rows: list[Any]) -> None:
-    path = write(tmp_path, rows)
-    serial = _indexed(path, monkeypatch, parallel=False)
-    assert _indexed(path, monkeypatch, parallel=True) == serial
-
-
-def test_two_processes_index_a_file_without_a_final_newline_or_with_a_bom(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    path = tmp_path / "p.jsonl"
-    text = "\n".join(json.dumps(r) for r in ROWS)
-    for data in (text.encode(), b"\xef\xbb\xbf" + text.encode() + b"\n"):
-        path.write_bytes(data)
-        serial = _indexed(path, monkeypatch, parallel=False)
-        assert not isinstance(serial, str) and len(serial[1]) == len(ROWS)
-        assert _indexed(path, monkeypatch, parallel=True) == serial

@@ -15,66 +15,13 @@ import os
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, cast, overload, runtime_checkable
+from typing import Any, overload
 
 from assay.errors import DataError
-from assay.forking import Forked, may_fork
 from assay.jsonfast import loads
 
 Row = dict[str, Any]
 BLOCK_ROWS = 4096  # rows read together when iterating
-
-
-PARALLEL_MIN_BYTES = 32 << 20  # a file this large is scanned by two processes, half each
-
-
-@runtime_checkable
-class Splittable(Protocol):
-    """A row visitor whose findings over a later stretch of the rows (a forked copy of it shown them) can be
-    added to its own: :meth:`findings` in the copy, :meth:`merge` here."""
-
-    def __call__(self, index: int, row: Row) -> None: ...
-
-    def findings(self) -> Any: ...
-
-    def merge(self, findings: Any) -> None: ...
-
-
-class _ScanPart(NamedTuple):
-    """What a forked helper found in the second half: offsets, lengths and lines of its rows, their canonical
-    text (what the content hash reads, in order) and its visitor's findings."""
-
-    starts: array[int]
-    lengths: array[int]
-    lines: array[int]
-    hashed: bytes
-    visited: Any
-
-
-class _Collect:
-    """A digest stand-in that keeps what it is fed (a helper's canonical text, hashed by the parent in order)."""
-
-    def __init__(self) -> None:
-        self.kept = bytearray()  # one buffer, not an object a row
-
-    def update(self, data: bytes) -> None:
-        self.kept += data
-
-
-def _scan_half(rows: JsonlRows, start: int, visit: Callable[[int, Row], None] | None) -> _ScanPart | None:
-    """In a forked child: scan the file from byte ``start`` (every line before it a row, as :meth:`JsonlRows._half`
-    made sure) with fresh offsets; None on a bad line, which the parent then finds and names itself."""
-    with open(rows.path, "rb") as fh:
-        before = fh.read(start).count(b"\n")
-    rows._starts, rows._lengths, rows.lines = array("q"), array("I"), array("q")
-    rows._first_row = before
-    collected = _Collect()
-    try:
-        rows._scan_range(collected, visit, start, None, before)
-    except DataError:
-        return None
-    findings = cast(Splittable, visit).findings() if visit is not None else None
-    return _ScanPart(rows._starts, rows._lengths, rows.lines, bytes(collected.kept), findings)
 
 
 class JsonlRows(Sequence[Row]):
@@ -90,7 +37,6 @@ class JsonlRows(Sequence[Row]):
         self._starts = array("q")
         self._lengths = array("I")
         self.lines = array("q")
-        self._first_row = 0  # the index of the first row recorded here (a forked helper's half starts later)
         self.content_hash = self._scan(visit)
         st = path.stat()
         self._stamp = (st.st_size, st.st_mtime_ns)
@@ -98,56 +44,23 @@ class JsonlRows(Sequence[Row]):
 
     def _scan(self, visit: Callable[[int, Row], None] | None) -> str:
         """Validate every line as :func:`assay.data.readers.iter_jsonl` does; record offsets; hash as ``rows_hash``;
-        show each row with its index to ``visit`` (whoever checks the rows, so that they are parsed once).
-
-        A large file's second half is scanned meanwhile by a forked helper (:meth:`_half`), whose offsets, hashed
-        text and visitor's findings (:class:`Splittable`) are added after this process's; any trouble there and
-        this process scans that half itself, so errors are the serial pass's."""
-        digest = hashlib.sha256()
-        half = self._half(visit)
-        helper = Forked.start(_scan_half, self, half, visit) if half is not None else None
-        try:
-            lines = self._scan_range(digest, visit, 0, half if helper is not None else None)
-            if half is not None and helper is not None:
-                part = helper.result()
-                if not isinstance(part, _ScanPart):  # this process scans that half too
-                    self._scan_range(digest, visit, half, None, lines)
-                else:
-                    self._starts.extend(part.starts)
-                    self._lengths.extend(part.lengths)
-                    self.lines.extend(part.lines)
-                    digest.update(part.hashed)
-                    if visit is not None:
-                        cast(Splittable, visit).merge(part.visited)
-        finally:
-            if helper is not None:
-                helper.close()
-        return digest.hexdigest()
-
-    def _scan_range(
-        self, digest: Any, visit: Callable[[int, Row], None] | None, start: int, end: int | None, before: int = 0
-    ) -> int:
-        """Scan the lines from byte ``start`` (where a line begins; line ``before + 1``) to ``end`` (just past a
-        newline; None: the end of the file), adding to the offsets already recorded; how many lines were read."""
+        show each row with its index to ``visit`` (whoever checks the rows, so that they are parsed once)."""
         from assay.data.readers import jsonl_row
         from assay.hashing import canonical_bytes
 
+        digest = hashlib.sha256()
         starts, lengths, lines = self._starts, self._lengths, self.lines
-        first = self._first_row
-        pos, lineno = start, before
+        pos, lineno = 0, 0
         try:
             with open(self.path, "rb") as fh:
-                fh.seek(start)
                 for raw in fh:
-                    if end is not None and pos >= end:
-                        break
                     lineno += 1
                     begin, pos = pos, pos + len(raw)
                     obj = jsonl_row(raw, lineno, self.name)
                     if obj is None:
                         continue
                     if visit is not None:
-                        visit(first + len(starts), obj)
+                        visit(len(starts), obj)
                     skip = 3 if lineno == 1 and raw.startswith(b"\xef\xbb\xbf") else 0  # a UTF-8 BOM
                     starts.append(begin + skip)
                     lengths.append(len(raw) - skip)
@@ -156,33 +69,7 @@ class JsonlRows(Sequence[Row]):
                     digest.update(b"\n")
         except OSError as err:
             raise DataError(f"{self.name}: cannot read: {err}") from None
-        return lineno
-
-    def _half(self, visit: Callable[[int, Row], None] | None) -> int | None:
-        """Where a forked helper starts scanning (a line's start near the middle), or None: a file under
-        :data:`PARALLEL_MIN_BYTES`, a visitor whose findings cannot be added up (:class:`Splittable`), forking not
-        safe here (:func:`may_fork`), or a first half where a line does not begin with ``{`` (a blank line would
-        leave the helper unsure of its rows' indices)."""
-        if visit is not None and not isinstance(visit, Splittable):
-            return None
-        try:
-            size = self.path.stat().st_size
-            if size < PARALLEL_MIN_BYTES or not may_fork():
-                return None
-            with open(self.path, "rb") as fh:
-                fh.seek(size // 2)
-                half = size // 2 + len(fh.readline())
-                fh.seek(0)
-                head = fh.read(half)
-        except OSError:
-            return None  # the serial pass says why
-        if half >= size or not head.endswith(b"\n"):
-            return None
-        if head.startswith(b"\xef\xbb\xbf"):
-            head = head[3:]
-        if not head.startswith(b"{") or head.count(b"\n{") != head.count(b"\n") - 1:
-            return None
-        return half
+        return digest.hexdigest()
 
     def __len__(self) -> int:
         return len(self._starts)

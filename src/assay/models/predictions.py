@@ -14,10 +14,9 @@ import os
 from array import array
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from assay.errors import DataError
-from assay.forking import Forked, may_fork
 from assay.jsonfast import NOT_SURE, try_loads
 from assay.models.base import Model, ModelError, Request, Response, ToolCall
 
@@ -27,7 +26,6 @@ if TYPE_CHECKING:  # numpy loads when a predictions file is indexed, not when th
 
 TEXT_FIELDS = ("prediction", "output", "response", "text")
 _BLOCK = 1 << 23  # bytes read at a time while indexing
-PARALLEL_MIN_BYTES = 32 << 20  # a file this large is indexed by two processes, half each
 _SPAN_SLACK = 4  # the lines asked for are read in one go when their stretch of the file is at most this many times them
 
 
@@ -41,34 +39,6 @@ class _Entry:
         self.texts = texts
         self.tool_calls = tool_calls
         self.per_repeat = per_repeat
-
-
-class _Part(NamedTuple):
-    """The index entries of a stretch of the file (id hash, byte offset, length, line number) and its lines."""
-
-    hashes: Any
-    offsets: Any
-    lengths: Any
-    numbers: Any
-    lines: int
-
-
-def _index_half(model: PredictionsModel, start: int) -> _Part | None:
-    """In a forked child: the index entries of the file from byte ``start`` on (None on a bad line, which the
-    parent then finds and names itself)."""
-    try:
-        return model._index_range(None, start)
-    except DataError:
-        return None
-
-
-def _line_start(path: Path, near: int) -> int | None:
-    """The offset where the first line starting after byte ``near`` begins (None: no such line)."""
-    with open(path, "rb") as fh:
-        fh.seek(near)
-        skipped = len(fh.readline())
-    start = near + skipped
-    return start if skipped and start < path.stat().st_size else None
 
 
 class PredictionsModel(Model):
@@ -112,25 +82,16 @@ class PredictionsModel(Model):
 
     # ---- the index ---------------------------------------------------------------------------------
 
-    def _lines(self, digest: Any, start: int = 0, end: int | None = None) -> Iterator[tuple[int, int, bytes]]:
-        """(line number, byte offset, line without its newline) of every line from byte ``start`` (where a line
-        begins) to ``end`` (just past a newline; None: the end of the file), numbered from 1 there, feeding
-        ``digest`` (when given) as it reads."""
+    def _lines(self, digest: Any) -> Iterator[tuple[int, int, bytes]]:
+        """(line number, byte offset, line without its newline) of every line, feeding ``digest`` as it reads."""
         try:
             fh = open(self.path, "rb")  # noqa: SIM115 - closed below
         except OSError as err:
             raise DataError(f"cannot read predictions file {self.path}: {err.strerror or err}") from None
         with fh:
-            fh.seek(start)
-            offset, number, rest = start, 0, b""
-            left = -1 if end is None else end - start  # bytes still to read (-1: to the end)
-            while left:
-                block = fh.read(_BLOCK if left < 0 else min(_BLOCK, left))
-                if not block:
-                    break
-                left = left - len(block) if left > 0 else left
-                if digest is not None:
-                    digest.update(block)
+            offset, number, rest = 0, 0, b""
+            while block := fh.read(_BLOCK):
+                digest.update(block)
                 parts = (rest + block).split(b"\n")
                 rest = parts.pop()
                 for raw in parts:
@@ -140,13 +101,12 @@ class PredictionsModel(Model):
             if rest:
                 yield number + 1, offset, rest
 
-    def _index_range(self, digest: Any, start: int = 0, end: int | None = None, before: int = 0) -> _Part:
-        """The index entries of the lines from byte ``start`` to ``end`` (see :meth:`_lines`), the first being line
-        ``before + 1`` of the file; a bad line raises DataError naming it."""
+    def _index(self, expected_sha: str | None) -> None:
+        import numpy as np
+
+        digest = hashlib.sha256()
         hashes, offsets, lengths, numbers = array("q"), array("q"), array("l"), array("l")
-        seen = 0
-        for seen, offset, raw in self._lines(digest, start, end):
-            number = before + seen
+        for number, offset, raw in self._lines(digest):
             if number == 1 and raw.startswith(b"\xef\xbb\xbf"):  # a UTF-8 BOM
                 offset, raw = offset + 3, raw[3:]
             row = try_loads(raw)  # valid UTF-8 when orjson reads it: decoded with 'replace' it would be the same
@@ -161,61 +121,18 @@ class PredictionsModel(Model):
             offsets.append(offset)
             lengths.append(len(raw))
             numbers.append(number)
-        return _Part(hashes, offsets, lengths, numbers, seen)
-
-    def _index(self, expected_sha: str | None) -> None:
-        import numpy as np
-
-        digest = hashlib.sha256()
-        half = self._half()
-        helper = Forked.start(_index_half, self, half) if half is not None else None  # the second half, meanwhile
-        if helper is None:
-            half = None
-        try:
-            parts = [self._index_range(digest, 0, half)]
-            if half is not None and helper is not None:
-                second = helper.result()  # None when it could not: this process indexes that half too
-                if not isinstance(second, _Part):
-                    parts.append(self._index_range(digest, half, None, parts[0].lines))
-                else:
-                    self._hash_rest(digest, half)
-                    parts.append(second._replace(numbers=np.asarray(second.numbers, np.int64) + parts[0].lines))
-        finally:
-            if helper is not None:
-                helper.close()
         self.sha256 = digest.hexdigest()
         if expected_sha is not None and expected_sha != self.sha256:
             raise DataError(
                 f"predictions file {self.path} changed: sha256 {self.sha256[:12]}…, expected {expected_sha[:12]}…"
             )
-        keys = np.concatenate([np.asarray(part.hashes, np.int64) for part in parts])
+        keys = np.frombuffer(hashes, dtype=np.int64) if hashes else np.zeros(0, np.int64)
         order = np.argsort(keys, kind="stable")  # stable: equal hashes keep file order
         self._hashes = keys[order]
-        self._offsets = np.concatenate([np.asarray(part.offsets, np.int64) for part in parts])[order]
-        self._lengths = np.concatenate([np.asarray(part.lengths, np.int64) for part in parts])[order]
-        self._numbers = np.concatenate([np.asarray(part.numbers, np.int64) for part in parts])[order]
+        self._offsets = np.asarray(offsets, dtype=np.int64)[order]
+        self._lengths = np.asarray(lengths, dtype=np.int64)[order]
+        self._numbers = np.asarray(numbers, dtype=np.int64)[order]
         self._check_duplicates()
-
-    def _half(self) -> int | None:
-        """Where a forked helper starts indexing (a line's start near the middle of the file), or None: a file
-        under :data:`PARALLEL_MIN_BYTES`, or forking not safe here (:func:`may_fork`)."""
-        try:
-            size = self.path.stat().st_size
-            if size < PARALLEL_MIN_BYTES or not may_fork():
-                return None
-            return _line_start(self.path, size // 2)
-        except OSError:
-            return None  # the serial pass says why
-
-    def _hash_rest(self, digest: Any, start: int) -> None:
-        """Feed ``digest`` the file from byte ``start`` on (the half another process indexed)."""
-        try:
-            with open(self.path, "rb") as fh:
-                fh.seek(start)
-                while block := fh.read(_BLOCK):
-                    digest.update(block)
-        except OSError as err:
-            raise DataError(f"cannot read predictions file {self.path}: {err.strerror or err}") from None
 
     def _check_duplicates(self) -> None:
         import numpy as np

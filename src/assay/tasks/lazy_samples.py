@@ -56,21 +56,6 @@ class RowCheck:
             if not sure:
                 unsure.append(i)
 
-    def findings(self) -> tuple[array[int], int | None, array[int] | None, int]:
-        """What this check gathered (from a forked copy shown a later stretch of the rows: :meth:`merge`)."""
-        return self.hashes, self.missing, self.unsure, self.seen
-
-    def merge(self, findings: tuple[array[int], int | None, array[int] | None, int]) -> None:
-        """Add what a copy of this check gathered over the rows after those shown here."""
-        hashes, missing, unsure, seen = findings
-        self.seen += seen
-        if self.missing is not None:  # rows past the first one lacking a field are never looked at
-            return
-        self.hashes.extend(hashes)
-        self.missing = missing
-        if self.unsure is not None and unsure is not None:
-            self.unsure.extend(unsure)
-
 
 class LazySamples(Sequence[Sample]):
     """A Sample per row of ``dataset``, made from the row each time it is asked for.
