@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
+import json
 from array import array
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,11 +37,13 @@ def all_distinct(keys: Int64Array) -> bool:
     return not bool(np.any(ordered[1:] == ordered[:-1]))
 
 
-def doc_hash64(doc: Any) -> int:
-    """The first 8 bytes of lm-eval's ``doc_hash`` (sha256 of the doc as indented JSON) as an int64."""
-    from assay.results.schema import indented_json
+_DOC_JSON = json.JSONEncoder(ensure_ascii=False, default=str).encode
 
-    text = indented_json(doc)
+
+def doc_hash64(doc: Any) -> int:
+    """A 64-bit hash of a doc's JSON text (equal docs, equal hashes: what pairs two runs' samples by input). The
+    compact text json's C encoder writes, not lm-eval's indented one: Python's indenting encoder costs 3x as much."""
+    text = _DOC_JSON(doc)
     return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:8], "little", signed=True)
 
 

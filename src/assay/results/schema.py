@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from json.encoder import encode_basestring
 from typing import Any
 
 from assay.record import FilterRecord, SampleRecord
@@ -51,34 +50,9 @@ def hash_string(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def indented_json(doc: Any) -> str:
-    """``json.dumps(doc, indent=2, ensure_ascii=False, default=str)``; a flat dict (string, finite number, bool or
-    null values) is laid out from its items' C-encoded text, ~10x faster than Python's indenting encoder."""
-    if type(doc) is dict and doc:
-        items = []
-        for key, value in doc.items():
-            kind = type(value)
-            if type(key) is not str:
-                break
-            if kind is str:
-                text = encode_basestring(value)
-            elif kind is float and value - value == 0.0:
-                text = float.__repr__(value)
-            elif kind is int:
-                text = int.__repr__(value)
-            elif kind is bool or value is None:
-                text = "true" if value is True else "false" if value is False else "null"
-            else:
-                break
-            items.append(f"{encode_basestring(key)}: {text}")
-        else:
-            return "{\n  " + ",\n  ".join(items) + "\n}"
-    return json.dumps(doc, indent=2, ensure_ascii=False, default=str)
-
-
 def doc_hash(doc: Any) -> str:
     """lm-eval's ``doc_hash``: sha256 of ``json.dumps(doc, indent=2, ensure_ascii=False)``."""
-    return hash_string(indented_json(doc))
+    return hash_string(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
 
 
 def sanitize_model_name(name: str) -> str:
