@@ -192,3 +192,24 @@ def test_a_config_without_prompts_has_promptfoos_default_prompt(tmp_path: Path) 
     path = write(tmp_path, "providers: [echo]\ntests:\n  - vars: {prompt: Hello there}\n")
     (task,) = load_promptfoo(path)
     assert [task._render(s)[-1]["content"] for s in task.samples()] == ["Hello there"]
+
+
+def test_echo_returns_the_rendered_prompt_as_promptfoo_does() -> None:
+    from assay.tasks.importers.promptfoo.echo import echo
+
+    assert echo([{"role": "user", "content": "Say hi"}]) == "Say hi"
+    chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Explain é"}]
+    assert echo(chat) == (
+        '[\n  {\n    "role": "system",\n    "content": "Be brief."\n  },\n'
+        '  {\n    "role": "user",\n    "content": "Explain é"\n  }\n]'
+    )  # JSON.stringify(messages, null, 2), promptfoo 0.123.1's echo of a chat prompt
+
+
+def test_provider_costs_reach_the_cost_assertion(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "prompts: [hi]\nproviders:\n  - id: openai:chat:m\n    config: {inputCost: 0.000002, outputCost: 0.000008}\n"
+        "tests:\n  - assert: [{type: cost, threshold: 0.01}]\n",
+    )
+    (task,) = task_configs(read_config(path))
+    assert task["evaluators"][0]["prices"] == {"m": {"input": 2.0, "output": 8.0}}

@@ -147,6 +147,15 @@ def task_configs(config: PromptfooConfig) -> list[dict[str, Any]]:
             )
         if given:
             checks[key] = given[0]
+    prices: dict[str, dict[str, float]] = {}
+    for provider in providers:  # the cost assertion's prices, from the providers' cost/inputCost/outputCost
+        if provider.price is not None:
+            model_name = str(provider.spec.get("model"))
+            if prices.get(model_name, provider.price) != provider.price:
+                raise ConfigError(f"{config.path}: providers: two providers give model {model_name!r} different costs")
+            prices[model_name] = provider.price
+    if prices:
+        checks["prices"] = prices
     base = _name(config.description or config.path.resolve().parent.name)
     out = []
     for k, prompt in enumerate(config.prompts):

@@ -266,6 +266,10 @@ OPENAI_CONFIG: dict[str, tuple[str, str]] = {
     "apiKeyEnvar": _h("the environment variable that holds the API key"),
     "headers": _h("HTTP headers sent with every request"),
     "organization": _h("the OpenAI-Organization header"),
+    **{
+        key: _h("USD per token of this model, for the cost assertion (row_checks' prices)")
+        for key in ("cost", "inputCost", "outputCost")
+    },
     "apiKeyRequired": _i("assay asks for a key only for a server other than this machine"),
     "maxRetries": _i(_RUNNER),
     "showThinking": _h("false is assay's behaviour (a reasoning model's thinking is never scored); true is refused"),

@@ -38,6 +38,7 @@ class Provider:
     generation: dict[str, Any]
     prompts: list[str] | None
     at: At
+    price: dict[str, float] | None = None  # USD per 1M tokens (input, output) from the config's cost settings
 
 
 def _reasoning(model: str) -> bool:
@@ -160,7 +161,20 @@ def provider_spec(raw: Any, at: At, env: Mapping[str, str], files: Files, *, sec
         )
     model = parts[-1]
     client, generation = openai_settings(model, config, own_env, at.key(options, "config"), files)
-    return Provider(raw, label, {"provider": "openai", "model": model, **client}, generation, prompts, at)
+    price = None
+    if any(config.get(k) is not None for k in ("cost", "inputCost", "outputCost")):
+        per_token = {
+            "input": config.get("inputCost", config.get("cost")),
+            "output": config.get("outputCost", config.get("cost")),
+        }
+        for kind, value in per_token.items():
+            if not isinstance(value, int | float) or isinstance(value, bool):
+                key = "inputCost" if kind == "input" and "inputCost" in config else "outputCost"
+                key = key if key in config else "cost"
+                raise at.key(options, "config").key(config, key).error(f"a cost is USD per token, got {value!r}")
+        price = {k: float(v or 0) * 1_000_000 for k, v in per_token.items()}
+    spec = {"provider": "openai", "model": model, **client}
+    return Provider(raw, label, spec, generation, prompts, at, price)
 
 
 def model_spec(provider: Any, key: str) -> tuple[dict[str, Any], dict[str, Any]]:
