@@ -6,12 +6,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assay import evaluators
 from assay.errors import ConfigError
-from assay.evaluators.numeric import isclose_array
 
 
 def nm(**options):
@@ -262,16 +260,3 @@ def test_difference_in_the_reason_has_no_float_noise():
 floats_any = st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from(
     [0.0, -0.0, 1e308, 5e-324, 1.0, 1.0 + 1e-9]
 )
-
-
-@settings(max_examples=300, deadline=None)
-@given(
-    st.lists(st.tuples(floats_any, floats_any.filter(lambda x: x == x)), max_size=10),
-    st.sampled_from([0.0, 1e-9, 0.01, 0.5]),
-    st.sampled_from([0.0, 1e-12, 0.5, 10.0]),
-)
-def test_isclose_array_is_math_isclose_elementwise(pairs, rel_tol, abs_tol):
-    values = np.array([p[0] for p in pairs], dtype=np.float64)
-    targets = np.array([p[1] for p in pairs], dtype=np.float64)
-    expected = [math.isclose(v, t, rel_tol=rel_tol, abs_tol=abs_tol) for v, t in pairs]
-    assert isclose_array(values, targets, rel_tol, abs_tol).tolist() == expected

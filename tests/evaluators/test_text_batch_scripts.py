@@ -243,7 +243,7 @@ def test_contains_batch_scores_are_the_share_of_items():
 
 @pytest.mark.parametrize(
     ("name", "options"),
-    [*PAIR_EVALUATORS, *OTHER_EVALUATORS[:-1], ("numeric", {})],
+    PAIR_EVALUATORS,
     ids=lambda x: x if isinstance(x, str) else ",".join(map(str, x)),
 )
 def test_text_chunks_take_the_vectorised_path(name, options):

@@ -10,14 +10,12 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal, overload
 
-import numpy as np
 from pydantic import Field, model_validator
 
 from assay.errors import EvaluationInputError
-from assay.evaluators.base import BatchResult, Evaluator, Options, as_text, expected_list
+from assay.evaluators.base import Evaluator, Options, as_text, expected_list
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import chunked_batch, clip, cut
-from assay.reductions import BoolArray, FloatArray
+from assay.evaluators.text.common import clip, cut
 from assay.verdict import Verdict
 
 _THIN_SPACES = "\u00a0\u202f\u2009"  # no-break space, narrow no-break space, thin space: typographic group separators
@@ -215,72 +213,6 @@ class Numeric(Evaluator):
     def _close(self, value: float, target: float) -> bool:
         return math.isclose(value, target, rel_tol=self.options.rel_tol, abs_tol=self.options.abs_tol)
 
-    def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
-        """Each text's answer number read and compared without building candidates, details or Verdicts.
-
-        Chunks holding non-text outputs, lists of expected numbers or bad expected values go pair by pair.
-        """
-        return chunked_batch(self, actuals, expecteds, self._vector)
-
-    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
-        n = len(actuals)
-        try:  # a list of expected numbers or a bad one (EvaluationInputError), a non-text output (TypeError)
-            targets = np.fromiter(map(self._target, expecteds), dtype=np.float64, count=n)
-            joined = "\x00".join(actuals)
-        except (EvaluationInputError, TypeError):
-            return None
-        values, fractions = self._answers(actuals, joined)
-        passed = isclose_array(values, targets, self.options.rel_tol, self.options.abs_tol)
-        if fractions is not None:  # percent: either, and some answers are percentages: their second reading
-            passed |= isclose_array(fractions, targets, self.options.rel_tol, self.options.abs_tol)
-        return passed.astype(np.float64), passed
-
-    def _answers(self, texts: Sequence[str], joined: str) -> tuple[FloatArray, FloatArray | None]:
-        """Each text's answer number (NaN: none), read with one scan of the texts joined by NUL, and under
-        ``percent: either`` each answer's fraction (NaN where it is no percentage; None when none is).
-
-        No part of the pattern matches NUL, and NUL stands where a text's start or end would (not a word
-        character, decimal mark or digit), so the matches in ``joined`` are exactly those in each text.
-        """
-        n = len(texts)
-        values = np.full(n, np.nan, dtype=np.float64)
-        matches = list(self._pattern.finditer(joined))
-        if not matches:
-            return values, None
-        starts = np.fromiter(map(re.Match.start, matches), dtype=np.int64, count=len(matches))
-        text_ends = np.cumsum(np.fromiter(map(len, texts), dtype=np.int64, count=n) + 1)  # where text i+1 starts
-        owner = np.searchsorted(text_ends, starts, side="right")  # the text each match is in
-        new_owner = owner[1:] != owner[:-1]
-        if self.options.policy == "last":
-            chosen = np.flatnonzero(np.append(new_owner, True))
-        else:
-            chosen = np.flatnonzero(np.insert(new_owner, 0, True))
-        answers = [matches[k] for k in chosen.tolist()]
-        values[owner[chosen]] = list(map(self._value, answers))
-        if self._rule != "either" or ("%" not in joined and "％" not in joined):  # one C scan: usually no percent
-            return values, None
-        percent = [i for i, m in enumerate(answers) if m["pct"]]
-        if not percent:
-            return values, None
-        fractions = np.full(n, np.nan, dtype=np.float64)
-        at = owner[chosen][percent]
-        fractions[at] = values[at] / 100
-        return values, fractions
-
-    def _target(self, expected: Any) -> float:
-        """:meth:`parse_expected`, quicker for a plain int or float (the common case in a data set); TypeError for
-        an expected percentage with two readings (``percent: either``), which the vectorised path leaves to
-        :meth:`check`."""
-        kind = type(expected)
-        if kind is float or kind is int:
-            if expected != expected:  # NaN
-                raise EvaluationInputError("numeric: expected is NaN, which equals nothing")
-            return float(expected)
-        readings = self.expected_readings(expected)
-        if len(readings) > 1:
-            raise TypeError("an expected percentage with two readings")
-        return readings[0]
-
     def check(self, actual: Any, expected: Any) -> Verdict:
         targets = [r for e in expected_list(expected) for r in self.expected_readings(e)]
         if not targets:
@@ -349,15 +281,6 @@ class Numeric(Evaluator):
                 f"{opts.policy} number of the output."
             )
         return Verdict.fail(reason, feedback=feedback, details=details)
-
-
-def isclose_array(values: FloatArray, targets: FloatArray, rel_tol: float, abs_tol: float) -> BoolArray:
-    """:func:`math.isclose` element-wise, with its arithmetic (so the same answers); NaN is close to nothing."""
-    with np.errstate(invalid="ignore", over="ignore"):
-        diff = np.abs(values - targets)
-        bound = np.maximum(rel_tol * np.maximum(np.abs(values), np.abs(targets)), abs_tol)
-        finite = np.isfinite(values) & np.isfinite(targets)
-        return np.asarray((values == targets) | (finite & (diff <= bound)), dtype=np.bool_)
 
 
 def _difference(value: float, target: float) -> str:

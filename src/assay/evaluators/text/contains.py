@@ -2,23 +2,16 @@
 
 from __future__ import annotations
 
-import operator
 import re
-from collections.abc import Iterable, Sequence
-from itertools import repeat
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pydantic import ValidationInfo, field_validator
 
 from assay.errors import EvaluationInputError
-from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
-from assay.evaluators.normalize import str_list
+from assay.evaluators.base import Evaluator, Options, as_text
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import chunked_batch, clip, cut, listing, references
+from assay.evaluators.text.common import clip, cut, listing, references
 from assay.verdict import Verdict
-
-if TYPE_CHECKING:
-    from assay.reductions import BoolArray, FloatArray
 
 
 class _Matcher(NamedTuple):
@@ -104,53 +97,6 @@ class Contains(Evaluator):
     def _show(self, item: str) -> str:
         return f"/{cut(item, 60)}/" if self.options.regex else clip(item, 60)
 
-    def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
-        """Vectorised: each item looked up in every text of a chunk at once (``in`` or the pattern's search).
-
-        Chunks holding non-text outputs, or (items taken from the expected values) lists of answers or
-        patterns, are judged pair by pair.
-        """
-        return chunked_batch(self, actuals, expecteds, self._vector)
-
-    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
-        import numpy as np
-
-        opts = self.options
-        n = len(actuals)
-        fold = opts.ignore_case and not opts.regex
-        if not fold and (str_list(actuals) is None or (self._fixed is None and str_list(expecteds) is None)):
-            return None  # ``in`` would look inside a list or a dict: only str go through the vectorised path
-        try:  # str.casefold raises TypeError for anything but a str
-            if self._fixed is None:  # one expected item per text, streamed pair by pair through C calls
-                if opts.regex:
-                    return None
-                if fold:  # a local method descriptor called in a comprehension: CPython's quickest call of it
-                    casefold = str.casefold
-                    hit = _bools([casefold(e) in casefold(a) for a, e in zip(actuals, expecteds, strict=True)])
-                else:
-                    hit = _bools(map(operator.contains, actuals, expecteds))
-                passed = ~hit if opts.mode == "none" else hit
-                return passed.astype(np.float64), passed
-            else:
-                casefold = str.casefold
-                folded = [casefold(t) for t in actuals] if fold else actuals
-                found = np.zeros(n, dtype=np.float64)
-                for m in self._fixed:
-                    if m.pattern is not None:
-                        hits = map(operator.is_not, map(m.pattern.search, actuals), repeat(None))
-                    else:
-                        hits = map(operator.contains, folded, repeat(m.needle))
-                    found += _bools(hits)
-                total = len(self._fixed)
-        except TypeError:
-            return None
-        if opts.mode == "none":
-            return (total - found) / total, found == 0
-        if opts.mode == "any":
-            hit = found > 0
-            return hit.astype(np.float64), hit
-        return found / total, found == total
-
     def check(self, actual: Any, expected: Any) -> Verdict:
         text = as_text(actual, self.name)
         matchers = self._fixed
@@ -210,10 +156,3 @@ class Contains(Evaluator):
         else:
             feedback = f"Remove {listing(shown)} from the answer."
         return Verdict.fail(reason, score=score, feedback=feedback, details=details)
-
-
-def _bools(values: Iterable[bool]) -> BoolArray:
-    """A bool array of ``values`` (through bytes: the cheapest way from bools to numpy)."""
-    import numpy as np
-
-    return np.frombuffer(bytes(values), dtype=np.bool_)

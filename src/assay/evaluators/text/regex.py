@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import operator
 import re
-from collections.abc import Sequence
-from itertools import repeat
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 from assay.errors import ConfigError, EvaluationInputError
-from assay.evaluators.base import BatchResult, Evaluator, Options, as_text
+from assay.evaluators.base import Evaluator, Options, as_text
 from assay.evaluators.normalize import NormalizeOptions, Normalizer
 from assay.evaluators.registry import register
-from assay.evaluators.text.common import chunked_batch, clip, compared_answer, cut, references
+from assay.evaluators.text.common import clip, compared_answer, cut, references
 from assay.verdict import Verdict
-
-if TYPE_CHECKING:
-    from assay.reductions import BoolArray, FloatArray
 
 
 class RegexOptions(Options, NormalizeOptions):
@@ -92,26 +86,6 @@ class Regex(Evaluator):
 
     def _show(self) -> str:
         return f"/{self.options.pattern}/"
-
-    def evaluate_batch(self, actuals: Sequence[Any], expecteds: Sequence[Any] | None = None) -> BatchResult:
-        """Vectorised without ``group``: the pattern mapped over a chunk of texts, no Verdict built.
-
-        With ``group`` (the capture is compared with the answer), or for chunks holding non-text outputs,
-        pair by pair.
-        """
-        return chunked_batch(self, actuals, expecteds, self._vector)
-
-    def _vector(self, actuals: Sequence[Any], expecteds: Sequence[Any]) -> tuple[FloatArray, BoolArray] | None:
-        import numpy as np
-
-        if self.options.group is not None:
-            return None
-        match = self._pattern.search if self.options.mode == "search" else self._pattern.fullmatch
-        try:  # the pattern raises TypeError for anything but a str (bytes included): no separate type check
-            passed = np.frombuffer(bytes(map(operator.is_not, map(match, actuals), repeat(None))), dtype=np.bool_)
-        except TypeError:
-            return None
-        return passed.astype(np.float64), passed
 
     def check(self, actual: Any, expected: Any) -> Verdict:
         text = as_text(actual, self.name)
