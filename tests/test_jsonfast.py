@@ -191,3 +191,19 @@ def test_sample_records_read_as_before(tmp_path: Path) -> None:
     assert all(same(a, b) for (_, a), b in zip(iter_dicts(index_samples(tmp_path)), expected, strict=True))
     assert all(same(a, b) for (_, a), b in zip(SampleStream(tmp_path), expected, strict=True))
     assert finished_keys(tmp_path) == {("t", f"s{i}") for i in range(4)}
+
+
+def test_a_flat_object_needs_no_scan_unless_orjson_made_a_float(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One level of strings, integers, booleans and nulls is orjson's value as it stands; an integer past 64 bits
+    (orjson's float) sends the line to the scan, and so to the previous parser."""
+    import assay.jsonfast as jsonfast
+
+    scanned: list[bytes] = []
+    monkeypatch.setattr(jsonfast, "uncertain", lambda data: scanned.append(data) or uncertain(data))
+    flat = b'{"id": "q1", "n": 9223372036854775807, "ok": true, "none": null, "text": "12345678901234567890"}'
+    assert same(try_loads(flat), json.loads(flat)) and scanned == []
+    big = b'{"id": 18446744073709551616}'
+    assert try_loads(big) is NOT_SURE and scanned == [big]
+    assert same(loads(big, json.loads), {"id": 2**64})
+    nested = b'{"id": "q1", "m": {"k": 1}}'
+    assert same(try_loads(nested), json.loads(nested)) and scanned[-1] == nested

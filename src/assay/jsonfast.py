@@ -7,7 +7,9 @@ orjson refuses NaN/Infinity, lone surrogates, invalid UTF-8, nesting past 1024 l
 one input orjson accepts with another value is an integer beyond 64 bits, which it reads as a float; and it reads
 nesting up to 1024 levels, where ``pydantic_core.from_json`` stops at about 200 (``json.loads`` at the interpreter's
 recursion limit). A line that may hold an integer literal of 19 digits or more, or more than 200 brackets, goes to
-the previous parser too (one cheap scan of its bytes).
+the previous parser too (one scan of its bytes) — unless orjson read it as one flat object of strings, integers,
+booleans and nulls (the usual dataset and predictions line): no integer of its became a float, and it is one level
+deep, so it needs no scan.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ _ZEROED = bytes.maketrans(b"123456789{", b"000000000[")  # digits to 0, brackets
 _RUN = b"0" * 19  # the fewest digits of an integer outside orjson's range (-9223372036854775809)
 _BEFORE_NUMBER = frozenset(b"[,: \t\n\r")  # what may precede a number (or its minus sign) in JSON
 MAX_BRACKETS = 200  # pydantic_core.from_json reads nesting 200 deep (json.loads deeper): so many brackets are safe
+_FLAT = frozenset({str, int, bool, type(None)})  # values orjson reads as json.loads does (a big integer is a float)
 
 
 def uncertain(data: bytes) -> bool:
@@ -50,12 +53,13 @@ def _may_hold_big_int(zeroed: bytes) -> bool:
 def try_loads(data: bytes) -> Any:
     """orjson's value of ``data`` when it is the value ``json.loads`` and ``pydantic_core.from_json`` give, else
     :data:`NOT_SURE` (orjson refused it, or it is :func:`uncertain`)."""
-    if uncertain(data):  # checked first: such a line costs the previous parser and one scan, not two parses
-        return NOT_SURE
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError:
         return NOT_SURE
+    if type(value) is dict and _FLAT.issuperset(map(type, value.values())):
+        return value  # one level of strings, 64-bit integers, booleans and nulls: nothing to scan for
+    return NOT_SURE if uncertain(data) else value
 
 
 def loads(data: bytes, previous: Callable[[bytes], Any]) -> Any:
