@@ -30,6 +30,7 @@ from assay.models.base import Message, Request, Response, Usage
 from assay.models.cache import ResponseCache
 from assay.models.openai_compat import OpenAIModel
 from assay.models.retry import RetryPolicy
+from assay.tasks.importers.promptfoo.providers import model_spec
 
 DEFAULT_EMBEDDING = "openai:text-embedding-3-large"  # promptfoo's DefaultEmbeddingProvider
 EMBEDDING_PREFIXES = ("openai:embedding:", "openai:embeddings:")
@@ -67,9 +68,7 @@ class Grader:
 
 
 def _model_spec(provider: Any, where: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    # imported here: convert.py imports the row checks (known types), which import this module
-    from assay.tasks.importers.promptfoo.convert import model_spec
-
+    """A promptfoo provider id or object as an assay model spec, by the reader's own rules."""
     return model_spec(provider, where)
 
 

@@ -171,6 +171,7 @@ def task_configs(config: PromptfooConfig) -> list[dict[str, Any]]:
             "fields": {"id": ID, "metadata": metadata_fields},
             **_template(prompt, rows, pairs, [config.tests[i] for i in chosen]),
             "evaluators": [checks],
+            "headline": "tests",  # promptfoo's summary: tests passed / failed / errored, not a mean of scores
         }
         task_generation = _generation(prompt, generation)
         if task_generation:
