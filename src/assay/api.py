@@ -193,7 +193,12 @@ def in_task_format(items: Sequence[Any], task_format: str | None) -> list[Any]:
 
 
 def load_tasks(
-    tasks: Any, *, task_format: str | None = None, lmeval: dict[str, Any] | None = None, limit: int | None = None
+    tasks: Any,
+    *,
+    task_format: str | None = None,
+    lmeval: dict[str, Any] | None = None,
+    limit: int | None = None,
+    max_tests: int | None = None,
 ) -> list[Task]:
     """Tasks from Task objects, YAML paths or config dicts (one or a list). ``task_format="lm-eval"`` reads every
     path as an lm-eval task YAML (or lm-eval task name) whatever its keys, as ``--task-format lm-eval`` does.
@@ -201,7 +206,8 @@ def load_tasks(
     lm-eval references (``lm-eval:NAME``, lm-eval task or group files) are loaded together by lm-eval's own task
     layer, as ``lm_eval --tasks a,b`` loads them; ``lmeval`` holds lm-eval's options (``num_fewshot``, ``seeds``,
     ``apply_chat_template``, ``fewshot_as_multiturn``, ``system_instruction``, ``gen_kwargs``, ``metadata``,
-    ``bootstrap_iters``) and ``limit`` is applied as lm-eval applies it."""
+    ``bootstrap_iters``) and ``limit`` is applied as lm-eval applies it. ``max_tests`` caps the tests a promptfoo
+    config may expand to (default: ``$ASSAY_PROMPTFOO_MAX_TESTS``, else 100,000)."""
     from assay.tasks import Task, load_task
 
     items = list(tasks) if isinstance(tasks, list | tuple) else [tasks]
@@ -221,7 +227,7 @@ def load_tasks(
                 options = {**(lmeval or {}), **({"limit": limit} if limit is not None else {})}
                 out.extend(load_lmeval_tasks(references, **options))
         elif isinstance(t, str | Path) and is_promptfoo_config(t):
-            out.extend(load_promptfoo(t))
+            out.extend(load_promptfoo(t, max_tests=max_tests))
         else:
             out.append(t if isinstance(t, Task) else load_task(t))
     return out

@@ -129,12 +129,15 @@ def is_matrix(path: Path) -> bool:
     return holds_index(path)
 
 
-def load_tasks(tasks: list[Any], lmeval: dict[str, Any] | None = None, limit: int | None = None) -> list[Task]:
+def load_tasks(
+    tasks: list[Any], lmeval: dict[str, Any] | None = None, limit: int | None = None, max_tests: int | None = None
+) -> list[Task]:
     """The task files (or ``lm-eval:NAME``) read once, before deciding between one run and a matrix; ``lmeval``:
-    lm-eval's options for its tasks (``--num-fewshot``, ``--apply-chat-template``, …), ``limit`` as lm-eval's."""
+    lm-eval's options for its tasks (``--num-fewshot``, ``--apply-chat-template``, …), ``limit`` as lm-eval's,
+    ``max_tests`` the cap on a promptfoo config's tests."""
     from assay.api import load_tasks as load
 
-    return load(tasks, lmeval=lmeval, limit=limit)
+    return load(tasks, lmeval=lmeval, limit=limit, max_tests=max_tests)
 
 
 def task_models(tasks: list[Task]) -> list[tuple[str | None, Any]]:

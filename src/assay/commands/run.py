@@ -198,8 +198,8 @@ _EXECUTOR_OPTIONS = (
     click.option(
         "--processes",
         type=click.IntRange(min=1),
-        help="Processes scoring offline work (a predictions run, assay score) with the local executor, and reading "
-        "a large samples.jsonl for the results (default: one per CPU, at most 8; 1: this process alone).",
+        help="Processes scoring offline work (a predictions run, assay score) with the local executor "
+        "(default: one per CPU, at most 8; 1: this process alone).",
     ),
 )
 
@@ -270,6 +270,12 @@ class _TaskSource(click.ParamType):
     "params win key by key.",
 )
 @click.option("--limit", type=click.IntRange(min=1), help="Evaluate only the first N samples of each task.")
+@click.option(
+    "--max-tests",
+    type=click.IntRange(min=1),
+    help="promptfoo configs: refuse one that expands to more than N tests, before anything is built "
+    "(default: $ASSAY_PROMPTFOO_MAX_TESTS, else 100,000).",
+)
 @click.option("--concurrency", "-c", type=click.IntRange(1, 4096), default=32, show_default=True)
 @click.option(
     "--timeout",
@@ -379,6 +385,7 @@ def run_command(
     api_key_env: str | None,
     params: tuple[str, ...],
     limit: int | None,
+    max_tests: int | None,
     concurrency: int,
     timeout_s: float | None,
     max_attempts: int,
@@ -461,7 +468,9 @@ def run_command(
         from assay.commands import matrixrun
 
         named = matrixrun.parse_models(models)
-        task_objs = matrixrun.load_tasks(list(tasks), lmeval, limit) if resume is None else list(tasks) or None
+        task_objs = (
+            matrixrun.load_tasks(list(tasks), lmeval, limit, max_tests) if resume is None else list(tasks) or None
+        )
         code = matrixrun.maybe_matrix(task_objs, resume, named, {**settings, **given}, say, retry_errors, quiet, fmt)
         if code is not None:  # several models, or prompt variants: one run folder per cell, and matrix.json
             sys.exit(code)

@@ -172,7 +172,7 @@ def check_count(prepared: list[Prepared], max_tests: int, at: At) -> int:
             f"the config expands to {total:,} tests (vars × tests × scenarios), more than the cap of {max_tests:,}; "
             f"the largest is {biggest.at} with {biggest.count:,} combinations of "
             f"{', '.join(f'{k} ({len(v)})' for k, v in biggest.values.items() if len(v) > 1)}. Raise the cap with "
-            "load_promptfoo(..., max_tests=N) or ASSAY_PROMPTFOO_MAX_TESTS=N"
+            "assay run --max-tests N, load_promptfoo(..., max_tests=N) or ASSAY_PROMPTFOO_MAX_TESTS=N"
         )
     return total
 
