@@ -61,7 +61,8 @@ def test_simple_test_runs_unchanged_with_every_figure_right(tmp_path: Path) -> N
     prompts = [r["messages"][-1]["content"] for r in requests if not _grading(r)]
     assert "Rephrase this from English to Pirate: Yes" in prompts
     assert "Pretend you're a pirate and speak these words: Yes" in prompts and len(prompts) == 10
-    assert all(r["model"] == "gpt-4.1-mini" for r in requests)
+    assert all(r["model"] == "gpt-4.1-mini" for r in requests if not _grading(r))
+    assert {r["model"] for r in requests if _grading(r)} == {"gpt-5.6-sol"}  # promptfoo's default grader
 
     cosine = get("semantic_similarity").evaluate(HELLO, "Ahoy, world").score  # by hand, the same local model
     assert cosine >= 0.75  # promptfoo's default threshold for similar

@@ -121,16 +121,24 @@ def _generation(prompt: Prompt, provider_generation: dict[str, Any]) -> dict[str
     return {**provider_generation, **plain(own), **plain(prompt.config.get("passthrough") or {})}
 
 
+# promptfoo 0.123.1's default grading provider with an OpenAI key (graders' getDefaultProviders:
+# DefaultGradingProvider = OpenAiChatCompletionProvider(DEFAULT_OPENAI_GRADING_MODEL)), reached as its openai
+# providers are (OPENAI_BASE_URL / OPENAI_API_HOST): model-graded checks that name no grader go there, as in promptfoo
+DEFAULT_GRADER = "openai:chat:gpt-5.6-sol"
+
+
+def default_grader() -> dict[str, Any]:
+    """The model spec of promptfoo's default grader (its reasoning-model settings are the graders' own)."""
+    return model_spec(DEFAULT_GRADER, "defaultTest.options.provider")[0]
+
+
 def task_configs(config: PromptfooConfig) -> list[dict[str, Any]]:
     """One assay task config per prompt; the tests are the rows, their checks judged by ``row_checks``."""
     providers = config.providers
     model = providers[0].spec if providers else None
     generation = providers[0].generation if len(providers) == 1 else {}
     models = _named_models(providers) if len(providers) > 1 else None
-    judge = config.judge
-    if judge is None and providers:
-        judge = dict(providers[0].spec) | ({"params": providers[0].generation} if providers[0].generation and
-                                           providers[0].spec.get("provider") == "openai" else {})  # fmt: skip
+    judge = config.judge if config.judge is not None else default_grader()
     all_rows, pairs = _rows(config)
     if not all_rows:
         raise ConfigError(f"{config.path}: tests: a promptfoo config needs at least one test to run")
