@@ -123,11 +123,20 @@ def test_perplexity_from_recorded_logprobs() -> None:
     assert score[0] is False and score[1] == pytest.approx(1 / (1 + np.e))  # 0.269 < 0.5
 
 
-VECS = {"a": [1.0, 0.0], "b": [0.6, 0.8], "c": [0.0, 1.0]}  # unit vectors: similar's arithmetic without a model
+VECS = {"a": [1.0, 0.0], "b": [0.6, 0.8], "c": [0.0, 1.0]}  # unit vectors: similar's arithmetic without a server
 
 
 def test_similar_cosine_dot_and_euclidean(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(RowChecks, "embed", lambda self, texts: np.array([VECS[t] for t in texts]))
+    from assay.evaluators.judge_client import CallRecord
+    from assay.tasks.checks.graded_client import Graders
+
+    asked: list[tuple[str, str]] = []
+
+    async def embed(self: Graders, grader: Any, text: str, repeat: int = 0) -> Any:
+        asked.append((grader.name, text))
+        return VECS[text], CallRecord(model=grader.name, purpose="embedding", prompt=[])
+
+    monkeypatch.setattr(Graders, "embed", embed)
     checks = [
         {"type": "similar", "value": "b"},  # cosine 0.6 < 0.75
         {"type": "similar:dot", "value": "b", "threshold": 0.5},
@@ -135,12 +144,43 @@ def test_similar_cosine_dot_and_euclidean(monkeypatch: pytest.MonkeyPatch) -> No
         {"type": "not-similar", "value": "c"},  # cosine 0: passes, score 1
         {"type": "similar", "value": ["c", "b"], "threshold": 0.5},  # the first passing value
     ]
-    got = checks_of(judge(checks, "a"))
+    verdict = judge(checks, "a")
+    got = checks_of(verdict)
     assert got[0] == (False, pytest.approx(0.6), "Similarity 0.60 is less than threshold 0.75")
     assert got[1][:2] == (True, pytest.approx(0.6))
     assert got[2] == (True, pytest.approx(1 / (1 + 0.8**0.5)), "Distance 0.89 is less than or equal to threshold 1")
     assert got[3][:2] == (True, 1.0)
     assert got[4][:2] == (True, pytest.approx(0.6))
+    # promptfoo's default embedding provider; each value embedded beside the output, as matchesSimilarity calls it
+    assert {name for name, _ in asked} == {"text-embedding-3-large"} and len(asked) == 12
+    assert len(verdict.details["judges"]) == 12  # counted with the row's judge usage
+
+
+def test_similar_embeds_with_promptfoos_embedding_provider_over_http() -> None:
+    """The check's provider, else the test's options.provider (its ``embedding``), else promptfoo's default at
+    OPENAI_BASE_URL; cosine of the server's embeddings, as promptfoo computes it (not unit vectors)."""
+    from tests.rowchecks.test_graded_server import GradingServer, cosine, letter_vector
+
+    with GradingServer("unused") as server:
+        own = {"id": "openai:embedding:mine", "config": {"apiBaseUrl": server.base_url}}
+        by_test = {"embedding": {"id": "openai:embedding:theirs", "config": {"apiBaseUrl": server.base_url}}}
+        check = {"type": "similar", "value": "Paris, France", "threshold": 0.5}
+        doc = {"__options": {"provider": by_test}}
+        mine = judge([{**check, "provider": own}], "Paris", doc=doc)
+        theirs = judge([check], "Paris", doc=doc)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("OPENAI_BASE_URL", server.base_url)
+            mp.setenv("OPENAI_API_KEY", "x")
+            default = judge([check], "Paris")
+        models = [r["model"] for r in server.embedding_requests]
+    want = cosine(letter_vector("Paris, France"), letter_vector("Paris"))
+    for verdict in (mine, theirs, default):
+        assert checks_of(verdict)[0] == (True, pytest.approx(want), f"Similarity {want:.2f} is greater than or "
+                                         "equal to threshold 0.5")  # fmt: skip
+    assert models == ["mine"] * 2 + ["theirs"] * 2 + ["text-embedding-3-large"] * 2
+    assert [j["model"] for j in default.details["judges"]] == ["text-embedding-3-large"] * 2
+    chat = judge([{**check, "provider": "openai:gpt-4"}], "Paris")
+    assert chat.is_error and "is not a valid embedding provider for 'similarity check'" in str(chat.error)
 
 
 def test_a_transform_that_fails_or_returns_nothing_errors_the_row(tmp_path: Path) -> None:

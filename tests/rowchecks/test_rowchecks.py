@@ -12,6 +12,7 @@ import yaml
 
 from assay.testing.server import OpenAITestServer
 from tests.e2e.e2e_support import only_run_dir, run_cli, sample_lines
+from tests.rowchecks.test_graded_server import GradingServer, cosine, letter_vector
 
 PIRATE = {"type": "icontains", "value": "arrr"}
 ROWS: list[tuple[str, str, dict[str, Any]]] = [  # (id, the model's reply, what the row carries besides its question)
@@ -56,7 +57,7 @@ ROWS: list[tuple[str, str, dict[str, Any]]] = [  # (id, the model's reply, what 
         {"assert": [{"type": "llm-rubric", "value": "Is spoken like a pirate"}]},
     ),
     ("javascript", "Ahoy there", {"assert": [{"type": "javascript", "value": "output.startsWith('Ahoy')"}]}),
-    ("similar", "Ahoy, world!", {"assert": [{"type": "similar", "value": "Ahoy, world"}]}),
+    ("similar", "Ahoy, world!", {"assert": [{"type": "similar", "value": "Ahoy, wide world"}]}),
     (
         "weight0",
         "yes",
@@ -78,6 +79,9 @@ def reply(request: dict[str, Any]) -> str:
 def write(tmp_path: Path, server: OpenAITestServer | None) -> Path:
     with open(tmp_path / "rows.jsonl", "w") as fh:
         for rid, _, extra in ROWS:
+            if rid == "similar" and server is not None:  # promptfoo's embedding provider: the server's /embeddings
+                provider = {"id": "openai:embedding:emb", "config": {"apiBaseUrl": server.base_url}}
+                extra = {"assert": [{**extra["assert"][0], "provider": provider}]}
             fh.write(json.dumps({"id": rid, "question": f"Answer {rid}", **extra}) + "\n")
     with open(tmp_path / "preds.jsonl", "w") as fh:
         for rid, text, _ in ROWS:
@@ -100,7 +104,9 @@ def check(run_dir: Path) -> None:
     scores = {k: r["scores"]["row_checks"] for k, r in records.items()}
     passed = {k: r["passed"]["row_checks"] for k, r in records.items()}
     similar = records["similar"]["verdicts"]["row_checks"][0]["details"]["checks"][0]["score"]
-    assert 0.8 < similar < 1.0  # the cosine of the local embedding model, over promptfoo's 0.75
+    # the cosine of the embeddings from the check's embedding provider (the server's letter counts), over 0.75
+    assert similar == pytest.approx(cosine(letter_vector("Ahoy, wide world"), letter_vector("Ahoy, world!")))
+    assert 0.75 < similar < 1.0
     want = {k: 1.0 for k in REPLIES} | {"weighted_threshold": 0.75, "weighted": 0.75, "similar": similar}
     del want["nothing"]
     assert scores.pop("nothing") is None and records["nothing"]["verdicts"]["row_checks"] == []
@@ -118,7 +124,7 @@ def check(run_dir: Path) -> None:
 
 
 def test_row_checks_on_the_per_sample_path(tmp_path: Path) -> None:
-    with OpenAITestServer(reply) as server:
+    with GradingServer(reply) as server:
         task = write(tmp_path, server)
         proc = run_cli(
             "run", str(task), "--model", "openai:student", "--base-url", server.base_url, "-o", "out", cwd=tmp_path
@@ -128,7 +134,7 @@ def test_row_checks_on_the_per_sample_path(tmp_path: Path) -> None:
 
 
 def test_row_checks_on_the_batch_path(tmp_path: Path) -> None:
-    with OpenAITestServer(reply) as server:
+    with GradingServer(reply) as server:
         task = write(tmp_path, server)
         proc = run_cli("run", str(task), "--model", "predictions:preds.jsonl", "-o", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -65,9 +65,6 @@ class RowChecksOptions(Options):
     prices: dict[str, dict[str, float]] | None = Field(
         default=None, description="model -> {input, output} USD per 1M tokens, for cost checks"
     )
-    embedding_model: str = Field(
-        default="all-MiniLM-L6-v2", description="the local sentence-transformers model of similar checks"
-    )
 
 
 def promptfoo_output(actual: Any) -> Any:
@@ -101,13 +98,12 @@ class RowChecks(Evaluator):
     def setup(self) -> None:
         o = self.opts
         self.code = CodeRunner(Path(o.base_dir).resolve() if o.base_dir else Path.cwd())
-        self._embedder: Evaluator | None = None
         self.graded_cache: dict[str, Any] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        """A copy (sent to a Ray worker) holds no judge, model or process: it builds its own when used."""
+        """A copy (sent to a Ray worker) holds no judge, grader or process: it builds its own when used."""
         state = self.__dict__.copy()
-        state.update(_embedder=None, graded_cache={})
+        state.update(graded_cache={})
         return state
 
     @property
@@ -211,12 +207,6 @@ class RowChecks(Evaluator):
                 raise ConfigError(f"$ref {ref!r}: no check set {name!r}; defined: {', '.join(sets) or 'none'}")
             out.extend(self.expand(sets[name]))
         return out
-
-    def embed(self, texts: list[str]) -> Any:
-        """Unit-length embeddings from the local model of ``similar`` checks (loaded once)."""
-        if self._embedder is None:
-            self._embedder = Evaluator.from_config({"name": "semantic_similarity", "model": self.opts.embedding_model})
-        return self._embedder.encode(texts)  # type: ignore[attr-defined]
 
     def graded_context(self, row: Row, variables: dict[str, Any] | None = None) -> Any:
         """The model-graded family's context (:class:`assay.tasks.checks.graded.GradedContext`)."""

@@ -76,7 +76,8 @@ CLAMPED = frozenset({"llm-rubric"})  # promptfoo's invertScore: 1 - score, clamp
 NOT_INVERTED = frozenset({"factuality", "model-graded-factuality", "model-graded-closedqa", "select-best"})
 
 
-def _graders(cache: dict[str, Any]) -> Graders:
+def graders_of(cache: dict[str, Any]) -> Graders:
+    """The graders kept in the caller's cache dict (built on first use): the model-graded checks' and similar's."""
     graders = cache.get(CACHE_KEY)
     if not isinstance(graders, Graders):
         graders = cache[CACHE_KEY] = Graders()
@@ -90,7 +91,7 @@ async def judge_graded(kind: str, check: Mapping[str, Any], output: str, ctx: Gr
     handler = HANDLERS.get(base)
     if handler is None:
         return Verdict.errored(f"{kind!r} is not a model-graded type; these are: {', '.join(sorted(HANDLERS))}")
-    job = Job(base, check, output if isinstance(output, str) else str(output), ctx, _graders(ctx.cache))
+    job = Job(base, check, output if isinstance(output, str) else str(output), ctx, graders_of(ctx.cache))
     try:
         verdict = await handler(job)
     except (GradedError, ConfigError) as err:
@@ -115,7 +116,7 @@ def _inverted(base: str, verdict: Verdict) -> Verdict:
 
 def use_run_cache(cache: dict[str, Any], enabled: bool, path: Any = None) -> None:
     """Follow the run's response-cache switch (row_checks' ``use_run_cache`` hands it on): off by default."""
-    _graders(cache).use_run_cache(enabled, None if path is None else str(path))
+    graders_of(cache).use_run_cache(enabled, None if path is None else str(path))
 
 
 async def aclose_graded(cache: dict[str, Any]) -> None:
@@ -125,4 +126,4 @@ async def aclose_graded(cache: dict[str, Any]) -> None:
         await graders.aclose()
 
 
-__all__ = ["GRADED_TYPES", "GradedContext", "aclose_graded", "judge_graded", "use_run_cache"]
+__all__ = ["GRADED_TYPES", "GradedContext", "aclose_graded", "graders_of", "judge_graded", "use_run_cache"]

@@ -1,14 +1,19 @@
 """promptfoo 0.123.1's assertions on the response rather than its text: finish-reason, latency (ms, assay's recorded
 latency), cost (USD from the response's tokens and the row_checks ``prices``), perplexity / perplexity-score (from
-token logprobs, when a response records them), guardrails (a provider's content filter); and similar (embeddings
-of assay's local model: cosine, dot or euclidean, default threshold 0.75)."""
+token logprobs, when a response records them), guardrails (a provider's content filter); and similar (cosine, dot or
+euclidean of embeddings from promptfoo's embedding provider: the check's ``provider``, else the test's
+``options.provider``, else promptfoo's default ``text-embedding-3-large`` at the OpenAI base URL; the calls go through
+the model-graded family's graders, so they are retried, cached with the run and counted like judge calls; default
+threshold 0.75)."""
 
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import Any
 
 from assay.tasks.checks.code import CheckError
+from assay.tasks.checks.graded_rag import to_fixed
 from assay.tasks.checks.jsmath import js_exp
 from assay.tasks.checks.params import Params, result
 
@@ -135,41 +140,84 @@ async def similar(p: Params) -> dict[str, Any]:
     if isinstance(value, list) and not value:
         raise CheckError("Similarity assertion must have at least one value to compare against")
     metric = p.base.split(":", 1)[1] if ":" in p.base else "cosine"
+    if metric not in ("cosine", "dot", "euclidean"):
+        raise CheckError(f"Unknown similarity metric: {metric}")
     threshold = 0.75 if p.threshold is None else float(p.threshold)
     refs = [str(v) for v in value] if isinstance(value, list) else [value]
-    vecs = await asyncio.to_thread(p.row.services.embed, [p.text, *refs])
-    out = [_similarity(metric, vecs[0], vecs[i + 1], threshold, p.inverse) for i in range(len(refs))]
+    embedder = _Embedder(p)
+    out = []
+    for ref in refs:  # promptfoo's matchesSimilarity per value, in order: the value's and the output's embeddings
+        expected, got = await asyncio.gather(embedder.embed(ref), embedder.embed(p.text))
+        out.append(_similarity(metric, expected, got, threshold, p.inverse))
+        if isinstance(value, list) and out[-1]["pass"] != p.inverse:
+            break  # promptfoo stops at the first passing value (the first failing one, inverted)
+    calls = embedder.judges()
+    if not isinstance(value, list):
+        return out[0] | calls
     if not isinstance(value, list):
         return out[0]
     if p.inverse:
         failing = next((r for r in out if not r["pass"]), None)
-        return failing or min(out, key=lambda r: r["score"])
+        return (failing or min(out, key=lambda r: r["score"])) | calls
     passing = next((r for r in out if r["pass"]), None)
     if passing is not None:
-        return passing
+        return passing | calls
     return {
         "pass": False,
         "score": max(r["score"] for r in out),
         "reason": "None of the provided values met the similarity threshold",
-    }
+    } | calls
 
 
-def _similarity(metric: str, a: Any, b: Any, threshold: float, inverse: bool) -> dict[str, Any]:
-    """promptfoo's ``buildSimilarityResult``."""
-    dot = float(a @ b)
+class _Embedder:
+    """promptfoo's embedding provider of one similar check (``getAndCheckProvider('embedding', ...)``), on the
+    model-graded family's graders: each call is kept for the row's judge usage."""
+
+    def __init__(self, p: Params) -> None:
+        from assay.errors import ConfigError
+        from assay.tasks.checks.graded import graders_of
+        from assay.tasks.checks.graded_client import embedding_grader
+
+        provider = p.assertion.get("provider") or p.row.options.get("provider")  # promptfoo's getFinalTest
+        try:
+            self.grader = embedding_grader(provider, "similarity check")
+        except ConfigError as err:
+            raise CheckError(str(err)) from None
+        self.graders = graders_of(p.row.services.graded_cache)
+        self.calls: list[Any] = []
+
+    async def embed(self, text: str) -> list[float]:
+        vector, record = await self.graders.embed(self.grader, text)
+        self.calls.append(record)
+        if vector is None:
+            raise CheckError(f"the embedding from {record.model} failed: {record.error}")
+        return vector
+
+    def judges(self) -> dict[str, Any]:
+        return {"judges": [c.to_dict() for c in self.calls]} if self.calls else {}
+
+
+def _similarity(metric: str, a: list[float], b: list[float], threshold: float, inverse: bool) -> dict[str, Any]:
+    """promptfoo's ``calculateSimilarityScore`` and ``buildSimilarityResult`` (a: the value's embedding, b: the
+    output's)."""
+    if len(a) != len(b):
+        raise CheckError("Vectors must be of equal length")
+    dot = _js_sum([x * y for x, y in zip(a, b, strict=True)])
     if metric == "euclidean":
-        distance = float(((a - b) ** 2).sum() ** 0.5)
+        distance = math.sqrt(_js_sum([(x - y) * (x - y) for x, y in zip(a, b, strict=True)]))
         passed = distance >= threshold - EPSILON if inverse else distance <= threshold + EPSILON
         norm = 1 / (1 + distance)
-        below = f"Distance {distance:.2f} is less than or equal to threshold {_num(threshold)}"
-        above = f"Distance {distance:.2f} is greater than threshold {_num(threshold)}"
+        below = f"Distance {to_fixed(distance)} is less than or equal to threshold {_num(threshold)}"
+        above = f"Distance {to_fixed(distance)} is greater than threshold {_num(threshold)}"
         reason = (above if inverse else below) if passed else (below if inverse else above)
         return {"pass": passed, "score": 1 - norm if inverse else norm, "reason": reason}
-    if metric not in ("cosine", "dot"):
-        raise CheckError(f"Unknown similarity metric: {metric}")
-    similarity = dot  # unit-length embeddings: the dot product is the cosine
+    if metric == "dot":
+        similarity = dot
+    else:
+        na, nb = math.sqrt(_js_sum([x * x for x in a])), math.sqrt(_js_sum([y * y for y in b]))
+        similarity = 0.0 if na == 0 or nb == 0 else dot / (na * nb)
     passed = similarity <= threshold + EPSILON if inverse else similarity >= threshold - EPSILON
-    more = f"Similarity {similarity:.2f} is greater than or equal to threshold {_num(threshold)}"
-    less = f"Similarity {similarity:.2f} is less than threshold {_num(threshold)}"
+    more = f"Similarity {to_fixed(similarity)} is greater than or equal to threshold {_num(threshold)}"
+    less = f"Similarity {to_fixed(similarity)} is less than threshold {_num(threshold)}"
     reason = (less if inverse else more) if passed else (more if inverse else less)
     return {"pass": passed, "score": 1 - similarity if inverse else similarity, "reason": reason}

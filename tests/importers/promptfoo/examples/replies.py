@@ -29,12 +29,6 @@ def graded_output(body: dict[str, Any]) -> str:
     return between(last_user(body), "<Output>", "</Output>")
 
 
-SIMILAR = (
-    "assay's similar embeds with its own local sentence-transformers model (rowchecks.RowChecks.embed -> the "
-    "semantic_similarity evaluator, called from checks/runtime.similar) instead of promptfoo's embedding provider "
-    "(options.provider.embedding, default openai:text-embedding-3-large at OPENAI_BASE_URL, which assay's own "
-    "answer-relevance already uses through graded_client.embedding_grader)"
-)
 GRADER = (
     "assay grades model-graded checks that name no grader with the config's first provider (importers/promptfoo/"
     "convert.task_configs: judge = config.judge or providers[0]'s spec and settings), promptfoo with its default "
@@ -345,10 +339,6 @@ SIMPLE_TEST_EXAMPLE = Example(
     slow=True,
     xfail={
         "graders": graded_by("gpt-4.1-mini"),
-        "openai:gpt-4.1-mini|prompt-1|test-4": f"{SIMILAR}: similar is 0.42 by the server's embeddings, 0.37 by "
-        "assay's model, so the mean is 38.1400 vs 38.1230 (both fail)",
-        "openai:gpt-4.1-mini|prompt-2|test-4": f"{SIMILAR}: similar is 0.78 by the server's embeddings, 0.65 by "
-        "assay's model, so the mean is 0.2606 vs 0.2158 (both fail)",
     },
     why={
         "openai:gpt-4.1-mini|prompt-1|test-1": "equals 'Yarr': 1, pass (YAML 1.2: body Yes is the text 'Yes')",
@@ -560,10 +550,6 @@ OPENAI_TOOLS_CALL = Example(
     "openai-tools-call",
     tools_call,
     slow=True,
-    xfail={
-        "openai:chat:gpt-6-luna|prompt-1|test-3": f"{SIMILAR}: similar('Paris', 'Paris, France') is 0.8083 by the "
-        "server's embeddings, 0.9341 by assay's model: mean 0.9041 vs 0.9671 (both pass)"
-    },
     why={
         "openai:chat:gpt-6-luna|prompt-1|test-1": "the output is the tool_calls array: is-json (an object) 1, "
         "valid against the provider's tools 1, output[0].function.name 1, arguments location 'Boston, MA' 1: 1, pass",
