@@ -275,3 +275,27 @@ def test_a_copy_for_another_worker_starts_its_own_node() -> None:
     copy = pickle.loads(pickle.dumps(evaluator))  # as a Ray worker gets it
     assert copy == evaluator and copy.code is not evaluator.code
     assert copy.evaluate("x", check).passed
+
+
+def test_a_graders_score_outside_0_1_stays_promptfoos_in_the_assertion_and_the_mean() -> None:
+    """promptfoo's runJsonGradingPrompt keeps the grader's score as it is (score = parsed.score): a custom rubric's
+    points (2, 3) are the assertion's score and go into the test's weighted mean unclipped; only the row Verdict's
+    score is clipped to [0, 1], the raw mean kept in details.promptfoo_score."""
+    from tests.rowchecks.test_graded_server import GradingServer
+
+    def reply(body: dict[str, Any]) -> str:
+        text = json.dumps(body["messages"])
+        score, passed = (3, False) if "clarify" in text else (2, True)
+        return json.dumps({"pass": passed, "score": score, "reason": f"{score} points"})
+
+    with GradingServer(reply) as server:
+        grader = {"provider": "openai", "model": "grader", "base_url": server.base_url}
+        rubric = {"type": "llm-rubric", "value": "mentions the Fed"}
+        two = judge([rubric, {"type": "equals", "value": "no"}], "the Fed", judge=grader)
+        held = judge([rubric], "the Fed", doc={"topic": "x", "threshold": 0}, judge=grader)
+        three = judge([rubric], "the Fed; could you clarify?", judge=grader)
+    assert checks_of(two)[0][:2] == (True, 2.0)
+    assert two.details["promptfoo_score"] == 1.0 and two.score == 1.0 and not two.passed  # (2 + 0) / 2
+    assert held.passed and held.details["promptfoo_score"] == 2.0 and held.score == 1.0
+    assert checks_of(three)[0][:2] == (False, 3.0)
+    assert not three.passed and three.details["promptfoo_score"] == 3.0 and three.score == 1.0

@@ -146,7 +146,11 @@ async def graded(params: Params) -> dict[str, Any]:
         raise CheckError(str(verdict.error))
     details = verdict.details if isinstance(verdict.details, Mapping) else {}
     reason = details.get("reason") or verdict.reason or ("Assertion passed" if verdict.passed else "Assertion failed")
-    out = {"pass": verdict.passed, "score": verdict.score, "reason": str(reason), **_named(details)}
+    # promptfoo's own score, unclipped (runJsonGradingPrompt: score = parsed.score; a grader may say 2 or 8): the
+    # assertion's score and the test's mean use it; the Verdict's score is the clipped one
+    raw = details.get("score")
+    score = float(raw) if _finite(raw) else verdict.score
+    out = {"pass": verdict.passed, "score": score, "reason": str(reason), **_named(details)}
     calls = details.get("judges")  # the grader's requests, counted with the row's verdict like any judge's
     if isinstance(calls, list) and calls:
         out["judges"] = list(calls)
@@ -169,6 +173,10 @@ async def context_transform(code: Any, row: Row) -> Any:
     except CheckError as err:
         raise CheckError(f"Failed to transform context using expression '{label}': {err}") from None
     return made
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _named(details: Mapping[str, Any]) -> dict[str, Any]:
