@@ -4,6 +4,7 @@ ignored or refused by name: a key of a new promptfoo version fails here until so
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -116,14 +117,47 @@ def test_a_refused_key_names_file_line_and_key(tmp_path: Path, text: str, line: 
     assert str(err.value).startswith(f"{path}:{line}: {key}: not supported by assay's promptfoo reader: ")
 
 
-def test_an_unknown_key_is_refused_with_a_suggestion(tmp_path: Path) -> None:
-    path = _config(tmp_path, "prompts: [p]\nproviders: [echo]\ntests:\n  - vars: {a: 1}\n    asert: []\n")
-    with pytest.raises(
-        ConfigError,
-        match=r":5: tests\[0\]\.asert: not a key of promptfoo 0\.123\.1's test "
-        r"\(did you mean 'assert'\?\)",
-    ):
+def test_an_unknown_key_is_ignored_with_a_warning_naming_file_line_and_key(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """promptfoo's zod schemas strip keys they do not know, so promptfoo runs such a config: so does assay, saying
+    so on stderr (issue 40: nothing silently dropped), once per key, with a suggestion for a typo."""
+    path = _config(
+        tmp_path,
+        "prompts: [p]\nproviders: [echo]\noutputs: x\ntests:\n  - vars: {a: 1}\n    asert: []\n    type: q\n"
+        "    assert:\n      - type: equals\n        value: p\n        description: d\n",
+    )
+    with caplog.at_level(logging.WARNING, logger="assay.promptfoo"):
+        config = read_config(path)
+    assert config.tests[0].checks == [{"type": "equals", "value": "p"}]  # dropped, as promptfoo's parse drops it
+    messages = [r.getMessage() for r in caplog.records if r.name == "assay.promptfoo"]
+    ignored = "ignored (promptfoo 0.123.1 ignores this key too)"
+    assert messages == [
+        f"{path}:3: outputs: not a key of promptfoo 0.123.1's top (did you mean 'outputPath'?); {ignored}",
+        f"{path}:6: tests[0].asert: not a key of promptfoo 0.123.1's test (did you mean 'assert'?); {ignored}",
+        f"{path}:7: tests[0].type: not a key of promptfoo 0.123.1's test; {ignored}",
+        f"{path}:11: tests[0].assert[0].description: not a key of promptfoo 0.123.1's assertion; {ignored}",
+    ], messages
+
+
+def test_an_unknown_key_of_a_free_form_mapping_is_still_refused(tmp_path: Path) -> None:
+    """A provider's config is free-form in promptfoo's schema (its provider reads it): a key the OpenAI provider
+    does not read is refused, not guessed at."""
+    path = _config(tmp_path, "prompts: [p]\nproviders:\n  - id: openai:gpt-4o\n    config: {temprature: 0}\n")
+    with pytest.raises(ConfigError, match=r":4: providers\[0\]\.config\.temprature: not a key of promptfoo"):
         read_config(path)
+
+
+def test_an_unknown_key_warning_reaches_stderr_from_the_cli(tmp_path: Path) -> None:
+    """`assay run` on such a config: the warning is on stderr (logging's last-resort handler), the run goes on."""
+    import subprocess
+    import sys
+
+    path = _config(tmp_path, "prompts: ['say {{a}}']\nproviders: [echo]\ntests:\n  - vars: {a: 1}\n    type: q\n")
+    code = "from assay.tasks.importers.promptfoo import load_promptfoo; import sys; load_promptfoo(sys.argv[1])"
+    proc = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"{path}:5: tests[0].type: not a key of promptfoo 0.123.1's test; ignored" in proc.stderr
 
 
 def test_ignored_keys_are_accepted(tmp_path: Path) -> None:

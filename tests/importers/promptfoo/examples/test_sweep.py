@@ -52,10 +52,12 @@ CASES: dict[str, Outcome | tuple[Outcome, ...]] = {  # a tuple: any of them is r
     ),
     "assistant-cli/promptfooconfig.yaml": Loads(2, 10, 1, "prompts.txt split at --- (2) x tests.csv rows (10): 20"),
     "cerebras/promptfooconfig.yaml": Refused(
-        ("outputs",), "promptfoo 0.123.1 drops the unknown top key (its schema allows others); providers are cerebras:"
+        ("prompts[0]", "prompts.txt", "file not found"),
+        f"{MISSING}; the unknown top key `outputs` is ignored with a warning, as promptfoo 0.123.1 drops it",
     ),
     "chat-messages-format/promptfooconfig.yaml": Refused(
-        ("prompts[1].messages",), "promptfoo 0.123.1 refuses it too: 'Invalid prompt object' (messages prompts)"
+        ("prompts[1]", "'messages'"),
+        "promptfoo 0.123.1 refuses it too: 'Invalid prompt object' (its parse drops the unknown `messages` key)",
     ),
     "claude-thinking/promptfooconfig.yaml": Refused(
         ("providers[0].id", "anthropic:messages:claude-3-7-sonnet-20250219"), PROVIDER
@@ -102,7 +104,8 @@ CASES: dict[str, Outcome | tuple[Outcome, ...]] = {  # a tuple: any of them is r
     "google-sheets/promptfooconfig.yaml": Refused(("prompts[0]", "prompts.txt", "file not found"), MISSING),
     "harmbench/promptfooconfig.yaml": Refused(("providers[0]", "ollama:mannix/llama3.1-8b-abliterated"), PROVIDER),
     "huggingface-bbq/promptfooconfig.yaml": Refused(
-        ("defaultTest.assert[0].description",), "promptfoo drops the key; its tests come from huggingface:// datasets"
+        ("prompts[0]", "bbq_prompt.yaml", "file not found"),
+        f"{MISSING}; defaultTest.assert[0].description is ignored with a warning, as promptfoo drops it",
     ),
     "llama-gpt-comparison/promptfooconfig.yaml": Refused(
         ("prompts[0]", "prompts/chat_prompt.json", "file not found"), MISSING
@@ -113,7 +116,9 @@ CASES: dict[str, Outcome | tuple[Outcome, ...]] = {  # a tuple: any of them is r
         ("prompts[0]", "prompts.txt", "file not found"), MISSING
     ),
     "nunjucks-custom-filters/promptfooconfig.yaml": Refused(
-        ("filters",), "promptfoo 0.123.1 drops the unknown key and then fails every prompt: 'filter not found: allcaps'"
+        ("No filter named 'allcaps'",),
+        "promptfoo 0.123.1 drops the unknown key `filters` (assay: with a warning) and then fails every prompt: "
+        "'filter not found: allcaps'",
     ),
     "openai-eval-factuality/promptfooconfig.yaml": Refused(
         ("prompts[0]", "prompts/name_capitals_concise.txt", "file not found"), MISSING

@@ -1,5 +1,8 @@
 """What assay does with every key of promptfoo 0.123.1's config schema: honoured with promptfoo's meaning, ignored
-(output, sharing, UI: nothing a prompt or a score depends on), or refused at load naming the file, line and key.
+(output, sharing, UI: nothing a prompt or a score depends on), or refused at load naming the file, line and key. A key
+the schema does not have is dropped by promptfoo's parse (its zod objects strip unknown keys), so assay runs the config
+too, with a warning naming ``FILE:LINE: key.path`` on stderr (the ``assay.promptfoo`` logger): nothing is dropped
+silently.
 
 ``tests/importers/promptfoo/test_reader_keys.py`` walks promptfoo's own schema (vendored as JSON Schema) and fails
 when a key of any section is in none of the three lists, so a key of a new promptfoo version cannot slip through."""
@@ -7,11 +10,17 @@ when a key of any section is in none of the three lists, so a key of a new promp
 from __future__ import annotations
 
 import difflib
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from assay.tasks.importers.promptfoo.where import At
 
 SCHEMA_VERSION = "0.123.1"
+LOG = logging.getLogger("assay.promptfoo")  # load-time warnings (stderr: logging's last-resort handler, or the app's)
+_warned: ContextVar[set[str] | None] = ContextVar("assay_promptfoo_warned", default=None)
 HONOURED, IGNORED, REFUSED = "honoured", "ignored", "refused"
 ROW_CHECKS = "passed to row_checks with promptfoo's meaning (see /tmp/pf/CONTRACT.md)"
 _SHOWN = "output, sharing or UI only: no prompt, answer or score depends on it"
@@ -331,6 +340,26 @@ def decision(section: str, key: str) -> tuple[str, str] | None:
     return SECTIONS[section].get(key)
 
 
+@contextmanager
+def one_warning_each() -> Iterator[None]:
+    """Within one config's reading, each warning is given once (a mapping may be checked more than once)."""
+    token = _warned.set(set())
+    try:
+        yield
+    finally:
+        _warned.reset(token)
+
+
+def warn(message: str) -> None:
+    """A load-time warning on the ``assay.promptfoo`` logger (stderr), once per config read."""
+    seen = _warned.get()
+    if seen is not None:
+        if message in seen:
+            return
+        seen.add(message)
+    LOG.warning("%s", message)
+
+
 def check_keys(
     mapping: Any,
     section: str,
@@ -339,11 +368,15 @@ def check_keys(
     table: dict[str, tuple[str, str]] | None = None,
     allow: set[str] | frozenset[str] = frozenset(),
 ) -> None:
-    """Refuse a refused or unknown key of ``mapping`` (a ``section`` of a config at ``at``), naming file:line;
-    unknown keys in ``allow`` are accepted (a top-level key that only holds ``$ref`` targets)."""
+    """Refuse a refused key of ``mapping`` (a ``section`` of a config at ``at``), naming file:line; a key that is
+    not in promptfoo's schema for the section is ignored with a warning naming file:line (promptfoo's parse drops
+    it, and so does this: the key is deleted from ``mapping``). With ``table`` (a free-form mapping of the schema, e.g. a provider's config, whose keys the reader knows
+    only from promptfoo's code), an unknown key is refused. Unknown keys in ``allow`` are accepted silently (a
+    top-level key that only holds ``$ref`` targets)."""
     if not isinstance(mapping, dict):
         return
     known = SECTIONS[section] if table is None else table
+    dropped = []
     for key in mapping:
         found = known.get(key) if isinstance(key, str) else None
         if found is None and key in allow:
@@ -351,9 +384,13 @@ def check_keys(
         if found is None:
             close = difflib.get_close_matches(str(key), list(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise at.key(mapping, key).error(
-                f"not a key of promptfoo {SCHEMA_VERSION}'s {section.replace('_', ' ')}{hint}; known: "
-                + ", ".join(sorted(known))
-            )
+            what = f"not a key of promptfoo {SCHEMA_VERSION}'s {section.replace('_', ' ')}{hint}"
+            if table is None:
+                warn(f"{at.key(mapping, key)}: {what}; ignored (promptfoo {SCHEMA_VERSION} ignores this key too)")
+                dropped.append(key)
+                continue
+            raise at.key(mapping, key).error(f"{what}; known: " + ", ".join(sorted(known)))
         if found[0] == REFUSED:
             raise at.key(mapping, key).error(f"not supported by assay's promptfoo reader: {found[1]}")
+    for key in dropped:  # as promptfoo's parse strips it: nothing downstream reads it
+        del mapping[key]

@@ -55,6 +55,7 @@ def read_prompts(raw: Any, at: At, files: Files, separator: str = "---") -> list
     out: list[Prompt] = []
     for item_at, item in entries:
         if isinstance(item, dict):
+            given = dict(item)  # as written: a refusal below shows the keys check_keys drops
             check_keys(item, "prompt", item_at)
             spec = dict(item)
             spec.setdefault("raw", item.get("id"))
@@ -63,7 +64,10 @@ def read_prompts(raw: Any, at: At, files: Files, separator: str = "---") -> list
         else:
             spec = {"raw": item}
         if not isinstance(spec.get("raw"), str):
-            raise item_at.error(f"a prompt is a string, a file:// reference or {{raw, label}}, got {item!r}")
+            raise item_at.error(
+                f"a prompt is a string, a file:// reference or {{raw, label}}, got "
+                f"{given if isinstance(item, dict) else item!r}"
+            )
         prompts = _process(spec, item_at, files, separator)
         if not prompts:
             raise item_at.error(f"there are no prompts in {spec['raw']!r}")

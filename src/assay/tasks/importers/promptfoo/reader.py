@@ -14,7 +14,7 @@ from assay.errors import ConfigError
 from assay.tasks.importers.promptfoo.asserts import Checker
 from assay.tasks.importers.promptfoo.envs import check_env, config_env, render_env_in
 from assay.tasks.importers.promptfoo.files import FILE, Files
-from assay.tasks.importers.promptfoo.keys import check_keys
+from assay.tasks.importers.promptfoo.keys import check_keys, one_warning_each
 from assay.tasks.importers.promptfoo.prompts import Prompt, read_prompts
 from assay.tasks.importers.promptfoo.providers import Provider, check_grader, grader, read_providers, ref_matches
 from assay.tasks.importers.promptfoo.refs import REF, resolve_refs
@@ -63,7 +63,13 @@ def max_tests_from(value: int | None) -> int:
 
 
 def read_config(path: str | Path, *, max_tests: int | None = None) -> PromptfooConfig:
-    """A promptfoo config file, read and checked; every problem names the file, line and key."""
+    """A promptfoo config file, read and checked; every problem names the file, line and key (a key promptfoo's
+    schema does not have is ignored, as promptfoo ignores it, with a warning naming it: keys.check_keys)."""
+    with one_warning_each():
+        return _read_config(path, max_tests=max_tests)
+
+
+def _read_config(path: str | Path, *, max_tests: int | None = None) -> PromptfooConfig:
     p = Path(path)
     cap = max_tests_from(max_tests)
     try:
