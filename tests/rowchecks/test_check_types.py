@@ -112,6 +112,12 @@ def test_what_promptfoo_refuses_to_measure_is_an_error_naming_it() -> None:
     assert "must have a threshold" in str(judge([{"type": "latency"}], Response(text="x")).error)
     unpriced = judge([{"type": "cost", "threshold": 1}], Response(text="x", model="m"))
     assert "no price for model 'm'" in str(unpriced.error)
+    gpt4 = Response(text="x", model="gpt-4", usage=Usage(input_tokens=30, output_tokens=5))  # promptfoo's table
+    assert checks_of(judge([{"type": "cost", "threshold": 0.0013}], gpt4))[0][:2] == (True, 1.0)  # 0.0009 + 0.0003
+    ((passed, _, why),) = checks_of(judge([{"type": "cost", "threshold": 0.001}], gpt4))
+    assert not passed and why == "Cost 0.0012 is greater than threshold 0.001"
+    own = judge([{"type": "cost", "threshold": 0.001}], gpt4, prices={"gpt-4": {"input": 1, "output": 1}})
+    assert checks_of(own)[0][0] is True  # the provider config's price comes before promptfoo's table
     assert "do not return logProbs" in str(judge([{"type": "perplexity"}], Response(text="x")).error)
 
 

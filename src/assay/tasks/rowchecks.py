@@ -124,6 +124,17 @@ class RowChecks(Evaluator):
         """The ``prices`` option, else the run's price table (``--prices``)."""
         return self.opts.prices if self.opts.prices is not None else getattr(self, "_run_prices", None)
 
+    def price(self, model: str, prompt_tokens: int) -> dict[str, float] | None:
+        """The USD per 1M tokens ``{input, output}`` a ``cost`` check prices ``model`` at: the run's ``--prices``,
+        else the ``prices`` option (a promptfoo provider's cost/inputCost/outputCost), else promptfoo's own table of
+        OpenAI models (promptfoo's OpenAI provider prices every call it knows the model of)."""
+        from assay.tasks.checks.openai_prices import promptfoo_price
+
+        for table in (getattr(self, "_run_prices", None), self.opts.prices):
+            if table and model in table:
+                return table[model]
+        return promptfoo_price(model, prompt_tokens)
+
     def use_run_prices(self, prices: dict[str, dict[str, float]]) -> None:
         """The run's ``--prices`` table, for ``cost`` checks when the ``prices`` option gives none."""
         self._run_prices = prices

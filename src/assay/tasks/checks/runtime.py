@@ -54,28 +54,27 @@ def latency(p: Params) -> dict[str, Any]:
 
 
 def cost(p: Params) -> dict[str, Any]:
+    """promptfoo's ``handleCost`` on the response's price: the run's ``--prices`` for the model first, then the
+    provider config's ``cost``/``inputCost``/``outputCost`` (row_checks' ``prices``), then promptfoo's own table of
+    OpenAI models (:mod:`assay.tasks.checks.openai_prices`), as promptfoo's OpenAI provider prices a call."""
     if p.threshold is None:
         raise CheckError("Cost assertion must have a threshold")
     response = p.row.response
-    prices = p.row.services.prices or {}
     model = response.model if response is not None else None
-    price = prices.get(model) if model else None
+    price = p.row.services.price(model, response.usage.input_tokens) if response is not None and model else None
     if response is None or price is None:
-        known = ", ".join(sorted(prices)) or "none"
+        known = ", ".join(sorted(p.row.services.prices or {})) or "none"
         raise CheckError(
-            f"Cost assertion needs the response's cost: no price for model {model!r} in the run's --prices "
-            f"(or row_checks' 'prices'; priced: {known}; promptfoo errors the same way for providers that do not "
-            "return cost)"
+            "Cost assertion does not support providers that do not return cost (promptfoo's words): no price for "
+            f"model {model!r} in the run's --prices (or row_checks' 'prices'; priced: {known}), the provider's "
+            "cost/inputCost/outputCost, or promptfoo's table of OpenAI models"
         )
     spent = (
         0.0
         if response.cached
-        else (
-            response.usage.input_tokens * float(price.get("input", 0))
-            + response.usage.output_tokens * float(price.get("output", 0))
-        )
-        / 1e6
-    )
+        else response.usage.input_tokens * (float(price.get("input", 0)) / 1e6)
+        + response.usage.output_tokens * (float(price.get("output", 0)) / 1e6)
+    )  # promptfoo: inputCost * promptTokens + outputCost * completionTokens, the costs per token
     passed = (spent <= p.threshold) != p.inverse
     word = "less than or equal to" if p.inverse else "greater than"
     return result(passed, PASSED if passed else f"Cost {spent:.2g} is {word} threshold {_num(p.threshold)}")
