@@ -23,6 +23,7 @@ LAYERS: list[list[str]] = [
         "assay.importing",
         "assay.atomicfile",
         "assay.jsonfast",
+        "assay.jsonerror",
         "assay.gcpause",
         "assay.forking",
         "assay.hashing",
