@@ -305,3 +305,32 @@ def test_a_graders_score_outside_0_1_stays_promptfoos_in_the_assertion_and_the_m
     assert held.passed and held.details["promptfoo_score"] == 2.0 and held.score == 1.0
     assert checks_of(three)[0][:2] == (False, 3.0)
     assert not three.passed and three.details["promptfoo_score"] == 3.0 and three.score == 1.0
+
+
+def test_a_legacy_function_call_is_the_output_promptfoos_chat_provider_gives() -> None:
+    """promptfoo's OpenAI chat provider: output = message.function_call || message.tool_calls when there is no
+    content, the whole message when there is content besides; assay's client keeps the call as sent in
+    metadata["function_call"] (not as a tool call, so tool-calling agents see nothing new)."""
+    from assay.models.openai_compat import OpenAIModel
+
+    raw = {"name": "get_current_weather", "arguments": '{"location": "Boston, MA"}'}
+    reply = {"model": "m", "choices": [{"message": {"role": "assistant", "content": None, "function_call": raw}}]}
+    response = OpenAIModel("m", base_url="http://127.0.0.1:9/v1", api_key="x")._response(reply, 0.1)
+    assert response.tool_calls == [] and response.text is None
+    assert response.metadata["function_call"] == raw
+    assert promptfoo_output(response) == raw  # the arguments stay the string the model wrote
+    said = response.model_copy(update={"text": "Let me look."})
+    assert promptfoo_output(said) == {"role": "assistant", "content": "Let me look.", "function_call": raw}
+    checks = [
+        {"type": "is-json"},
+        {"type": "is-valid-openai-function-call"},
+        {"type": "javascript", "value": "JSON.parse(output.arguments).location === 'Boston, MA'"},
+    ]
+    functions = [{"name": "get_current_weather", "parameters": {"type": "object", "properties": {"location": {}}}}]
+    assert [c[0] for c in checks_of(judge(checks, response, functions=functions))] == [True, True, True]
+    transformed = judge(
+        [{"type": "equals", "value": "Boston, MA"}],
+        response,
+        doc={"__options": {"transform": "JSON.parse(output.arguments).location"}},
+    )
+    assert checks_of(transformed)[0][0] is True

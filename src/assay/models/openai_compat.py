@@ -369,6 +369,8 @@ class OpenAIModel(Model):
         if reasoning:
             metadata["reasoning"] = reasoning
         tool_calls = [self._tool_call(c, metadata) for c in message.get("tool_calls") or ()]
+        if isinstance(message.get("function_call"), dict):  # the legacy `functions` API's call, kept as sent (name,
+            metadata["function_call"] = message["function_call"]  # raw arguments): promptfoo's output; no tool call
         if choice.get("logprobs"):  # sent only when asked for (params logprobs/top_logprobs): G-Eval judges read them
             metadata["logprobs"] = choice["logprobs"]
         usage = obj.get("usage") or {}

@@ -68,12 +68,12 @@ class RowChecksOptions(Options):
 
 
 def promptfoo_output(actual: Any) -> Any:
-    """The output as promptfoo's OpenAI provider gives it: the text; the tool calls when there is no text; the
-    message (``{role, content, tool_calls}``) when there are both."""
+    """The output as promptfoo's OpenAI chat provider gives it: the text; else the legacy function call
+    (``{name, arguments}``, recorded in ``metadata["function_call"]``) or the tool calls; the message (``{role,
+    content, function_call, tool_calls}``) when there is text besides a call."""
     if not isinstance(actual, Response):
         return "" if actual is None else actual if isinstance(actual, str | dict | list) else str(actual)
-    if not actual.tool_calls:
-        return actual.text or ""
+    function_call = actual.metadata.get("function_call") if isinstance(actual.metadata, dict) else None
     calls = [
         {
             "id": c.id,
@@ -82,9 +82,16 @@ def promptfoo_output(actual: Any) -> Any:
         }
         for c in actual.tool_calls
     ]
-    if actual.text:
-        return {"role": "assistant", "content": actual.text, "tool_calls": calls}
-    return calls
+    if actual.text and (function_call or calls):
+        message: dict[str, Any] = {"role": "assistant", "content": actual.text}
+        if function_call:
+            message["function_call"] = function_call
+        if calls:
+            message["tool_calls"] = calls
+        return message
+    if actual.text is None or (actual.text == "" and calls):  # output = message.function_call || message.tool_calls
+        return function_call or calls or ""
+    return actual.text
 
 
 @register("row_checks")

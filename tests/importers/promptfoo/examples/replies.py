@@ -555,29 +555,10 @@ def function_call(body: dict[str, Any]) -> Any:
     return {"function_call": {"name": "get_current_weather", "arguments": json.dumps({"location": location})}}
 
 
-FUNCTION_CALL = (
-    "assay's OpenAI client reads a reply's message.content and message.tool_calls but not a legacy "
-    "message.function_call (src/assay/models/openai_compat.py, the response parsing near `tool_calls = "
-    "[self._tool_call(...)]`), so the answer to a request with `functions` is the empty text; promptfoo's chat "
-    "provider makes the function_call object {name, arguments} the output (output = message.function_call || "
-    "message.tool_calls)"
-)
 OPENAI_FUNCTION_CALL = Example(
     "openai-function-call",
     function_call,
     slow=True,
-    xfail={
-        **{
-            f"{label}|prompt-1|test-1": f"{FUNCTION_CALL}: is-json, is-valid-openai-function-call and both javascript "
-            "checks fail on '' (assay 0, fail; promptfoo 1, pass)"
-            for label in ("functions-defined-in-external-file", "functions-defined-in-config")
-        },
-        **{
-            f"{label}|prompt-1|test-2": f"{FUNCTION_CALL}: the transform JSON.parse(output.arguments) throws on '' "
-            "and errors the row (assay 0, fail; promptfoo 1, pass)"
-            for label in ("functions-defined-in-external-file", "functions-defined-in-config")
-        },
-    },
     why={
         **{
             f"{label}|prompt-1|test-1": "the output is the function_call object: is-json 1, valid against the "
