@@ -29,19 +29,6 @@ def graded_output(body: dict[str, Any]) -> str:
     return between(last_user(body), "<Output>", "</Output>")
 
 
-GRADER = (
-    "assay grades model-graded checks that name no grader with the config's first provider (importers/promptfoo/"
-    "convert.task_configs: judge = config.judge or providers[0]'s spec and settings), promptfoo with its default "
-    "grading provider: with OPENAI_API_KEY set, openai:chat:gpt-5.6-sol (graders getDefaultProviders: "
-    "DefaultGradingProvider = new OpenAiChatCompletionProvider(DEFAULT_OPENAI_GRADING_MODEL)), a reasoning model sent "
-    "no temperature or max_tokens; so every grading request goes to another model"
-)
-
-
-def graded_by(model: str) -> str:
-    return f"{GRADER}: assay's go to {model}, promptfoo's to gpt-5.6-sol"
-
-
 # -- csv-metadata: tests from CSV with __expected1/__expected2 shorthands and __metadata columns --------------------
 
 
@@ -59,7 +46,6 @@ def csv_metadata(body: dict[str, Any]) -> str:
 CSV_METADATA = Example(
     "csv-metadata",
     csv_metadata,
-    xfail={"graders": graded_by("gpt-4.1")},
     why={
         "openai:gpt-4.1|prompt-1|test-1": "contains 'algorithm' 1, rubric passes 1: mean 1, pass",
         "openai:gpt-4.1|prompt-1|test-2": "contains 'quantum' 0 (the reply has 'Quantum'), rubric 1: 0.5, fail",
@@ -87,7 +73,6 @@ def config_csv_metadata(body: dict[str, Any]) -> str:
 CONFIG_CSV_METADATA = Example(
     "config-csv-metadata",
     config_csv_metadata,
-    xfail={"graders": graded_by("gpt-5.4-mini")},
     why={
         "openai:gpt-5.4-mini|prompt-1|test-1": "contains 1 (threshold 0.9), rubric 0.85 >= 0.8: mean 0.925, pass",
         "openai:gpt-5.4-mini|prompt-1|test-2": "contains 'quantum' 0 < 0.85 fails; rubric 0.7 < 0.75 fails: "
@@ -329,7 +314,6 @@ SIMPLE_TEST_EXAMPLE = Example(
     "simple-test",
     simple_test,
     slow=True,
-    xfail={"graders": graded_by("gpt-4.1-mini")},
     why={
         "openai:gpt-4.1-mini|prompt-1|test-1": "equals 'Yarr': 1, pass (YAML 1.2: body Yes is the text 'Yes')",
         "openai:gpt-4.1-mini|prompt-1|test-2": "icontains 'grub': 1, pass",
@@ -368,7 +352,6 @@ def g_eval(body: dict[str, Any]) -> str:
 G_EVAL = Example(
     "g-eval",
     g_eval,
-    xfail={"graders": graded_by("gpt-4.1-mini")},
     why={  # g-eval: the grader's score / 10, passing at >= 0.7 (the default threshold)
         "openai:gpt-4.1-mini|prompt-1|test-1": "Coherence 8/10 = 0.8 >= 0.7: pass",
         "openai:gpt-4.1-mini|prompt-1|test-2": "Consistency 5/10 = 0.5 < 0.7: fail",
@@ -428,7 +411,6 @@ EVAL_SELF_GRADING = Example(
     "eval-self-grading",
     self_grading,
     why=_self_grading_why("openai:gpt-5.2", ["Bob", "Jane"]),
-    xfail={"graders": graded_by("gpt-5.2")},
 )
 SELF_GRADING = Example(
     "self-grading",
@@ -436,7 +418,6 @@ SELF_GRADING = Example(
     why=_self_grading_why(
         "openai:gpt-4.1", ["Bob", "Jane", "Ben", "Dave", "Jim", "Alice", "Sophie", "Jessie", "Kim", "Emily"]
     ),
-    xfail={"graders": graded_by("gpt-4.1")},
 )
 
 
@@ -504,7 +485,6 @@ GPT_35_VS_4 = Example(
     "gpt-3.5-vs-4",
     riddles_for("gpt-4", 30, False),
     why=GPT_35_VS_4_WHY,
-    xfail={"graders": graded_by("gpt-3.5-turbo (both columns)")},
 )
 GPT_4O_VS_4O_MINI_WHY = _riddles_why(
     {"openai:gpt-5": (1.25e-6, 10e-6), "openai:gpt-5-mini": (0.25e-6, 2e-6)}, 250, True
@@ -513,7 +493,6 @@ GPT_4O_VS_4O_MINI = Example(
     "gpt-4o-vs-4o-mini",
     riddles_for("gpt-5", 250, True),
     why=GPT_4O_VS_4O_MINI_WHY,
-    xfail={"graders": graded_by("gpt-5 (both columns)")},
 )
 
 
@@ -655,7 +634,6 @@ def custom_grading(body: dict[str, Any]) -> str:
 CUSTOM_GRADING_PROMPT = Example(
     "custom-grading-prompt",
     custom_grading,
-    xfail={"graders": graded_by("gpt-4o-mini")},
     grading_markers=CUSTOM_RUBRIC,
     why={
         "openai:gpt-4o-mini|prompt-1|test-1": "the custom rubric's grader answers pass true, score 2 (points, not "
@@ -665,7 +643,6 @@ CUSTOM_GRADING_PROMPT = Example(
 EVAL_CUSTOM_GRADING_PROMPT = Example(
     "eval-custom-grading-prompt",
     custom_grading,
-    xfail={"graders": graded_by("gpt-4.1-mini")},
     grading_markers=CUSTOM_RUBRIC,
     why={
         "openai:gpt-4.1-mini|prompt-1|test-1": "grader pass true, score 2; threshold 0: 2 >= 0 and pass: pass, 2",
