@@ -149,7 +149,7 @@ async def graded(params: Params) -> dict[str, Any]:
     # promptfoo's own score, unclipped (runJsonGradingPrompt: score = parsed.score; a grader may say 2 or 8): the
     # assertion's score and the test's mean use it; the Verdict's score is the clipped one
     raw = details.get("score")
-    score = float(raw) if _finite(raw) else verdict.score
+    score = float(raw) if isinstance(raw, int | float) and _finite(raw) else verdict.score
     out = {"pass": verdict.passed, "score": score, "reason": str(reason), **_named(details)}
     calls = details.get("judges")  # the grader's requests, counted with the row's verdict like any judge's
     if isinstance(calls, list) and calls:
