@@ -10,6 +10,7 @@ passes, or, with a test threshold, when the mean reaches it.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -655,35 +656,34 @@ EVAL_CUSTOM_GRADING_PROMPT = Example(
 # -- french-greeting-test: weights, metrics, a test threshold, answer-relevance, a nested assert-set (cost, latency) --
 
 
+FRENCH_QUESTIONS = (  # one per question request: promptfoo generates three questions and averages their relevance
+    "How do you greet someone in French?",
+    "What is a friendly French greeting?",
+    "How would you say hello in French?",
+)
+ASKED = itertools.count()
+
+
 def french_greeting(body: dict[str, Any]) -> str:
     kind = grading_kind(body)
     if kind == "llm-rubric":
         return rubric(True, "friendly, in French")
-    if "Generate question for the given answer" in body_text(body):  # answer-relevance's question generation
-        return "How do you greet someone in French?"
+    if "Generate question for the given answer" in body_text(body):  # answer-relevance asks three times
+        return FRENCH_QUESTIONS[next(ASKED) % 3]
     return "Bonjour ! Ravi de vous voir."
 
 
-QUESTIONS = (
-    "assay's answer-relevance sends its question-generation request (one request seen by the server) under assay's "
-    "evaluator system message with the answer in an untrusted-b... block (checks/graded_prompts.py "
-    "ANSWER_RELEVANCY_GENERATE through checks/graded_render.py), where promptfoo sends ANSWER_RELEVANCY_GENERATE "
-    "with the answer filled in as one bare user message, three times (matchesAnswerRelevance), so the requests to "
-    "the model differ"
-)
 FRENCH_GREETING_TEST = Example(
     "french-greeting-test",
     french_greeting,
+    latency_ms=150,  # its nested latency check: promptfoo's verdict was recorded with the call under 150 ms
     # tests[0].type (not in promptfoo's test schema) is ignored with a warning, as promptfoo's parse drops it
-    xfail={
-        "requests": QUESTIONS,
-    },
     why={
         "openai:gpt-5.4-mini|prompt-1|test-1": "contains 'Bonjour' 1 (weight 2); rubric 1; answer-relevance: the "
-        "mean cosine of the prompt's and the three generated questions' embeddings (the server's letter counts) "
-        "0.7694 >= 0.5; the nested assert-set (threshold 0.5): cost of 4 + 6 tokens at gpt-5.4-mini's price under "
-        "$0.0008 1 and latency under 150 ms 1, so 1; the weighted mean (2 + 1 + 0.7694 + 1) / 5 = 0.9539 reaches "
-        "the test's threshold 0.8: pass"
+        "mean cosine of the prompt's and the three generated questions' embeddings (three requests, a different "
+        "question each; the server's letter counts) >= 0.5; the nested assert-set (threshold 0.5): cost of 4 + 6 "
+        "tokens at gpt-5.4-mini's price under $0.0008 1 and latency under 150 ms 1, so 1; the weighted mean "
+        "(2 + 1 + relevance + 1) / 5 reaches the test's threshold 0.8: pass"
     },
 )
 

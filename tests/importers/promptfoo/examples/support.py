@@ -26,7 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
-from assay.testing.server import OpenAITestServer
+from assay.testing.server import OpenAITestServer, _completion
 
 HERE = Path(__file__).parent
 EXPECTED = HERE / "expected"
@@ -42,6 +42,11 @@ MARKERS = (
     ("generate 3-4 concise evaluation steps", "geval-steps"),
     ("You will be given one Reply for a Prompt", "geval"),
     ("comparing multiple pieces of text", "select-best"),
+    ("Generate question for the given answer", "answer-relevance"),
+    ("create one or more statements from each sentence", "faith-statements"),
+    ("Natural language inference", "faith-nli"),
+    ("classify if the sentence can be attributed", "context-recall"),
+    ("extract relevant sentences from the provided context", "context-relevance"),
 )
 
 
@@ -103,7 +108,7 @@ class ExampleServer(OpenAITestServer):
         ``function_call``, content null), as OpenAI answers a request with ``functions``; else the base server's."""
         reply = self.reply(body) if callable(self.reply) else self.reply
         if not (isinstance(reply, dict) and "function_call" in reply):
-            return await super()._chat_reply(body)
+            return _completion(body, reply)  # the base server's response, the reply function called once
         call = reply["function_call"]
         message = {"role": "assistant", "content": None, "function_call": call}
         words = sum(len(str(m.get("content") or "").split()) for m in body.get("messages") or [])
@@ -148,6 +153,7 @@ class Example:
     grading_markers: tuple[tuple[str, str], ...] = ()  # the example's own grading prompts (rubricPrompt)
     env: dict[str, str] = field(default_factory=dict)
     slow: bool = False  # loads assay's local embedding model (similar): started first
+    latency_ms: float | None = None  # a latency check's threshold: a busier machine than that is not judged
 
     @property
     def id(self) -> str:
