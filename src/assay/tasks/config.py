@@ -140,6 +140,15 @@ class VariantConfig(_Strict):
     messages: list[MessageConfig] | None = None
 
 
+class TemplateDialectConfig(_Strict):
+    """``template_dialect``: how the task's templates render. ``promptfoo`` (a promptfoo config's tasks): as
+    promptfoo's nunjucks does (undefined names as empty text, values as JavaScript writes them, the ``load`` and
+    ``dump`` filters, the ``env`` global: the process environment under ``env``); see assay.tasks.template."""
+
+    name: Literal["promptfoo"]
+    env: dict[str, str] = Field(default_factory=dict)  # the ``env`` global's overrides (a promptfoo config's env)
+
+
 class HeadlineTests(_Strict):
     """``headline: {tests: METRIC}``: each sample is a test judged by METRIC's ``passed`` (see ``headline``)."""
 
@@ -188,6 +197,14 @@ class TaskConfig(_Strict):
     # / errored by one metric's ``passed`` with the pass rate's Wilson interval (``tests``, or ``{tests: METRIC}``
     # for a task with several metrics; promptfoo's view). How results are read, not what is asked: not hashed
     headline: Literal["metrics", "tests"] | HeadlineTests | None = None
+    # how the templates render: assay's strict Jinja (no key), or promptfoo's nunjucks (``promptfoo``, or
+    # ``{name: promptfoo, env: {...}}``); hashed only when given, so other tasks' hashes stay as they were
+    template_dialect: TemplateDialectConfig | None = None
+
+    @field_validator("template_dialect", mode="before")
+    @classmethod
+    def _dialect_shorthand(cls, value: Any) -> Any:
+        return {"name": value} if isinstance(value, str) else value
 
     @field_validator("headline", mode="before")
     @classmethod

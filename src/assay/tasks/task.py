@@ -230,7 +230,10 @@ class Task:
         return resolved
 
     def _template(self, source: str, path: KeyPath) -> Template:
-        return compile_template(source, self._ctx.where(path))
+        dialect = self.config.template_dialect
+        if dialect is None:
+            return compile_template(source, self._ctx.where(path))
+        return compile_template(source, self._ctx.where(path), dialect.name, dialect.env)
 
     def _build_prompt(self, cfg: TaskConfig) -> Prompt:
         if cfg.output_type == "loglikelihood_rolling":  # no prompt: the target is scored alone

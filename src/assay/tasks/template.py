@@ -1,4 +1,12 @@
-"""Jinja2 prompt templates: sandboxed, strict about undefined variables, errors naming the template."""
+"""Jinja2 prompt templates: sandboxed, strict about undefined variables, errors naming the template.
+
+A task may ask for another dialect of templates (``template_dialect``): ``promptfoo`` renders as promptfoo's nunjucks
+environment does (its getNunjucksEngine), in the same sandbox and limits: an undefined name renders as empty text
+(also ``x.y`` of one, and a loop over one runs no times), a value is written as JavaScript writes it (null as empty
+text, true/false, ``1`` for 1.0, a list joined by commas, ``[object Object]``), the ``load`` filter is JSON.parse and
+``dump`` JSON.stringify, and the global ``env`` is the process environment (unless PROMPTFOO_DISABLE_TEMPLATE_ENV_VARS
+or PROMPTFOO_SELF_HOSTED is set) under the overrides the task gives (a promptfoo config's ``env``). An assay task's
+own templates stay strict, and never see the environment."""
 
 from __future__ import annotations
 
@@ -6,9 +14,10 @@ import copyreg
 import json
 import keyword
 import math
+import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -154,6 +163,69 @@ def environment() -> jinja2.Environment:
     return env
 
 
+PROMPTFOO = "promptfoo"
+DIALECTS = ("jinja", PROMPTFOO)  # "jinja": assay's own (strict); see the module's docstring for promptfoo's
+
+
+def _js_text(value: Any) -> Any:
+    """What nunjucks writes for a ``{{ }}`` value (its suppressValue and JavaScript's String): null and undefined as
+    empty text, booleans lower case, a whole float without its ``.0``, a list joined by commas, an object as
+    ``[object Object]``; anything else as Jinja writes it."""
+    import jinja2
+
+    if value is None or isinstance(value, jinja2.Undefined):
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e21:
+        return str(int(value))
+    if isinstance(value, Mapping):
+        return "[object Object]"
+    if isinstance(value, list | tuple):
+        return ",".join(str(_js_text(v)) for v in value)
+    return value
+
+
+def _load(value: Any) -> Any:
+    """promptfoo's ``load`` filter: JSON.parse of the text."""
+    return json.loads(value if isinstance(value, str) else str(_js_text(value)))
+
+
+def _dump(value: Any, spaces: Any = None) -> str:
+    """nunjucks' ``dump`` filter: JSON.stringify(value, null, spaces) (spaces clamped to 10, as JavaScript does)."""
+    import jinja2
+
+    if isinstance(value, jinja2.Undefined):
+        return ""
+    indent = min(spaces, 10) if isinstance(spaces, int) and not isinstance(spaces, bool) and spaces > 0 else None
+    seps = (",", ":") if indent is None else (",", ": ")
+    return json.dumps(value, ensure_ascii=False, indent=indent, separators=seps, default=str)
+
+
+@lru_cache(maxsize=1)
+def promptfoo_environment() -> jinja2.Environment:
+    """The promptfoo dialect: the shared sandbox (its limits included) with nunjucks' undefined, output and
+    promptfoo's filters (see the module's docstring); ``env`` is a global of each template (:func:`template_env`)."""
+    import jinja2
+
+    base = environment()
+    env = base.overlay(undefined=jinja2.ChainableUndefined, finalize=_js_text)
+    env.filters = dict(base.filters)  # an overlay shares its parent's dicts: these are the dialect's own
+    env.globals = dict(base.globals)
+    env.filters["load"] = _load
+    env.filters["dump"] = _dump
+    return env
+
+
+def template_env(overrides: Mapping[str, str]) -> dict[str, str]:
+    """promptfoo's ``env`` global: the process environment (unless promptfoo's switches hide it) under ``overrides``."""
+    hidden = any(
+        os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "yup", "yeppers")
+        for name in ("PROMPTFOO_DISABLE_TEMPLATE_ENV_VARS", "PROMPTFOO_SELF_HOSTED")
+    )
+    return {**({} if hidden else dict(os.environ)), **overrides}
+
+
 @dataclass(frozen=True, eq=False)
 class Template:
     """A compiled template with the names it reads from its context.
@@ -166,6 +238,8 @@ class Template:
     source: str
     variables: frozenset[str]
     plain: Plain | None = None  # set for a template of literal text and ``{{ name }}`` alone
+    dialect: str | None = None  # None: assay's own; PROMPTFOO: promptfoo's nunjucks (see the module's docstring)
+    env: tuple[tuple[str, str], ...] = ()  # the promptfoo dialect's overrides of its ``env`` global
     # the compiled template and a dict of its globals, once made
     _jinja: list[tuple[jinja2.Template, dict[str, Any]]] = field(default_factory=list, repr=False)
 
@@ -185,7 +259,7 @@ class Template:
 
     def _compiled(self) -> tuple[jinja2.Template, dict[str, Any]]:
         if not self._jinja:
-            compiled = _jinja_compile(self.source, self.label)[0]
+            compiled = _jinja_compile(self.source, self.label, self.dialect, dict(self.env))[0]
             self._jinja.append((compiled, dict(compiled.globals)))
         return self._jinja[0]
 
@@ -312,23 +386,36 @@ def _jinja_missing() -> Any:
     return getattr(sys.modules.get("jinja2.utils"), "missing", _ABSENT)
 
 
-def compile_template(source: str, label: str) -> Template:
+def compile_template(
+    source: str, label: str, dialect: str | None = None, env: Mapping[str, str] | None = None
+) -> Template:
     """Compile ``source``; a syntax error raises ConfigError ``<label>: syntax error on template line N: ...``.
 
-    A template :meth:`Plain.scan` recognises is not compiled by Jinja until Jinja is needed (start-up time)."""
-    plain = Plain.scan(source)
-    if plain is not None:
-        return Template(label, source, frozenset(p[0] for p in plain.pieces if isinstance(p, tuple)), plain)
-    compiled, variables, plain = _jinja_compile(source, label)
-    return Template(label, source, variables, plain, [(compiled, dict(compiled.globals))])
+    A template :meth:`Plain.scan` recognises is not compiled by Jinja until Jinja is needed (start-up time).
+    ``dialect`` ``promptfoo`` (with ``env``, its ``env`` global's overrides) renders as promptfoo does; its
+    templates always go through Jinja (their values are written as JavaScript writes them)."""
+    if dialect in (None, "jinja"):
+        plain = Plain.scan(source)
+        if plain is not None:
+            return Template(label, source, frozenset(p[0] for p in plain.pieces if isinstance(p, tuple)), plain)
+        compiled, variables, plain = _jinja_compile(source, label)
+        return Template(label, source, variables, plain, _jinja=[(compiled, dict(compiled.globals))])
+    if dialect != PROMPTFOO:
+        raise ConfigError(f"{label}: unknown template dialect {dialect!r} (known: {', '.join(DIALECTS)})")
+    overrides = tuple(sorted((str(k), str(v)) for k, v in (env or {}).items()))
+    compiled, variables, _ = _jinja_compile(source, label, dialect, dict(overrides))
+    return Template(label, source, variables, None, dialect, overrides, [(compiled, dict(compiled.globals))])
 
 
-def _jinja_compile(source: str, label: str) -> tuple[jinja2.Template, frozenset[str], Plain | None]:
+def _jinja_compile(
+    source: str, label: str, dialect: str | None = None, overrides: Mapping[str, str] | None = None
+) -> tuple[jinja2.Template, frozenset[str], Plain | None]:
     """Jinja's compiled template of ``source``, the names it reads and its plain form, if it has one."""
     import jinja2
     from jinja2 import meta, nodes
 
-    env = environment()
+    promptfoo = dialect == PROMPTFOO
+    env = promptfoo_environment() if promptfoo else environment()
     try:
         ast = env.parse(source)
         variables = frozenset(meta.find_undeclared_variables(ast))
@@ -336,7 +423,7 @@ def _jinja_compile(source: str, label: str) -> tuple[jinja2.Template, frozenset[
         for loop in ast.find_all(nodes.For):  # count every loop's iterations (MAX_LOOP_ITEMS)
             bound = nodes.Name(_LOOP, "load", lineno=loop.lineno)
             loop.iter = nodes.Call(bound, [loop.iter], [], None, None, lineno=loop.lineno)
-        compiled = env.from_string(ast)
+        compiled = env.from_string(ast, globals={"env": template_env(overrides or {})} if promptfoo else None)
     except jinja2.TemplateSyntaxError as err:
         raise ConfigError(f"{label}: template syntax error on template line {err.lineno}: {err.message}") from None
     return compiled, variables, plain
@@ -381,6 +468,8 @@ def describe_render_error(err: Exception, template: Template, context: dict[str,
 def _pickled(template: Template) -> tuple[Any, ...]:
     """A template pickles as its source, compiled again when loaded (a compiled Jinja template does not pickle),
     so a task's prompt can go to other processes (Ray workers render predictions runs' prompts)."""
+    if template.dialect is not None:
+        return compile_template, (template.source, template.label, template.dialect, dict(template.env))
     return compile_template, (template.source, template.label)
 
 

@@ -60,9 +60,9 @@ def test_csv_rows_name_the_csv_file_and_line(tmp_path: Path) -> None:
 
 def test_json_and_jsonl_test_files_name_their_lines(tmp_path: Path) -> None:
     config = "prompts: [hi]\nproviders: [echo]\ntests: file://t.json\n"
-    json_tests = '[\n  {"vars": {"a": 1}},\n  {"vars": {"a": 2},\n   "asert": []}\n]\n'
+    json_tests = '[\n  {"vars": {"a": 1}},\n  {"vars": {"a": 2},\n   "assert": [{"type": "nope"}]}\n]\n'
     assert refusal(tmp_path, config, t__json=json_tests).startswith(
-        "t.json:4: t.json row 2.asert: not a key of promptfoo 0.123.1's test (did you mean 'assert'?)"
+        "t.json:4: t.json row 2.assert[0].type: assertion type 'nope' is refused at load"
     )
     config = "prompts: [hi]\nproviders: [echo]\ntests: file://t.jsonl\n"
     jsonl = '{"vars": {"a": 1}}\n\n{"vars": {"a": 2}, "assert": [{"type": "nope"}]}\n'
@@ -96,3 +96,18 @@ def test_a_test_without_any_key_promptfoo_needs_is_refused(tmp_path: Path) -> No
 def test_tests_a_test_names_pick_the_prompts_it_runs_with(tmp_path: Path) -> None:
     config = "prompts: [hi]\nproviders: [echo]\ntests:\n  - vars: {a: 1}\n    prompts: [nothing]\n"
     assert refusal(tmp_path, config).startswith("promptfooconfig.yaml:5: tests[0].prompts: ['nothing'] matches no")
+
+
+def test_an_unknown_key_in_a_json_test_file_is_ignored_naming_its_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """promptfoo's parse drops it; assay too, with a warning naming the file's own line."""
+    (tmp_path / "t.json").write_text('[\n  {"vars": {"a": 1}},\n  {"vars": {"a": 2},\n   "asert": []}\n]\n')
+    (tmp_path / "promptfooconfig.yaml").write_text("prompts: [hi]\nproviders: [echo]\ntests: file://t.json\n")
+    with caplog.at_level("WARNING", logger="assay.promptfoo"):
+        (task,) = load_promptfoo(tmp_path / "promptfooconfig.yaml")
+    assert len(task.dataset) == 2
+    assert [r.getMessage().replace(str(tmp_path) + "/", "") for r in caplog.records] == [
+        "t.json:4: t.json row 2.asert: not a key of promptfoo 0.123.1's test (did you mean 'assert'?); ignored "
+        "(promptfoo 0.123.1 ignores this key too)"
+    ]

@@ -128,16 +128,9 @@ def simple_csv(body: dict[str, Any]) -> str:
     return SIMPLE_CSV[(verb, language, said)]
 
 
-LOAD = (
-    "assay renders prompts without promptfoo's built-in nunjucks filter `load` (JSON.parse; promptfoo's "
-    "getNunjucksEngine adds it to every environment), so prompts.txt's `{{ (style_config | load).tone }}` is refused "
-    "('template syntax error ... No filter named load', src/assay/tasks/template.py's environment) and the run "
-    "writes no verdict at all"
-)
 SIMPLE_CSV_EXAMPLE = Example(
     "simple-csv",
-    simple_csv,
-    xfail={"*": LOAD, "rows": LOAD, "requests": LOAD},
+    simple_csv,  # prompts.txt's `{{ (style_config | load).tone }}`: promptfoo's load filter (the promptfoo dialect)
     why={
         "openai:gpt-3.5-turbo|prompt-1|test-1": "icontains 'bonjour' in 'Bonjour le monde': 1, pass",
         "openai:gpt-3.5-turbo|prompt-1|test-2": "icontains 'faim' in \"J'ai faim\": 1, pass",

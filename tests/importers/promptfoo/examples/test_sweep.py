@@ -141,17 +141,7 @@ CASES: dict[str, Outcome | tuple[Outcome, ...]] = {  # a tuple: any of them is r
     "summarization/promptfooconfig.yaml": Refused(("tests[0].vars.article", "articles/*", "no file"), MISSING),
 }
 
-XFAIL = {
-    "config-multi-turn/promptfooconfig.yaml": "assay's reader parses prompt.json as JSON before rendering it "
-    "(importers/promptfoo/prompts.py _process: json.loads of the file text), and the JSONDecodeError of its "
-    "nunjucks loop ('{% for completion in _conversation %}', line 6) escapes as json.JSONDecodeError, not a "
-    "ConfigError naming the file; promptfoo renders the file with the vars first and runs the config (7 passed), "
-    "_conversation replaying each thread",
-    "github-action/promptfooconfig.yaml": "assay gives a config without prompts promptfoo's default prompt "
-    "'{{prompt}}' and then refuses it while checking the template on row 1 ('template: undefined variable "
-    "prompt'), naming neither the missing `prompts` key nor a refusal; promptfoo runs the config (4 passed), "
-    "rendering the undefined var as '' (an empty user message)",
-}
+XFAIL: dict[str, str] = {}  # a config assay gets wrong: the precise reason, naming the code at fault
 
 
 def _param(case: str) -> object:

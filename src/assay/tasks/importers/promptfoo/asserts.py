@@ -49,13 +49,12 @@ class Checker:
         kind = item.get("type")
         if not isinstance(kind, str):
             raise (at.key(item, "type") if "type" in item else at).error(f"an assertion needs a type, got {kind!r}")
+        check_keys(item, "assert_set" if kind == SET else "assertion", at)  # first: it drops unknown keys
         out = LineDict(item, source=getattr(item, "source", at.file), line=getattr(item, "line", at.line))
         out.lines.update(getattr(item, "lines", {}))
         if kind == SET:
-            check_keys(item, "assert_set", at)
             out["assert"] = self.assertions(item.get("assert"), at.key(item, "assert"))
             return out
-        check_keys(item, "assertion", at)
         why = refusal(kind)
         if why is not None:
             raise at.key(item, "type").error(f"assertion type {kind!r} is refused at load: {why}")

@@ -113,6 +113,17 @@ def _template(prompt: Prompt, rows: list[dict[str, Any]], pairs: list[tuple[str,
     return {"template": branches(0) + prompt.text + branches(1)}
 
 
+_ENV_NAME = re.compile(r"""\benv\s*(?:\.\s*(\w+)|\[\s*['"]([^'"]+)['"]\s*\])""")
+
+
+def template_dialect(config: PromptfooConfig, texts: list[str]) -> dict[str, Any]:
+    """promptfoo's nunjucks for the tasks' templates (assay.tasks.template's ``promptfoo`` dialect): undefined vars
+    as empty text, ``load``, ``env``. The ``env`` global's overrides are the config's ``env`` entries the templates
+    name (``env.NAME``, ``env['NAME']``), so no other value of it is written into the task (and its run folder)."""
+    named = {a or b for text in texts for a, b in _ENV_NAME.findall(text)}
+    return {"name": "promptfoo", "env": {k: v for k, v in config.env_overrides.items() if k in named}}
+
+
 def _generation(prompt: Prompt, provider_generation: dict[str, Any]) -> dict[str, Any]:
     """The provider's settings under the prompt's own (promptfoo merges a prompt's config over the provider's)."""
     check_keys(prompt.config, "openai config", prompt.at.named(f"{prompt.at.path}.config"),
@@ -181,6 +192,8 @@ def task_configs(config: PromptfooConfig) -> list[dict[str, Any]]:
             "evaluators": [checks],
             "headline": "tests",  # promptfoo's summary: tests passed / failed / errored, not a mean of scores
         }
+        texts = [task.get("template") or "", *(m["content"] for m in task.get("messages") or [])]
+        task["template_dialect"] = template_dialect(config, texts)
         task_generation = _generation(prompt, generation)
         if task_generation:
             task["generation"] = task_generation

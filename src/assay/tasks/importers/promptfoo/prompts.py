@@ -107,7 +107,7 @@ def _process(spec: dict[str, Any], at: At, files: Files, separator: str) -> list
             for k, (p, n) in enumerate(zip(parts, names, strict=True))
         ]
     if suffix in (".json", ".yaml", ".yml"):
-        data = json.loads(text) if suffix == ".json" else plain(load_yaml12(text, str(path)))
+        data = _json_prompt(text, path, at) if suffix == ".json" else plain(load_yaml12(text, str(path)))
         content = json.dumps(data, separators=(",", ":"), ensure_ascii=False) if suffix != ".json" else text
         name = label or f"{path}: {content[:80] if suffix != '.json' else content}"
         return [_prompt(data if isinstance(data, list) else content, name, None, config, at, alias=label or path.name)]
@@ -124,6 +124,30 @@ def _process(spec: dict[str, Any], at: At, files: Files, separator: str) -> list
     if suffix in (".md", ".j2"):
         return [_prompt(text, label or f"{path}: {text[:50]}...", None, config, at, alias=label or path.name)]
     raise at.error(f"not supported by assay's promptfoo reader: a prompt file of type {suffix or '(none)'} ({raw!r})")
+
+
+def _json_prompt(text: str, path: Path, at: At) -> Any:
+    """A ``.json`` prompt file's JSON. One that is not JSON is refused naming its line: promptfoo keeps such a file's
+    text as the prompt, renders it with the vars and parses the result as chat messages (a nunjucks template of JSON,
+    e.g. ``{% for completion in _conversation %}`` replaying earlier turns); assay's tasks render each message's
+    content, not a text into messages."""
+    try:
+        return json.loads(text)
+    except ValueError as err:
+        lineno = getattr(err, "lineno", None)
+        line = text.splitlines()[lineno - 1].strip() if lineno and lineno <= len(text.splitlines()) else ""
+        templated = "{%" in text or "{{" in text
+        why = (
+            "a JSON prompt file that is a template of JSON (promptfoo renders the text with the vars, then reads "
+            "chat messages from it; assay renders the contents of chat messages read at load)"
+            if templated
+            else "promptfoo fails on it too ('Chat Completion prompt is not a valid JSON string')"
+        )
+        where = f"{path}:{lineno}" if lineno else str(path)
+        raise at.error(
+            f"not supported by assay's promptfoo reader: {where}: not JSON ({getattr(err, 'msg', err)}"
+            f"{f': {line[:120]!r}' if line else ''}): {why}"
+        ) from None
 
 
 def _csv_prompts(

@@ -44,7 +44,8 @@ class PromptfooConfig:
     providers: list[Provider]
     tests: list[TestCase]
     judge: dict[str, Any] | None = None  # defaultTest.options.provider: the grader of model-graded assertions
-    env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # the process environment under the config's env
+    env_overrides: dict[str, str] = field(default_factory=dict)  # the config's env alone (rendered)
 
 
 def max_tests_from(value: int | None) -> int:
@@ -83,7 +84,8 @@ def _read_config(path: str | Path, *, max_tests: int | None = None) -> Promptfoo
     _check_top(raw, at)
     files = Files(p.resolve().parent)
     raw = resolve_refs(raw, p, files)
-    env = config_env(check_env(raw.get("env"), at.key(raw, "env")))
+    overrides = check_env(raw.get("env"), at.key(raw, "env"))
+    env = config_env(overrides)
     raw = render_env_in(raw, env)
     files = Files(files.base, env)
     if "providers" in raw and "targets" in raw:
@@ -149,6 +151,7 @@ def _read_config(path: str | Path, *, max_tests: int | None = None) -> Promptfoo
         tests=[case for item in prepared for case in expand(item, files)],
         judge=judge,
         env=env,
+        env_overrides={k: env[k] for k in overrides},
     )
 
 
