@@ -19,6 +19,13 @@ class _TaskAgents:
     tool_errors: int = 0
     stop_reasons: Counter[str] = field(default_factory=Counter)
 
+    def merge(self, other: _TaskAgents) -> None:
+        self.trajectories += other.trajectories
+        self.model_calls += other.model_calls
+        self.tool_calls += other.tool_calls
+        self.tool_errors += other.tool_errors
+        self.stop_reasons.update(other.stop_reasons)
+
 
 class AgentTally:
     """Summed one record dict at a time (records without trajectories cost a key lookup per response)."""
@@ -43,6 +50,10 @@ class AgentTally:
             t.model_calls += int(agent.get("model_calls", 0))
             t.tool_calls += int(agent.get("tool_calls", len(calls)))
             t.tool_errors += int(agent.get("tool_errors", sum(1 for c in calls if c and c.get("error"))))
+
+    def merge(self, later: AgentTally) -> None:
+        for name, t in later.tasks.items():
+            self.tasks.setdefault(name, _TaskAgents()).merge(t)
 
     def task_figures(self, task: str) -> dict[str, Any] | None:
         """The figures of one task (None when it ran no trajectories)."""

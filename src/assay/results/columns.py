@@ -148,6 +148,41 @@ def _scan_once(
     return ScanResult(out, state.unknown), False
 
 
+@dataclass
+class ScanPartial:
+    """What a pass over some of the records gathered, columns not yet finished: partials of consecutive runs of
+    records merge, in order, into what one pass over them all builds (:mod:`assay.results.scanahead`)."""
+
+    accs: dict[str, TaskAcc]
+    unknown: dict[str, int]
+    seq: int  # records of known tasks passed
+    declared: bool  # every filter and metric found was declared in run.json (else the partial cannot merge)
+
+
+def scan_partial(
+    manifest: RunManifest,
+    source: RecordSource,
+    *,
+    error_policy: str,
+    repeat_reduction: str = "mean",
+    reductions: dict[str, str] | None = None,
+    cluster_key: str | None = None,
+    observers: Sequence[Callable[[RecordDict], None]] = (),
+    sample_logs: SampleLogSink | None = None,
+) -> ScanPartial:
+    """One pass over some records (a chunk as it is scored, in a scoring process) as :func:`scan` makes it."""
+    filters = {info.name: _declared_keys(info)[0] for info in manifest.tasks}
+    metrics = {info.name: _declared_keys(info)[1] for info in manifest.tasks}
+    accs = _new_accs(manifest, filters, metrics, False, cluster_key)
+    state = _ScanState(error_policy == "as_zero", repeat_reduction, reductions or {}, cluster_key, False, sample_logs)
+    with gc_paused():
+        _feed(source, state, observers, accs, filters, metrics)
+    declared = not state.grown and all((filters[i.name], metrics[i.name]) == _declared_keys(i) for i in manifest.tasks)
+    for acc in accs.values():
+        acc.plan = None  # refers to the columns: not needed past the pass
+    return ScanPartial(accs, state.unknown, state.seq, declared)
+
+
 def _feed(
     source: RecordSource,
     state: _ScanState,

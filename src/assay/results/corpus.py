@@ -51,6 +51,12 @@ class CorpusStats:
         if row is not None:
             self.rows.append(row)
 
+    def merge(self, other: CorpusStats) -> None:
+        """Append the rows of another instance (of records read after this one's)."""
+        self.rows.extend(other.rows)
+        self.nrefs |= other.nrefs
+        self.n_without_stats += other.n_without_stats
+
     def matrix(self) -> npt.NDArray[np.float64]:
         """The statistics as an (n_samples, k) array."""
         if not self.rows:

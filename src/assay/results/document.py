@@ -65,6 +65,19 @@ class RecordFacts:
             end = times[0] + times[1] + times[2]
             self.last_end = end if self.last_end is None else max(self.last_end, end)
 
+    def merge(self, other: RecordFacts) -> None:
+        """Take the records another instance saw (read after this one's) into account."""
+        if other.n == 0:
+            return
+        if self.n == 0:
+            self._gen_kwargs, self._gen_key, self._gen_types = other._gen_kwargs, other._gen_key, other._gen_types
+            self.mixed = other.mixed
+        elif not self.mixed:
+            self.mixed = other.mixed or other._gen_key != self._gen_key
+        self.n += other.n
+        if other.last_end is not None:
+            self.last_end = other.last_end if self.last_end is None else max(self.last_end, other.last_end)
+
     @property
     def gen_kwargs(self) -> Any:
         """The generation parameters every sample used, or None (none, or they differ)."""

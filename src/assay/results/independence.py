@@ -38,10 +38,12 @@ def _digest(value: Any) -> str:
 class SharedContext:
     """Counts, per candidate field, how often samples share a value; ``fields()`` names the shared ones."""
 
-    def __init__(self, limit: int = OBSERVED_RECORDS) -> None:
+    def __init__(self, limit: int = OBSERVED_RECORDS, *, keep: bool = False) -> None:
         self.limit = limit
         self.seen = 0
         self._values: dict[str, Counter[str]] = {}
+        # with ``keep``: each observed record's (field, digest) pairs, so another instance can take them in order
+        self.kept: list[list[tuple[str, str]]] | None = [] if keep else None
 
     def observe(self, record: SampleRecord | Mapping[str, Any]) -> None:
         """Look at one record or its dict (past ``limit`` records this does nothing)."""
@@ -51,10 +53,21 @@ class SharedContext:
         pairs = [(PROMPT_FIELD, rec["prompt"])]
         for source in (rec["doc"], rec.get("metadata") or {}):
             pairs.extend(_candidates(source, rec["sample_id"]))
+        self._take([(name, _digest(value)) for name, value in pairs if value is not None and value != ""])
+
+    def _take(self, digests: list[tuple[str, str]]) -> None:
         self.seen += 1
-        for name, value in pairs:
-            if value is not None and value != "":
-                self._values.setdefault(name, Counter())[_digest(value)] += 1
+        for name, digest in digests:
+            self._values.setdefault(name, Counter())[digest] += 1
+        if self.kept is not None:
+            self.kept.append(digests)
+
+    def merge(self, later: SharedContext) -> None:
+        """Observe the records ``later`` kept (records read after this instance's), up to this one's limit."""
+        if later.kept is None:
+            raise ValueError("merge needs an instance made with keep=True")
+        for digests in later.kept[: max(0, self.limit - self.seen)]:
+            self._take(digests)
 
     def fields(self) -> list[tuple[str, int, int]]:
         """(field, samples sharing a value, distinct values) for each field samples share, most shared first."""

@@ -52,6 +52,16 @@ class PositionBias:
             for key in _COUNTS:
                 mine[key] += int(counts.get(key, 0))
 
+    def merge(self, other: PositionBias) -> None:
+        """Add another sum's counts."""
+        self.verdicts += other.verdicts
+        for key in _COUNTS:
+            self.counts[key] += other.counts[key]
+        for model, counts in other.by_judge.items():
+            mine = self.by_judge.setdefault(model, dict.fromkeys(_COUNTS, 0))
+            for key in _COUNTS:
+                mine[key] += counts[key]
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe figures: the counts and ``rate`` (inconsistent / judgements; None with no judgement)."""
         return {
@@ -99,6 +109,11 @@ class JudgingFigures:
         if bias is None:
             bias = self._by_metric[key] = PositionBias()
         bias.add(verdict)
+
+    def merge(self, other: JudgingFigures) -> None:
+        """Add the counts another instance summed (of other records)."""
+        for key, bias in other._by_metric.items():
+            self._by_metric.setdefault(key, PositionBias()).merge(bias)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-safe figures; empty when no metric has a pairwise judge."""

@@ -54,6 +54,23 @@ class _Tally:
             if latency is not None and math.isfinite(latency):
                 self.latencies.append(latency)
 
+    def merge(self, other: _Tally) -> None:
+        """Add another tally's counts (of later records) to this one."""
+        for name in _TALLY_COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.latencies.extend(other.latencies)
+
+
+_TALLY_COUNTS = (
+    "requests",
+    "errors",
+    "cached",
+    "input_tokens",
+    "output_tokens",
+    "billable_input_tokens",
+    "billable_output_tokens",
+)
+
 
 def validate_prices(prices: Mapping[str, Any] | None) -> dict[str, dict[str, float]]:
     """Check a price table ``{model: {"input": usd_per_mtok, "output": usd_per_mtok}}``; errors name the key."""
@@ -219,6 +236,15 @@ class OperationalTally:
         """Count the judge requests recorded in one verdict's (non-empty) ``details``."""
         if "judges" in details or "judge" in details:  # most verdicts have no judge behind them: nothing to count
             _tally_judge_calls(self.tallies["judge"], {"details": details})
+
+    def merge(self, other: OperationalTally) -> None:
+        """Add the counts of another tally (of records read after this one's, e.g. by another process)."""
+        self.n_samples += other.n_samples
+        for role, by_model in other.tallies.items():
+            mine = self.tallies.setdefault(role, {})
+            for name, tally in by_model.items():
+                mine.setdefault(name, _Tally()).merge(tally)
+        self._model_tally = self.tallies["model"].get(self.default_model)
 
     def figures(self) -> dict[str, Any]:
         """Per role and model: requests, errors, cache hits, tokens in/out, latency p50/p95/p99 and cost."""

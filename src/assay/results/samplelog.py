@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from array import array
 from collections.abc import Iterable
+from dataclasses import dataclass
 from hashlib import sha256
 from json.encoder import encode_basestring
 from pathlib import Path
@@ -23,7 +25,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from assay.atomicfile import file_mode
+from assay.atomicfile import file_mode, kernel_copy
 from assay.results import schema
 
 _VALUE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode  # json.dumps(v, ensure_ascii=False, ...)
@@ -162,6 +164,31 @@ class _TaskSpool:
                 pending.clear()
         self.pending_bytes = 0
 
+    def detach(self) -> SpoolFiles:
+        """This spool's files, written out, handed to the caller (who must adopt or delete them); it forgets them."""
+        self._flush()
+        files = SpoolFiles(self.filters, list(self.paths), self.doc_ids)
+        self.paths, self.pending, self.filters, self.doc_ids = [], [], None, array("q")
+        return files
+
+    def adopt(self, later: SpoolFiles) -> bool:
+        """Append the lines of ``later`` (a spool of the records after this one's), taking its files over; False
+        (the files left to the caller) when its filters differ."""
+        if later.filters is None:  # no records
+            return True
+        if self.filters is None:
+            self.filters, self.paths, self.pending = list(later.filters), list(later.paths), [[] for _ in later.filters]
+        elif later.filters != self.filters:
+            return False
+        else:
+            self._flush()
+            for mine, theirs in zip(self.paths, later.paths, strict=False):
+                _append_file(mine, theirs)
+                theirs.unlink()
+        self.doc_ids.extend(later.doc_ids)
+        later.paths = []  # this spool's now
+        return True
+
     def commit(self) -> None:
         """Make the spools ``samples_<task>.jsonl`` in doc_id order (atomically: complete or not at all)."""
         final = self.root / self.filename
@@ -227,6 +254,33 @@ class _TaskSpool:
         self.doc_ids = array("q")
 
 
+@dataclass
+class SpoolFiles:
+    """A task's spooled sample-log lines handed between processes: its filters (None: no record), a file per
+    filter, and the doc_ids of its records in the order spooled."""
+
+    filters: list[str] | None
+    paths: list[Path]
+    doc_ids: array[int]
+
+    def delete(self) -> None:
+        for path in self.paths:
+            path.unlink(missing_ok=True)
+
+
+def _append_file(dst: Path, src: Path) -> None:
+    """Append the bytes of ``src`` to ``dst``: in the kernel where it can, the rest through a buffer."""
+    with open(src, "rb") as fin:
+        size = os.fstat(fin.fileno()).st_size
+        at = dst.stat().st_size
+        done = kernel_copy(fin.fileno(), dst, size, at)
+        if done < size:
+            fin.seek(done)
+            with open(dst, "r+b") as fout:
+                fout.seek(at + done)
+                shutil.copyfileobj(fin, fout, 1 << 22)
+
+
 def _line_ends(src: IO[bytes]) -> Any:
     """The offset just past each newline of the file ``src``, read a block at a time (memory stays flat: a block
     and its mask are the transient cost, 2 MiB at ``_LINE_BLOCK``; 16 MiB blocks made it 33 MB)."""
@@ -264,6 +318,15 @@ class SampleLogSpool:
 
     def add(self, task: str, rec: dict[str, Any], per_filter: list[tuple[str, list[tuple[str, float]]]]) -> None:
         self.tasks[task].add(rec, per_filter)
+
+    def detach(self) -> dict[str, SpoolFiles]:
+        """Every task's spooled files, handed to the caller (see :meth:`_TaskSpool.detach`)."""
+        return {name: spool.detach() for name, spool in self.tasks.items()}
+
+    def adopt(self, later: dict[str, SpoolFiles]) -> bool:
+        """Append the spools of the records after this one's (as :meth:`detach` gave them), taking their files
+        over; False when they cannot be appended (different filters): the caller deletes what is left."""
+        return all(self.tasks[name].adopt(files) for name, files in later.items())
 
     def commit(self) -> None:
         """Write every task's ``samples_<task>.jsonl`` (an empty file for a task without records)."""

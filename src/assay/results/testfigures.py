@@ -86,6 +86,13 @@ class NamedScores:
                 for name, values in per_test.items():
                     by_name.setdefault(name, array("d")).append(math.fsum(values) / len(values))
 
+    def merge(self, later: NamedScores) -> None:
+        """Add what ``later`` observed (records after this one's)."""
+        for key, by_name in later.values.items():
+            mine = self.values.setdefault(key, {})
+            for name, values in by_name.items():
+                mine.setdefault(name, array("d")).extend(values)
+
     def figures(self, task: str, filter_name: str) -> dict[str, dict[str, Any]]:
         """``{name: {"mean", "n"}}`` for one task and filter, names in the order first seen."""
         return {

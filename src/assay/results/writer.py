@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from assay.atomicfile import atomic_write_text
 from assay.errors import AssayError, ConfigError
@@ -29,13 +29,16 @@ from assay.results.aggregate import (
     summarize_metric,
     task_rng,
 )
-from assay.results.columns import ListSource, RecordSource, SampleLogSink, TaskColumns, scan
+from assay.results.columns import ListSource, RecordSource, SampleLogSink, ScanResult, TaskColumns, scan
 from assay.results.document import groups_figures, json_safe, lm_eval_document, put_metric
 from assay.results.independence import independence_warning
 from assay.results.operational import validate_prices
 from assay.results.runfigures import RunFigures
 from assay.results.samplelog import SampleLogSpool
 from assay.results.testfigures import tests_block
+
+if TYPE_CHECKING:
+    from assay.results.scanahead import ScanAhead
 
 ASSAY_SCHEMA_VERSION = 1
 
@@ -118,23 +121,29 @@ def compute_results(
     confidence: float = 0.95,
     torn_lines: int = 0,
     sample_logs: SampleLogSink | None = None,
+    prescanned: tuple[ScanResult, RunFigures] | None = None,
 ) -> _Computed:
     """The results document of the records of ``source``, from one streamed scan (two if undeclared metrics);
-    ``sample_logs`` gets each record with its values as the scan passes it (see :mod:`assay.results.samplelog`)."""
+    ``sample_logs`` gets each record with its values as the scan passes it (see :mod:`assay.results.samplelog`).
+    ``prescanned``: the columns and run figures of a scan already made (as the run scored): ``source`` is not
+    read."""
     _check_options(error_policy, repeat_reduction, group_weighting, bootstrap_iters, confidence)
     price_table = validate_prices(prices if prices is not None else manifest.config.get("prices"))
     reductions = _reductions(manifest, repeat_reduction)
-    run_figures = RunFigures(manifest, price_table)
-    scanned = scan(
-        manifest,
-        source,
-        error_policy=error_policy,
-        repeat_reduction=repeat_reduction,
-        reductions=reductions,
-        cluster_key=cluster_key,
-        observers=(run_figures.observe,),
-        sample_logs=sample_logs,
-    )
+    if prescanned is None:
+        run_figures = RunFigures(manifest, price_table)
+        scanned = scan(
+            manifest,
+            source,
+            error_policy=error_policy,
+            repeat_reduction=repeat_reduction,
+            reductions=reductions,
+            cluster_key=cluster_key,
+            observers=(run_figures.observe,),
+            sample_logs=sample_logs,
+        )
+    else:
+        scanned, run_figures = prescanned
     ops, facts, judging, shared = run_figures.ops, run_figures.facts, run_figures.judging, run_figures.shared
     corpus_stats = run_figures.corpus_stats
     warnings = [
@@ -297,6 +306,46 @@ def _metric_warnings(task: str, filter_name: str, metric: str, sv: Any, entry: M
     return []
 
 
+RESULTS_DEFAULTS: dict[str, Any] = {
+    "error_policy": "exclude",
+    "bootstrap_iters": 10_000,
+    "seed": 1234,
+    "cluster_key": None,
+    "prices": None,
+    "repeat_reduction": "mean",
+    "group_weighting": "size",
+    "confidence": 0.95,
+}  # write_results' options and their defaults
+
+
+def results_options(**given: Any) -> dict[str, Any]:
+    """Every option of :func:`write_results`: those ``given``, the defaults for the rest."""
+    unknown = set(given) - set(RESULTS_DEFAULTS)
+    if unknown:
+        raise TypeError(f"unknown results option(s): {', '.join(sorted(unknown))}")
+    return {**RESULTS_DEFAULTS, **given}
+
+
+def scan_settings(manifest: RunManifest, options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the options of a results scan, the price table) for :func:`write_results`' ``options``: what a scan made
+    by other processes (chunks as they are scored) is given, to build what its own would."""
+    _check_options(
+        options["error_policy"],
+        options["repeat_reduction"],
+        options["group_weighting"],
+        options["bootstrap_iters"],
+        options["confidence"],
+    )
+    prices = options["prices"]
+    scan_options = {
+        "error_policy": options["error_policy"],
+        "repeat_reduction": options["repeat_reduction"],
+        "reductions": _reductions(manifest, options["repeat_reduction"]),
+        "cluster_key": options["cluster_key"],
+    }
+    return scan_options, validate_prices(prices if prices is not None else manifest.config.get("prices"))
+
+
 def write_results(
     run_dir: str | os.PathLike[str],
     *,
@@ -308,38 +357,53 @@ def write_results(
     repeat_reduction: str = "mean",
     group_weighting: str = "size",
     confidence: float = 0.95,
+    ahead: ScanAhead | None = None,
 ) -> dict[str, Any]:
     """Read ``run.json`` + ``samples.jsonl``, write ``results.json`` and ``samples_<task>.jsonl`` atomically.
 
     Streams over the samples: one pass indexes and parses each line, computes the figures and encodes the sample
-    logs (a second when records hold metrics run.json does not declare, or a sample was written twice)."""
+    logs (a second when records hold metrics run.json does not declare, or a sample was written twice).
+    ``ahead``: the scan an offline run made as it scored (see :mod:`assay.results.scanahead`), used instead of
+    reading the file when it covers all of it with these options."""
     from assay.results.columns import FileSource, SamplesRewritten, StreamSource
     from assay.store.rundir import SampleStream, read_manifest
 
     root = Path(run_dir)
     started = time.perf_counter()
     manifest = read_manifest(root)
-    options: dict[str, Any] = {
-        "error_policy": error_policy,
-        "bootstrap_iters": bootstrap_iters,
-        "seed": seed,
-        "cluster_key": cluster_key,
-        "prices": prices,
-        "repeat_reduction": repeat_reduction,
-        "group_weighting": group_weighting,
-        "confidence": confidence,
-    }
+    options = results_options(
+        error_policy=error_policy,
+        bootstrap_iters=bootstrap_iters,
+        seed=seed,
+        cluster_key=cluster_key,
+        prices=prices,
+        repeat_reduction=repeat_reduction,
+        group_weighting=group_weighting,
+        confidence=confidence,
+    )
     stream = SampleStream(root)
-    logs = SampleLogSpool(root, [t.name for t in manifest.tasks])
+    scanned = ahead.result(manifest) if ahead is not None and ahead.options == options else None
+    # the sample logs: spooled as the records were scanned ahead, else as this process's scan reads them
+    logs = (
+        ahead.logs
+        if ahead is not None and scanned is not None
+        else SampleLogSpool(root, [t.name for t in manifest.tasks])
+    )
     try:
-        try:
-            computed = compute_results(manifest, StreamSource(stream), sample_logs=logs, **options)
-        except SamplesRewritten:  # a sample written twice (a resume): read again, keeping its last copy
-            computed = compute_results(manifest, FileSource(stream.index()), sample_logs=logs, **options)
-        computed.doc["assay"]["torn_lines"] = stream.torn
+        if scanned is not None:
+            computed = compute_results(manifest, ListSource([]), prescanned=scanned, **options)
+            computed.doc["assay"]["torn_lines"] = 0  # a new file, every line of it scanned
+        else:
+            try:
+                computed = compute_results(manifest, StreamSource(stream), sample_logs=logs, **options)
+            except SamplesRewritten:  # a sample written twice (a resume): read again, keeping its last copy
+                computed = compute_results(manifest, FileSource(stream.index()), sample_logs=logs, **options)
+            computed.doc["assay"]["torn_lines"] = stream.torn
         logs.commit()
     finally:
         logs.discard()
+        if ahead is not None:
+            ahead.discard()
     doc = computed.doc
     from assay.judging.gate import apply_marks, run_marks
 

@@ -38,6 +38,7 @@ from assay.verdict import Verdict
 
 if TYPE_CHECKING:
     from assay.models.predictions import PredictionsModel
+    from assay.results.scanahead import ChunkScan, ScanAhead
     from assay.runner.executors.shards import Scored
     from assay.runner.scheduler import RunStats
     from assay.tasks import Sample, Task
@@ -472,6 +473,7 @@ class OfflineScheduler(Scheduler):
     """The request loop's stand-in when answers already exist: answers looked up, scored and written per chunk."""
 
     chunk_size: int = CHUNK
+    scan_ahead: ScanAhead | None = None  # the results scan, made as chunks are scored (a new run folder's)
 
     async def run(self, work: Sequence[tuple[Task, Sample]]) -> RunStats:
         """Score every (task, sample) pair from the predictions file and append the records chunk by chunk."""
@@ -499,6 +501,8 @@ class OfflineScheduler(Scheduler):
         return answered
 
     async def _run_chunk(self, task: Task, samples: list[Sample]) -> None:
+        ahead = self.scan_ahead
+        before = ahead.reserve(task.name, len(samples)) if ahead is not None else 0
         started_at, t0 = time.time(), time.perf_counter()
         answered = self._answer_predictions(task, samples)
         model_seconds = (time.perf_counter() - t0) / len(samples)
@@ -510,8 +514,9 @@ class OfflineScheduler(Scheduler):
             self.stats.judge_cache_hits += sum(judge_cache_hits(record["filters"]) for record in records)
         from assay.runner.executors.shards import scored
 
-        done = scored(records)
-        self.write_scored(task.name, [item.sample.id for item in answered], first_errors(answered), done)
+        lines, part = ahead.encode_and_scan(records, encode, before) if ahead is not None else (None, None)
+        done = scored(records, lines)
+        self.write_scored(task.name, [item.sample.id for item in answered], first_errors(answered), done, ahead=part)
 
     def write_scored(
         self,
@@ -520,10 +525,11 @@ class OfflineScheduler(Scheduler):
         model_errors: Sequence[str | None],
         done: Scored,
         spool: str | None = None,
+        ahead: ChunkScan | None = None,
     ) -> None:
         """Append a scored chunk's records and count them: a sample's model error first, else its first error
         verdict (the per-sample path's order). The records are ``done``'s lines, or the file ``spool`` a worker
-        wrote them to (copied, then removed)."""
+        wrote them to (copied, then removed); ``ahead``: their results scan, for :attr:`scan_ahead`."""
         if spool is None:
             self.writer.write_lines(done.lines)
         else:
@@ -532,6 +538,10 @@ class OfflineScheduler(Scheduler):
             finally:
                 with contextlib.suppress(OSError):
                     os.unlink(spool)
+        if self.scan_ahead is not None:
+            self.scan_ahead.add(ahead)
+        elif ahead is not None:
+            ahead.delete()
         stats, failed = self.stats, 0
         stats.truncated += sum(done.truncated)
         for sample_id, model_error, evaluator_error in zip(

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from assay.models.cache import ResponseCache
+    from assay.results.scanahead import ScanAhead
     from assay.tasks import Sample, Task
 
 
@@ -297,11 +298,13 @@ def _record_ending(
         say(console, f"Run folder: {run_dir}  (resume with: {ending.resume})")
 
 
-def _write_results(run_dir: Path, settings: RunSettings, ending: Ending, console: Console | None) -> None:
+def _write_results(
+    run_dir: Path, settings: RunSettings, ahead: ScanAhead | None, ending: Ending, console: Console | None
+) -> None:
     from assay.results import write_results
 
     try:
-        write_results(run_dir, **settings.results_options())
+        write_results(run_dir, ahead=ahead, **settings.results_options())
     except OSError as err:
         if not is_disk_full(err):
             raise
@@ -322,7 +325,7 @@ async def _execute(
     resumed = _read_resumed(run_dir, retry_errors)
     if settings.executor == "ray":
         require_ray()
-    from assay.runner.offline import is_offline
+    from assay.runner.offline import OfflineScheduler, is_offline
 
     with gc_paused():  # a resume's pass over the samples makes many small objects: no full collections meanwhile
         work = PendingWork(tasks, settings.limit, resumed.done - resumed.retry)  # made as reached: memory flat
@@ -333,6 +336,7 @@ async def _execute(
     settings, cache = _open_cache(tasks, settings)
     share_run_prices(tasks, settings.prices)
 
+    fresh = run_dir is None
     if run_dir is None:
         run_dir = new_run_dir(settings.output_dir, tasks, settings.name)
         held.enter_context(run_lock(run_dir, action="write"))
@@ -343,6 +347,9 @@ async def _execute(
         manifest = resumed.manifest
         if settings.name is not None:
             manifest.name = settings.name  # a resumed run may be renamed (a label, not what it evaluates)
+    ahead = _scan_ahead(run_dir, manifest, settings) if offline and fresh else None
+    if ahead is not None:
+        held.callback(ahead.discard)  # its spools, however the run ends (nothing once the results are written)
 
     show = settings.progress if settings.progress is not None else _is_terminal(console)
     progress = RunProgress(len(work) + work.skipped, enabled=show, console=console)
@@ -364,6 +371,8 @@ async def _execute(
                 settings.executor, model, writer, config, cache=cache, progress=progress, ray=settings.ray,
                 offline=offline, processes=settings.processes,
             )  # fmt: skip
+            if isinstance(scheduler, OfflineScheduler):
+                scheduler.scan_ahead = ahead
             progress.start(already_done=work.skipped)
             try:
                 stats = await drive(scheduler, work, ending)
@@ -380,7 +389,7 @@ async def _execute(
         failures = scheduler.cache_failures
         say(console, f"warning: {len(failures)} response(s) could not be cached (first: {failures[0]})", "yellow")
     if ending.status == "finished":
-        _write_results(run_dir, settings, ending, console)
+        _write_results(run_dir, settings, ahead, ending, console)
     return RunOutcome(
         run_dir=run_dir,
         status=ending.status,
@@ -404,3 +413,14 @@ async def _execute(
         stopped_by=ending.stopped_by,
         resume_command=ending.resume_command,
     )
+
+
+def _scan_ahead(run_dir: Path, manifest: RunManifest, settings: RunSettings) -> ScanAhead | None:
+    """The results scan an offline run on this machine makes as it scores (a new folder: every line of
+    samples.jsonl is one it scores), so the results need not read the file back."""
+    if settings.executor != "local":
+        return None
+    from assay.results.scanahead import ScanAhead
+    from assay.results.writer import results_options
+
+    return ScanAhead(run_dir, manifest, results_options(**settings.results_options()))

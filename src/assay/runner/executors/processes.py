@@ -36,7 +36,7 @@ from assay.forking import (  # re-exported: they used to live here
 )
 from assay.gcpause import gc_paused
 from assay.runner.executors.shards import OfflineShard, Scored, scored
-from assay.runner.offline import OfflineScheduler, answer_all, first_errors, score_records
+from assay.runner.offline import OfflineScheduler, answer_all, encode, first_errors, score_records
 from assay.runner.pending import PendingWork, runs, tasks_of
 from assay.runner.scheduler import WorkerLost
 from assay.store.rundir import CHUNKS_PREFIX
@@ -53,6 +53,7 @@ __all__ = [
 
 if TYPE_CHECKING:
     from assay.models.predictions import PredictionsModel
+    from assay.results.scanahead import ChunkScan, ScanAhead
     from assay.runner.scheduler import RunStats
     from assay.tasks import Sample, Task
 
@@ -79,6 +80,7 @@ class _Inherited:
     max_response_chars: int | None
     work: PendingWork | None = None  # a predictions run's samples, which a worker reads itself from positions
     spool: str | None = None  # a folder where workers leave a chunk's encoded lines, for the writer to copy
+    ahead: ScanAhead | None = None  # the results scan of each chunk is made by the worker that scored it
 
 
 _INHERITED: _Inherited | None = None
@@ -93,9 +95,10 @@ class Done(NamedTuple):
     requests: int
     sample_ids: list[str] | None = None
     spool: str | None = None  # the file holding the encoded lines (then not in ``scored``), for the writer to copy
+    ahead: ChunkScan | None = None  # the chunk's results scan (a predictions run scanned ahead)
 
 
-def _score_in_worker(task_name: str, items: Any, started_at: float, source: str | None) -> Done:
+def _score_in_worker(task_name: str, items: Any, started_at: float, source: str | None, before: int = 0) -> Done:
     """Score one chunk in a worker: a predictions run's samples (answered here, from the inherited predictions
     index), given as themselves or as (part, positions) in the inherited pending work; or a re-score's logged
     lines of the samples file ``source``.
@@ -104,10 +107,10 @@ def _score_in_worker(task_name: str, items: Any, started_at: float, source: str 
     returning) before it is on again: the allocations counted meanwhile set off a collection at once, which
     would otherwise walk every record of the chunk still alive (a tenth of a worker's time at 1M samples)."""
     with gc_paused():
-        return _score_chunk(task_name, items, started_at, source)
+        return _score_chunk(task_name, items, started_at, source, before)
 
 
-def _score_chunk(task_name: str, items: Any, started_at: float, source: str | None) -> Done:
+def _score_chunk(task_name: str, items: Any, started_at: float, source: str | None, before: int) -> Done:
     """:func:`_score_in_worker`'s work, with the GC off."""
     from assay.runner.rescore import answered_from_line
 
@@ -133,11 +136,14 @@ def _score_chunk(task_name: str, items: Any, started_at: float, source: str | No
             max_response_chars=state.max_response_chars,
         )
     )
-    done = scored(records)
+    lines, ahead = None, None
+    if state.ahead is not None and not source:
+        lines, ahead = state.ahead.encode_and_scan(records, encode, before)
+    done = scored(records, lines)
     spool = _spooled(state.spool, done.lines) if state.spool is not None and done.lines else None
     if spool is not None:
         done = done._replace(lines=[])
-    return Done(done, first_errors(answered), requests, sample_ids, spool)
+    return Done(done, first_errors(answered), requests, sample_ids, spool, ahead)
 
 
 def _spooled(folder: str, lines: list[bytes]) -> str | None:
@@ -178,10 +184,11 @@ class ProcessPool:
         max_response_chars: int | None = None,
         work: PendingWork | None = None,
         spool: str | None = None,
+        ahead: ScanAhead | None = None,
     ) -> None:
         self.processes = processes
         tasks_by_name = {task.name: task for task in tasks}
-        self.inherited = _Inherited(tasks_by_name, model, max_response_chars, work, spool)
+        self.inherited = _Inherited(tasks_by_name, model, max_response_chars, work, spool, ahead)
         self._pool: ProcessPoolExecutor | None = None
         self._froze = False
 
@@ -223,7 +230,7 @@ class ProcessPool:
             for chunk in chunks:
                 try:
                     job: Future[Done] = pool.submit(
-                        _score_in_worker, chunk.task.name, chunk.items, chunk.started_at, chunk.source
+                        _score_in_worker, chunk.task.name, chunk.items, chunk.started_at, chunk.source, chunk.before
                     )
                 except BrokenProcessPool:  # a worker died since the last chunk was taken: the chunks sent are
                     while pending:  # taken in order, up to the one it was scoring, which says so
@@ -237,6 +244,10 @@ class ProcessPool:
         finally:
             for _, waiting in pending:
                 waiting.cancel()
+                if waiting.done() and not waiting.cancelled() and waiting.exception() is None:
+                    part = waiting.result().ahead  # scored, never written: its sample-log spools go
+                    if part is not None:
+                        part.delete()
 
 
 async def _take(
@@ -283,6 +294,7 @@ class ProcessOfflineExecutor(OfflineScheduler):
                 max_response_chars=self.config.max_response_chars,
                 work=pending,
                 spool=spool,
+                ahead=self.scan_ahead,
             ) as pool:
                 chunks: Iterator[OfflineShard]
                 if pending is not None:  # the workers read the samples: this process never makes them
@@ -292,7 +304,7 @@ class ProcessOfflineExecutor(OfflineScheduler):
                     )
                 else:
                     chunks = (OfflineShard(task, samples, time.time()) for task, samples in runs(work, self.chunk_size))
-                await pool.score(chunks, self._write)
+                await pool.score(self._counted(chunks), self._write)
             self._check_error_rate(final=True)
         finally:
             if spool is not None:
@@ -300,10 +312,20 @@ class ProcessOfflineExecutor(OfflineScheduler):
             self.stats.seconds = time.perf_counter() - started
         return self.stats
 
+    def _counted(self, chunks: Iterator[OfflineShard]) -> Iterator[OfflineShard]:
+        """The chunks, each told how many records of its task were handed out before it (for the scan ahead)."""
+        ahead = self.scan_ahead
+        for chunk in chunks:
+            if ahead is not None:
+                items: Any = chunk.items
+                size = len(items.positions) if isinstance(items, Positions) else len(items)
+                chunk.before = ahead.reserve(chunk.task.name, size)
+            yield chunk
+
     def _write(self, chunk: OfflineShard, done: Done) -> None:
         self.stats.requests += done.requests
         ids = done.sample_ids if done.sample_ids is not None else [sample.id for sample in chunk.items]
-        self.write_scored(chunk.task.name, ids, done.model_errors, done.scored, spool=done.spool)
+        self.write_scored(chunk.task.name, ids, done.model_errors, done.scored, spool=done.spool, ahead=done.ahead)
 
 
 def _spool_folder(run_dir: Path) -> str | None:

@@ -24,6 +24,7 @@ class OfflineShard:
     model_seconds: float = 0.0
     attempts: int = 0
     source: str | None = None
+    before: int = 0  # records of the task handed out before these (for the results scan made ahead)
 
     def sample_name(self, i: int) -> str:
         item = self.items[i]
@@ -44,10 +45,10 @@ class Scored(NamedTuple):
     model_errors: list[str | None]
 
 
-def scored(records: Sequence[dict[str, Any]]) -> Scored:
-    """Finished records (SampleRecord's JSON form) as a worker sends them back."""
+def scored(records: Sequence[dict[str, Any]], lines: list[bytes] | None = None) -> Scored:
+    """Finished records (SampleRecord's JSON form) as a worker sends them back (``lines``: already encoded)."""
     return Scored(
-        [encode(record) for record in records],
+        lines if lines is not None else [encode(record) for record in records],
         [verdict_error(record["filters"]) for record in records],
         [sum(r is not None and r.get("truncated_from") is not None for r in rec["responses"]) for rec in records],
         [next((e for e in rec.get("response_errors") or () if e), None) for rec in records],

@@ -39,6 +39,11 @@ class LmevalItems:
                     if v.get("error") is None and "value" in details:
                         self.items[(task, filter_name, metric)].append((doc_id, restored(details)))
 
+    def merge(self, later: LmevalItems) -> None:
+        """Add the values of records observed by another instance."""
+        for key, values in later.items.items():
+            self.items[key].extend(values)
+
 
 def lmeval_documents(items: LmevalItems, bootstrap_iters: int | None = None) -> dict[str, Any]:
     """lm-eval's results document (``results``, ``groups``, ``group_subtasks``, ``versions``, ``n-shot``,
