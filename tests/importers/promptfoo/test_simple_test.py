@@ -14,6 +14,7 @@ import pytest
 
 from assay.testing.server import OpenAITestServer
 from tests.e2e.e2e_support import assay_cmd, sample_lines
+from tests.rowchecks.test_graded_server import GradingServer, cosine, letter_vector
 
 FIXTURE = Path(__file__).parent / "simple_test"
 HELLO = "Ahoy, world!" + " " * 300  # over 300 characters: the python check's max(0, len(output) - 300) is 12
@@ -51,9 +52,7 @@ def run(tmp_path: Path, server: OpenAITestServer) -> tuple[Any, Path]:
 
 
 def test_simple_test_runs_unchanged_with_every_figure_right(tmp_path: Path) -> None:
-    from assay.evaluators.registry import get
-
-    with OpenAITestServer(reply, models=("gpt-4.1-mini",)) as server:
+    with GradingServer(reply, models=("gpt-4.1-mini",)) as server:
         proc, runs = run(tmp_path, server)
         requests = server.requests
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -64,11 +63,14 @@ def test_simple_test_runs_unchanged_with_every_figure_right(tmp_path: Path) -> N
     assert all(r["model"] == "gpt-4.1-mini" for r in requests if not _grading(r))
     assert {r["model"] for r in requests if _grading(r)} == {"gpt-5.6-sol"}  # promptfoo's default grader
 
-    cosine = get("semantic_similarity").evaluate(HELLO, "Ahoy, world").score  # by hand, the same local model
-    assert cosine >= 0.75  # promptfoo's default threshold for similar
+    # similar embeds with promptfoo's default embedding provider (text-embedding-3-large at OPENAI_BASE_URL): the
+    # server's letter counts, the same letters in both texts
+    assert {r["model"] for r in server.embedding_requests} == {"text-embedding-3-large"}
+    similar = cosine(letter_vector(HELLO), letter_vector("Ahoy, world"))
+    assert similar >= 0.75  # promptfoo's default threshold for similar
     # promptfoo's rule: a python check's number is its score as returned (12), so test 4's weighted mean is
-    # (1 + 12 + cosine) / 3 (kept as details.promptfoo_score) and its verdict's score is that clipped to 1
-    promptfoo_score = (1.0 + 12.0 + cosine) / 3
+    # (1 + 12 + similar) / 3 (kept as details.promptfoo_score) and its verdict's score is that clipped to 1
+    promptfoo_score = (1.0 + 12.0 + similar) / 3
     rows = [1.0, 1.0, 1.0, 1.0, 1.0]
     results = json.loads((run_dir / "results.json").read_text())
     tasks = results["assay"]["tasks"]
