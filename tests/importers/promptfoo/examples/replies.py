@@ -479,6 +479,7 @@ GPT_35_VS_4 = Example(
     "gpt-3.5-vs-4",
     riddles_for("gpt-4", 30, False),
     why=GPT_35_VS_4_WHY,
+    latency_ms=3000,  # its latency check: a machine busier than that is not judged
 )
 GPT_4O_VS_4O_MINI_WHY = _riddles_why(
     {"openai:gpt-5": (1.25e-6, 10e-6), "openai:gpt-5-mini": (0.25e-6, 2e-6)}, 250, True
@@ -487,6 +488,7 @@ GPT_4O_VS_4O_MINI = Example(
     "gpt-4o-vs-4o-mini",
     riddles_for("gpt-5", 250, True),
     why=GPT_4O_VS_4O_MINI_WHY,
+    latency_ms=3000,  # its latency check: a machine busier than that is not judged
 )
 
 
