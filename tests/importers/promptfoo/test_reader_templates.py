@@ -38,7 +38,7 @@ def test_load_filter_env_global_and_undefined_vars_as_promptfoo(
     path = write(
         tmp_path,
         "env: {STYLE: formal, UNUSED_SECRET: s3cret}\nprompts: [file://p.txt]\nproviders: [echo]\ntests:\n"
-        "  - vars: {style_config: '{\"tone\": \"warm\", \"n\": [1, 2]}', flag: true, none: null, f: 2.0}\n",
+        '  - vars: {style_config: \'{"tone": "warm", "n": [1, 2]}\', flag: true, none: null, f: 2.0}\n',
         p__txt="{{ (style_config | load).tone }}|{{ (style_config | load).n }}|{{ missing }}|{{ missing.deep }}|"
         "{% for x in missing %}X{% endfor %}|{% if env['STYLE'] %}{{ env.STYLE }}{% endif %}|"
         "{{ env.ASSAY_TEST_FROM_PROCESS }}|{{ env.ASSAY_TEST_UNSET }}|{{ flag }}|{{ none }}|{{ f }}|"
@@ -69,8 +69,9 @@ def test_the_dialect_keeps_the_sandbox_and_its_limits() -> None:
     probe = compile_template("{{ ''.__class__.__mro__[1].__subclasses__() }}", "t", "promptfoo")
     with pytest.raises(SecurityError):
         probe.render({})
-    loop = compile_template("{% for i in range(2000) %}{% for j in range(2000) %}{% endfor %}{% endfor %}", "t",
-                            "promptfoo")
+    loop = compile_template(
+        "{% for i in range(2000) %}{% for j in range(2000) %}{% endfor %}{% endfor %}", "t", "promptfoo"
+    )
     with pytest.raises(TemplateLimitError):
         loop.render({})
 
@@ -111,7 +112,8 @@ def test_a_json_prompt_file_that_is_a_template_is_refused_naming_its_line(tmp_pa
         tmp_path,
         "prompts: [file://prompt.json]\nproviders: [echo]\ntests:\n  - vars: {q: hi}\n",
         prompt__json='[\n  {"role": "system", "content": "s"},\n  {% for c in _conversation %}\n'
-        '  {"role": "user", "content": "{{ c.output }}"},\n  {% endfor %}\n  {"role": "user", "content": "{{ q }}"}\n]\n',
+        '  {"role": "user", "content": "{{ c.output }}"},\n  {% endfor %}\n'
+        '  {"role": "user", "content": "{{ q }}"}\n]\n',
     )
     with pytest.raises(ConfigError) as err:
         load_promptfoo(path)

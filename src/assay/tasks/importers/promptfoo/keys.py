@@ -370,9 +370,9 @@ def check_keys(
 ) -> None:
     """Refuse a refused key of ``mapping`` (a ``section`` of a config at ``at``), naming file:line; a key that is
     not in promptfoo's schema for the section is ignored with a warning naming file:line (promptfoo's parse drops
-    it, and so does this: the key is deleted from ``mapping``). With ``table`` (a free-form mapping of the schema, e.g. a provider's config, whose keys the reader knows
-    only from promptfoo's code), an unknown key is refused. Unknown keys in ``allow`` are accepted silently (a
-    top-level key that only holds ``$ref`` targets)."""
+    it, and so does this: the key is deleted from ``mapping``). With ``table`` (a free-form mapping of the schema,
+    e.g. a provider's config, whose keys the reader knows only from promptfoo's code), an unknown key is refused.
+    Unknown keys in ``allow`` are accepted silently (a top-level key that only holds ``$ref`` targets)."""
     if not isinstance(mapping, dict):
         return
     known = SECTIONS[section] if table is None else table
