@@ -79,7 +79,7 @@ def check_settings(settings: dict[str, Any], *, call: str = "assay.run", also: S
 def run_keywords() -> list[str]:
     """Every keyword ``run``/``arun`` take besides ``tasks``, ``model``, ``resume`` and ``retry_errors``."""
     seconds = [k[:-2] for k in RunSettings.model_fields if k.endswith("_s")]
-    extra = [*MODEL_OPTIONS, *RAY_OPTIONS, *_SPELLINGS, *seconds, "cache_dir", "lmeval", *DISPLAY_OPTIONS]
+    extra = [*MODEL_OPTIONS, *RAY_OPTIONS, *_SPELLINGS, *seconds, "cache_dir", "lmeval", "max_tests", *DISPLAY_OPTIONS]
     extra += list(LMEVAL_KEYWORDS)
     return sorted({*RunSettings.model_fields, *extra})
 
@@ -387,10 +387,13 @@ async def arun_outcome(
     ConfigError listing the valid ones. ``task_format="lm-eval"`` reads the task paths as lm-eval task YAMLs.
     """
     lmeval = _lmeval_options(settings)  # lm-eval's options, for its tasks (recorded with each task)
+    max_tests = settings.pop("max_tests", None)  # the cap on a promptfoo config's tests, read at load only
     settings, model_options = split_options(settings)
     if resume is not None:
         if lmeval:
             raise ConfigError("a resumed run's lm-eval tasks keep the lm-eval options they started with")
+        if max_tests is not None:
+            raise ConfigError("max_tests applies when a promptfoo config is read; a resumed run's tasks are read")
         run_dir = Path(resume)
         manifest = read_manifest(run_dir)
         fixed = sorted(set(settings) - RUNTIME_SETTINGS)
@@ -406,7 +409,9 @@ async def arun_outcome(
         return await execute(task_objs, model_obj, recorded, run_dir=run_dir, retry_errors=retry_errors)
     if retry_errors:
         raise ConfigError("retry_errors applies to a resumed run: pass resume=RUN_DIR")
-    task_objs = load_tasks(tasks, task_format=task_format, lmeval=lmeval, limit=settings.get("limit"))
+    task_objs = load_tasks(
+        tasks, task_format=task_format, lmeval=lmeval, limit=settings.get("limit"), max_tests=max_tests
+    )
     run_settings = _settings(settings)
     model_obj = resolve_model(model, task_objs, timeout_s=run_settings.timeout_s, options=model_options)
     return await execute(task_objs, model_obj, run_settings)

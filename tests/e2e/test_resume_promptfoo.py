@@ -9,10 +9,10 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
-from assay.testing.server import OpenAITestServer
 from tests.e2e.e2e_support import sample_lines
 from tests.e2e.test_resume import cut_run
 from tests.importers.promptfoo.test_simple_test import reply, run
+from tests.rowchecks.test_graded_server import GradingServer
 
 
 def _figures(run_dir: Path) -> dict[str, dict[str, float]]:
@@ -21,7 +21,7 @@ def _figures(run_dir: Path) -> dict[str, dict[str, float]]:
 
 
 def test_a_promptfoo_run_resumes_from_its_run_folder_alone(tmp_path: Path) -> None:
-    with OpenAITestServer(reply, models=("gpt-4.1-mini",)) as server:
+    with GradingServer(reply, models=("gpt-4.1-mini",)) as server:  # with /embeddings, for similar
         proc, runs = run(tmp_path, server)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         (run_dir,) = [p for p in runs.iterdir() if p.is_dir()]

@@ -31,6 +31,7 @@ from assay.tasks.checks.catalog import UNSUPPORTED, known_type
 from assay.tasks.checks.code import CheckError, CodeRunner, python_script, run_python
 from assay.tasks.checks.engine import run_assertions
 from assay.tasks.checks.params import Row, js_stringify
+from assay.tasks.importers.promptfoo.providers import recorded_env
 from assay.verdict import Verdict
 
 __all__ = ["UNSUPPORTED", "RowChecks", "known_type", "promptfoo_output", "python_script", "run_python"]
@@ -49,6 +50,11 @@ class RowChecksOptions(Options):
     threshold_field: str = Field(default="threshold", description="the row field that holds the row's threshold")
     options_field: str | None = Field(
         default=None, description="the row field with the test's promptfoo options (transform, provider, ...)"
+    )
+    provider_env: dict[str, str] | None = Field(
+        default=None,
+        description="promptfoo provider settings of the environment (OPENAI_BASE_URL, ...) recorded at load: "
+        "graders named by id resolve against these, not the process's, so a resume grades where the run did",
     )
     vars_exclude_prefix: str | None = Field(
         default=None, description="row fields starting with this are not vars (promptfoo configs: '__')"
@@ -198,7 +204,8 @@ class RowChecks(Evaluator):
                     transform, output, {"vars": variables, "prompt": {"raw": prompt, "label": prompt}, **meta}
                 )
             row.extra["output"] = output
-            outcome = await run_assertions(checks, row, output, threshold)
+            with recorded_env(o.provider_env):
+                outcome = await run_assertions(checks, row, output, threshold)
         except CheckError as err:
             return Verdict.errored(str(err))
         return _verdict(outcome, threshold)

@@ -13,7 +13,7 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.tasks.importers.promptfoo.keys import OPENAI_CONFIG, check_keys
 from assay.tasks.importers.promptfoo.prompts import Prompt
-from assay.tasks.importers.promptfoo.providers import Provider, model_spec, ref_matches
+from assay.tasks.importers.promptfoo.providers import Provider, model_spec, provider_env, ref_matches
 from assay.tasks.importers.promptfoo.reader import PromptfooConfig
 from assay.tasks.importers.promptfoo.testcases import TestCase
 from assay.tasks.importers.promptfoo.yaml12 import plain
@@ -157,6 +157,7 @@ def task_configs(config: PromptfooConfig) -> list[dict[str, Any]]:
     checks: dict[str, Any] = {"name": "row_checks", "expected": f"doc.{CHECKS}", "threshold_field": THRESHOLD,
                               "judge": judge}  # fmt: skip
     checks.update(options_field=OPTIONS, vars_exclude_prefix="__", base_dir=str(config.path.resolve().parent))
+    checks["provider_env"] = provider_env()  # graders resolve where the run's models did, on a resume too
     for key in ("tools", "functions"):  # what the is-valid-openai-*-call assertions check calls against
         given = [p.generation[key] for p in providers if key in p.generation]
         if given and any(g != given[0] for g in given[1:]):

@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -177,10 +179,39 @@ def provider_spec(raw: Any, at: At, env: Mapping[str, str], files: Files, *, sec
     return Provider(raw, label, spec, generation, prompts, at, price)
 
 
+# The environment variables an openai provider's spec is made from (none holds a credential): recorded with a
+# promptfoo task's row_checks at load, so a grader resolved later (a resume typed in another shell) is the same.
+PROVIDER_ENV = (
+    "OPENAI_BASE_URL", "OPENAI_API_BASE_URL", "OPENAI_API_HOST", "OPENAI_ORGANIZATION", "OPENAI_TEMPERATURE",
+    "OPENAI_MAX_TOKENS", "OPENAI_MAX_COMPLETION_TOKENS", "OPENAI_TOP_P", "OPENAI_PRESENCE_PENALTY",
+    "OPENAI_FREQUENCY_PENALTY",
+)  # fmt: skip
+_recorded_env: ContextVar[Mapping[str, str] | None] = ContextVar("promptfoo_provider_env", default=None)
+
+
+def provider_env() -> dict[str, str]:
+    """The provider settings of the process environment (``PROVIDER_ENV``), to record at load."""
+    return {k: os.environ[k] for k in PROVIDER_ENV if os.environ.get(k)}
+
+
+@contextmanager
+def recorded_env(env: Mapping[str, str] | None) -> Iterator[None]:
+    """Within: :func:`model_spec` reads the provider settings recorded at load instead of the process's."""
+    token = _recorded_env.set(env)
+    try:
+        yield
+    finally:
+        _recorded_env.reset(token)
+
+
 def model_spec(provider: Any, key: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """An assay model spec and generation settings for a promptfoo provider with the process environment's
-    settings (``key`` names it in errors); row_checks builds its graders with this."""
+    settings, or those recorded at load (:func:`recorded_env`) (``key`` names it in errors); row_checks builds its
+    graders with this."""
     env = dict(os.environ)
+    recorded = _recorded_env.get()
+    if recorded is not None:
+        env = {k: v for k, v in env.items() if k not in PROVIDER_ENV} | dict(recorded)
     found = provider_spec(provider, At("", None, key), env, Files(Path.cwd(), env))
     return found.spec, found.generation
 
