@@ -276,3 +276,47 @@ def test_records_read_after_the_columns_are_still_shown_to_observers(runs: tuple
     run.read_records([lambda rec: seen.append(rec["sample_id"])])
     assert seen == [rec["sample_id"] for rec in run.iter_record_dicts()]
     assert len(seen) == len(run.index)
+
+
+def test_a_page_of_two_runs_reads_the_second_in_a_forked_child_to_the_same_page(
+    runs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked_starts: list[str]
+) -> None:
+    """The runs after the first are read by forked children while this process reads the first: the page is the
+    one reading them in turn gives, and a bad line in one is the error reading it alone gives, no child left."""
+    import functools
+    import multiprocessing
+    import shutil
+
+    import assay.forking
+    from assay.errors import DataError
+    from assay.report import html
+
+    started = forked_starts
+    monkeypatch.setattr(assay.forking, "default_processes", lambda: 2)  # a child for the second run on any machine
+    monkeypatch.setattr(assay.forking, "may_fork", lambda: False)
+    in_turn = render_html(list(runs))
+    assert started == []
+    monkeypatch.setattr(assay.forking, "may_fork", lambda: True)
+    read_here: list[str] = []  # the runs read by this process (a child's calls are counted in its own copy)
+    real = html._read_run
+
+    @functools.wraps(real)
+    def counted(run: Any) -> Any:
+        read_here.append(run.path.name)
+        return real(run)
+
+    monkeypatch.setattr(html, "_read_run", counted)
+    assert render_html(list(runs)) == in_turn
+    assert started == ["_read_run"] and read_here == [runs[0].name]  # the child's value was used
+
+    broken = shutil.copytree(runs[1], tmp_path / "broken")
+    lines = (broken / "samples.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[3] = lines[3][:40] + "\n"  # cut short: not JSON
+    (broken / "samples.jsonl").write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(DataError) as forked:
+        render_html([runs[0], broken])
+    monkeypatch.setattr(assay.forking, "may_fork", lambda: False)
+    with pytest.raises(DataError) as alone:
+        render_html([runs[0], broken])
+    assert str(forked.value) == str(alone.value) and "samples.jsonl:4:" in str(alone.value)
+    assert not multiprocessing.active_children()

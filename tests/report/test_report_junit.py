@@ -127,6 +127,54 @@ def test_streamed_junit_is_byte_equal_to_the_tree_serialised(tmp_path):
     assert out.read_text(encoding="utf-8") == _in_memory_bytes(load_run(tmp_path / "empty"))
 
 
+def test_junit_written_by_two_processes_is_the_same_document(tmp_path, monkeypatch, forked_starts):
+    """A large task's second half is written by a forked child: the same bytes, counts and suite time as one
+    process writes; a child that fails leaves its half to this process, with the same result."""
+    from assay.report import junit
+
+    recs = [
+        rf.record(
+            "qa",
+            i,
+            {"em": [rf.verdict(float(i % 3 == 0), reason=f"wrong <{i}>\r")], "f1": [rf.verdict(0.25 * (i % 5))]},
+            texts=[f"out {i} ✓"],
+            latency=0.001 * i,
+        )
+        for i in range(41)
+    ]
+    rf.write_run(tmp_path / "run", rf.manifest([rf.task("qa", (("em", True), ("f1", True)), n=41)]), recs)
+    expected = _in_memory_bytes(load_run(tmp_path / "run")).encode()
+    monkeypatch.setattr(junit, "FORK_MIN_RECORDS", 2)
+    started = forked_starts
+    from assay.results.loader import Run
+
+    read_here = []  # the records this process read (a child's reads are counted in its own copy)
+    real = Run.task_record_dicts
+
+    def counted(self, task, picks=None):
+        for rec in real(self, task, picks):
+            read_here.append(rec["doc_id"])
+            yield rec
+
+    monkeypatch.setattr(Run, "task_record_dicts", counted)
+    out = tmp_path / "j.xml"
+    counts = write_junit(load_run(tmp_path / "run"), out)
+    assert started == ["_write_part"]
+    assert out.read_bytes() == expected
+    assert read_here == list(range(20))  # the first half: the child's half was used, not written again here
+    root = ET.fromstring(expected)
+    assert counts == {k: int(root.get(k)) for k in ("tests", "failures", "errors")} and counts["tests"] == 82
+
+    def broken(*_args):
+        raise RuntimeError("the child fails")
+
+    monkeypatch.setattr(junit, "_write_part", broken)
+    started.clear()
+    assert write_junit(load_run(tmp_path / "run"), out) == counts
+    assert started == ["broken"] and out.read_bytes() == expected
+    assert read_here[20:] == list(range(41))  # the failed child's half read and written here
+
+
 def test_a_pass_without_verdicts_is_read_as_a_sample_record_reads_it():
     """Records are read as JSON objects, not validated: a filter record's ``passed`` keeps pydantic's reading."""
     from assay.report.junit import _outcome

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -218,10 +219,12 @@ def test_pack_assertions_nests_assert_sets_and_reads_pass_or_passed() -> None:
     assert packed[-1][0] == "…" and "5 more checks" in packed[-1][3]
 
 
-def test_named_scores_come_from_the_details(tmp_path: Path) -> None:
+def test_named_scores_come_from_the_details_and_a_sharded_scan_gives_the_same_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``details.named_scores`` (as promptfoo's namedScores) is averaged per test over its judged repeats, then over
-    the tests that have it; errored verdicts add nothing."""
-    from assay.results import write_results
+    the tests that have it; errored verdicts add nothing; a scan split over processes gives the same bytes."""
+    from assay.results import shardscan, write_results
     from tests.results.runfactory import manifest, record, task, verdict, write_run
 
     def v(score: float, passed: bool, named: dict[str, float]) -> dict[str, Any]:
@@ -235,7 +238,10 @@ def test_named_scores_come_from_the_details(tmp_path: Path) -> None:
         recs.append(record("pf", i, {"row_checks": vs}, texts=("a", "b")))
     info = task("pf", (("row_checks", True),), repeats=2, n=40, config={"headline": "tests"})
     run = write_run(tmp_path / "run", manifest([info]), recs)
-    doc = write_results(run)
+    serial, parallel = tmp_path / "serial", tmp_path / "parallel"
+    shutil.copytree(run, serial)
+    shutil.copytree(run, parallel)
+    doc = write_results(serial, processes=1)
     t = doc["assay"]["tasks"]["pf"]["filters"]["none"]["row_checks"]["tests"]
     judged = [i for i in range(40) if i % 7]
     acc = [((i / 40 + 1.0) / 2 if i % 5 else i / 40) for i in judged]
@@ -244,6 +250,19 @@ def test_named_scores_come_from_the_details(tmp_path: Path) -> None:
     assert t["named_scores"]["tone"] == {"mean": 0.5, "n": len(judged)}
     passed = sum(1 for i in judged if i % 3)  # every judged repeat passed
     assert (t["passed"], t["failed"], t["errored"]) == (passed, len(judged) - passed, 40 - len(judged))
+
+    monkeypatch.setattr(shardscan, "MIN_BYTES_PER_PROCESS", 1)
+    monkeypatch.setattr(shardscan, "other_threads", lambda: False)
+    if not shardscan.fork_available():
+        pytest.skip("forked scans need Linux")
+    merged: list[bool] = []
+    scan = shardscan.scan_sharded
+    monkeypatch.setattr(shardscan, "scan_sharded", lambda *a, **k: merged.append(True) or scan(*a, **k))
+    sharded = write_results(parallel, processes=3)
+    assert merged
+    for d in (doc, sharded):
+        d["assay"].pop("results_seconds")
+    assert json.dumps(sharded, sort_keys=True) == json.dumps(doc, sort_keys=True)
 
 
 def test_the_task_key_names_its_metric_and_is_not_hashed(tmp_path: Path) -> None:

@@ -118,3 +118,39 @@ def test_ids_that_share_a_hash_still_pair_exactly(tmp_path, monkeypatch):
     (m,) = comp.metrics
     assert m.regressed == [] and m.improved == [] and m.n_shared == 14
     assert comp.pairing["qa"].only_a_examples == ["row4"]
+
+
+def test_the_second_run_is_read_by_a_forked_child_to_the_same_comparison(tmp_path, monkeypatch, forked_starts):
+    """Two runs' columns are read at once (B's by a forked child): the comparison is the one reading them in turn
+    gives, and a bad line in B is the error reading it alone gives, with no child left behind."""
+    import multiprocessing
+
+    import assay.forking
+    from assay.errors import DataError
+    from assay.results import load_run
+    from assay.results.loader import read_columns
+
+    a = _run(tmp_path / "a", ROWS)
+    b = _run(tmp_path / "b", ROWS[:4] + ROWS[5:], changed=["row7"])
+    started = forked_starts
+    ra, rb = load_run(a), load_run(b)
+    read_columns([ra, rb])
+    assert started == ["_index_and_columns"]
+    assert "columns" in rb.__dict__ and rb.loaded_index is not None  # sent back by the child
+    at_once = compare_runs(ra, rb)
+    monkeypatch.setattr(assay.forking, "may_fork", lambda: False)
+    in_turn = compare_runs(load_run(a), load_run(b))
+    assert started == ["_index_and_columns"]
+    assert at_once == in_turn
+
+    lines = (b / "samples.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    lines[3] = lines[3][:40] + "\n"  # cut short: not JSON
+    (b / "samples.jsonl").write_text("".join(lines), encoding="utf-8")
+    with pytest.raises(DataError) as alone:
+        compare_runs(load_run(a), load_run(b))
+    monkeypatch.undo()
+    monkeypatch.setattr(assay.forking, "may_fork", lambda: True)
+    with pytest.raises(DataError) as forked:
+        compare_runs(load_run(a), load_run(b))
+    assert str(forked.value) == str(alone.value) and "samples.jsonl:4:" in str(alone.value)
+    assert not multiprocessing.active_children()

@@ -260,3 +260,31 @@ async def test_a_pool_found_broken_when_sending_a_chunk_stops_the_run_as_a_dead_
     died = await execute([load_task(forkable_config(rows))], PredictionsModel(preds), settings(tmp_path, "r", 2))
     assert died.status == "failed" and died.stopped_by == "worker_lost"
     assert [r["sample_id"] for r in lines(died.run_dir)] == [f"s{i}" for i in range(4 * 7)]  # four chunks of 7
+
+
+async def test_the_runs_processes_setting_also_decides_how_its_results_are_scanned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--processes 1`` keeps the results scan in this process; more reads the records in forked ranges (of a
+    run whose results read samples.jsonl back: here, one not scanned as it scored)."""
+    from assay.results import shardscan
+    from assay.runner import session
+
+    monkeypatch.setattr(session, "_scan_ahead", lambda *args: None)
+
+    monkeypatch.setattr(shardscan, "MIN_BYTES_PER_PROCESS", 1)  # shard even this small samples.jsonl
+    monkeypatch.setattr(shardscan, "other_threads", lambda: False)
+    merged: list[tuple[int, bool]] = []
+    scan = shardscan.scan_sharded
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        result = scan(*args, **kwargs)
+        merged.append((kwargs["processes"], result is not None))
+        return result
+
+    monkeypatch.setattr(shardscan, "scan_sharded", spy)
+    rows, preds = write_inputs(tmp_path)
+    one = await execute([load_task(forkable_config(rows))], PredictionsModel(preds), settings(tmp_path, "one", 1))
+    two = await execute([load_task(forkable_config(rows))], PredictionsModel(preds), settings(tmp_path, "two", 2))
+    assert merged == [(1, False), (2, True)]
+    assert figures(two.run_dir) == figures(one.run_dir)

@@ -198,8 +198,8 @@ _EXECUTOR_OPTIONS = (
     click.option(
         "--processes",
         type=click.IntRange(min=1),
-        help="Processes scoring offline work (a predictions run, assay score) with the local executor "
-        "(default: one per CPU, at most 8; 1: this process alone).",
+        help="Processes scoring offline work (a predictions run, assay score) with the local executor, and reading "
+        "a large samples.jsonl for the results (default: one per CPU, at most 8; 1: this process alone).",
     ),
 )
 

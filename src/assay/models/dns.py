@@ -1,9 +1,9 @@
 """Host names resolved in a thread the HTTP client owns and ends when it closes.
 
 aiohttp's default resolver runs ``getaddrinfo`` in the event loop's default executor, whose thread outlives the
-client, and a process with another thread should not fork (a forked child could hang on a lock that thread held),
-as offline scoring does in a process that ran online before (a notebook). This resolver does what aiohttp's
-threaded one does, in an executor of its own that :meth:`close` shuts down.
+client. A process with another thread must not fork (:func:`assay.forking.other_threads`), so that thread would
+keep the results of every online run in one process. This resolver does what aiohttp's threaded one does, in an
+executor of its own that :meth:`close` shuts down.
 """
 
 from __future__ import annotations

@@ -242,7 +242,7 @@ class OpenAIModel(Model):
             old.detach()  # bound to a finished loop: its sockets went with it
         if self._resolver is not None:
             self._resolver.shutdown(wait=False)
-        self._resolver = OwnThreadResolver()  # its thread ends with the client: this process may then fork
+        self._resolver = OwnThreadResolver()  # its thread ends with the client: results may then fork
         connector = aiohttp.TCPConnector(
             limit=self.max_connections, limit_per_host=self.max_connections, resolver=self._resolver
         )

@@ -1,7 +1,6 @@
 """The accumulators of a results scan: per (filter, metric) and per task, numbers appended one record at a time
-into arrays, merged in order when chunks were scanned as they were scored (:mod:`assay.results.scanahead`), and
-finished into columns in doc_id order (:class:`TaskColumns`). See :mod:`assay.results.columns` for the scan that
-feeds them."""
+into arrays, merged in order when several processes scanned consecutive ranges, and finished into columns in doc_id
+order (:class:`TaskColumns`). See :mod:`assay.results.columns` for the scan that feeds them."""
 
 from __future__ import annotations
 

@@ -151,7 +151,7 @@ def _scan_once(
 @dataclass
 class ScanPartial:
     """What a pass over some of the records gathered, columns not yet finished: partials of consecutive runs of
-    records merge, in order, into what one pass over them all builds (:mod:`assay.results.scanahead`)."""
+    records merge, in order, into what one pass over them all builds (:func:`merge_partials`)."""
 
     accs: dict[str, TaskAcc]
     unknown: dict[str, int]
@@ -170,7 +170,7 @@ def scan_partial(
     observers: Sequence[Callable[[RecordDict], None]] = (),
     sample_logs: SampleLogSink | None = None,
 ) -> ScanPartial:
-    """One pass over some records (a chunk as it is scored, in a scoring process) as :func:`scan` makes it."""
+    """One pass over some records (e.g. a range of ``samples.jsonl``, in another process) as :func:`scan` makes it."""
     filters = {info.name: _declared_keys(info)[0] for info in manifest.tasks}
     metrics = {info.name: _declared_keys(info)[1] for info in manifest.tasks}
     accs = _new_accs(manifest, filters, metrics, False, cluster_key)
@@ -181,6 +181,26 @@ def scan_partial(
     for acc in accs.values():
         acc.plan = None  # refers to the columns: not needed past the pass
     return ScanPartial(accs, state.unknown, state.seq, declared)
+
+
+def merge_partials(partials: Sequence[ScanPartial], positions: Sequence[int]) -> ScanResult | None:
+    """The columns one pass over the partials' records, in order, would build; ``positions[i]``: how many
+    positions the sources before partial ``i`` yielded. None when a partial cannot be merged exactly (a metric
+    run.json does not declare, more distinct error messages than are counted one by one): scan serially."""
+    if not partials or not all(p.declared for p in partials):
+        return None
+    first = partials[0]
+    unknown = dict(first.unknown)
+    seq = first.seq
+    for partial, pos_offset in zip(partials[1:], positions[1:], strict=True):
+        for name, acc in first.accs.items():
+            if not acc.merge(partial.accs[name], seq, pos_offset):
+                return None
+        for task, n in partial.unknown.items():
+            unknown[task] = unknown.get(task, 0) + n
+        seq += partial.seq
+        partial.accs = {}  # merged: its arrays can go (the merge holds about one copy of the columns, not two)
+    return ScanResult({name: finish_task(acc) for name, acc in first.accs.items()}, unknown)
 
 
 def _feed(

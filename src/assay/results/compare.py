@@ -40,7 +40,7 @@ from assay.results import stats
 from assay.results.accumulators import all_distinct
 from assay.results.aggregate import task_rng
 from assay.results.columns import TaskColumns
-from assay.results.loader import Run, load_run
+from assay.results.loader import Run, load_run, read_columns
 
 MIN_PAIRED = 0.5  # share of the smaller run's samples that must pair for a comparison to mean anything
 ERROR_RULES = ("exclude", "as_failure")
@@ -418,6 +418,7 @@ def compare_runs(
         raise ValueError(f"min_paired must be in [0, 1], got {min_paired}")
     ra = run_a if isinstance(run_a, Run) else load_run(run_a)
     rb = run_b if isinstance(run_b, Run) else load_run(run_b)
+    read_columns([ra, rb])  # B's read by a forked child meanwhile, where it can be
     warnings: list[str] = []
     if ra.path.resolve() == rb.path.resolve():
         warnings.append(f"A and B are the same run folder ({ra.path}): every difference is zero by construction")

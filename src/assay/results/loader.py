@@ -337,6 +337,35 @@ def _rows_from_lm_eval(res: dict[str, Any], name: str, lm: Any, alias: str, is_g
     return rows
 
 
+def read_columns(runs: Sequence[Run]) -> None:
+    """Read the :attr:`Run.columns` of several run folders at once: each but the first is indexed and scanned by a
+    forked child while this process scans the first (comparing two runs of a million samples reads two 1.5 GB
+    files). Where forking is not safe, or a child fails (a bad line), its run is read here when first asked for,
+    with the errors of reading it alone."""
+    from assay.forking import Forked, may_fork
+
+    pending = [run for run in runs if "columns" not in run.__dict__]
+    folders = [run.path.resolve() for run in pending]
+    if len(pending) < 2 or len(set(folders)) < len(folders) or not may_fork():
+        return
+    helpers = [(run, Forked.start(_index_and_columns, run)) for run in pending[1:]]
+    try:
+        _ = pending[0].columns
+        for run, helper in helpers:
+            made = helper.result() if helper is not None else None
+            if made is not None:
+                run.loaded_index, run.__dict__["columns"] = made
+    finally:
+        for _, helper in helpers:
+            if helper is not None:
+                helper.close()
+
+
+def _index_and_columns(run: Run) -> tuple[SampleIndex, dict[str, TaskColumns]]:
+    """In a forked child: the run's index and columns, sent back to the parent."""
+    return run.index, run.columns
+
+
 def load_run(path: str | os.PathLike[str]) -> Run:
     """Load a run folder (or any of its files): manifest, results.json if present and an index of its samples
     (made when first needed if results.json is there: the results table reads nothing else).

@@ -39,6 +39,7 @@ from assay.results.testfigures import tests_block
 
 if TYPE_CHECKING:
     from assay.results.scanahead import ScanAhead
+    from assay.results.shardscan import Sharded
 
 ASSAY_SCHEMA_VERSION = 1
 
@@ -125,8 +126,8 @@ def compute_results(
 ) -> _Computed:
     """The results document of the records of ``source``, from one streamed scan (two if undeclared metrics);
     ``sample_logs`` gets each record with its values as the scan passes it (see :mod:`assay.results.samplelog`).
-    ``prescanned``: the columns and run figures of a scan already made (as the run scored): ``source`` is not
-    read."""
+    ``prescanned``: the columns and run figures of a scan already made (by several processes): ``source`` is
+    not read."""
     _check_options(error_policy, repeat_reduction, group_weighting, bootstrap_iters, confidence)
     price_table = validate_prices(prices if prices is not None else manifest.config.get("prices"))
     reductions = _reductions(manifest, repeat_reduction)
@@ -328,7 +329,7 @@ def results_options(**given: Any) -> dict[str, Any]:
 
 def scan_settings(manifest: RunManifest, options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the options of a results scan, the price table) for :func:`write_results`' ``options``: what a scan made
-    by other processes (chunks as they are scored) is given, to build what its own would."""
+    by other processes (ranges of the file, chunks as they are scored) is given, to build what its own would."""
     _check_options(
         options["error_policy"],
         options["repeat_reduction"],
@@ -346,6 +347,19 @@ def scan_settings(manifest: RunManifest, options: Mapping[str, Any]) -> tuple[di
     return scan_options, validate_prices(prices if prices is not None else manifest.config.get("prices"))
 
 
+def _scan_sharded(
+    root: Path, manifest: RunManifest, logs: SampleLogSpool, processes: int | None, options: dict[str, Any]
+) -> Sharded | None:
+    """The scan of a large samples file by several processes (None: scan in this one; see ``shardscan``)."""
+    from assay.forking import default_processes
+    from assay.results.shardscan import scan_sharded
+
+    scan_options, prices = scan_settings(manifest, options)
+    return scan_sharded(
+        root, manifest, logs, processes=processes or default_processes(), prices=prices, scan_options=scan_options
+    )
+
+
 def write_results(
     run_dir: str | os.PathLike[str],
     *,
@@ -357,14 +371,17 @@ def write_results(
     repeat_reduction: str = "mean",
     group_weighting: str = "size",
     confidence: float = 0.95,
+    processes: int | None = None,
     ahead: ScanAhead | None = None,
 ) -> dict[str, Any]:
     """Read ``run.json`` + ``samples.jsonl``, write ``results.json`` and ``samples_<task>.jsonl`` atomically.
 
     Streams over the samples: one pass indexes and parses each line, computes the figures and encodes the sample
-    logs (a second when records hold metrics run.json does not declare, or a sample was written twice).
-    ``ahead``: the scan an offline run made as it scored (see :mod:`assay.results.scanahead`), used instead of
-    reading the file when it covers all of it with these options."""
+    logs (a second when records hold metrics run.json does not declare, or a sample was written twice). A large
+    file is read in ranges by ``processes`` forked processes (None: one per CPU; see
+    :mod:`assay.results.shardscan`). ``ahead``: the scan an offline run made as it scored (see
+    :mod:`assay.results.scanahead`), used instead of reading the file when it covers all of it with these
+    options."""
     from assay.results.columns import FileSource, SamplesRewritten, StreamSource
     from assay.store.rundir import SampleStream, read_manifest
 
@@ -393,6 +410,10 @@ def write_results(
         if scanned is not None:
             computed = compute_results(manifest, ListSource([]), prescanned=scanned, **options)
             computed.doc["assay"]["torn_lines"] = 0  # a new file, every line of it scanned
+        elif (sharded := _scan_sharded(root, manifest, logs, processes, options)) is not None:
+            prescanned = (sharded.scanned, sharded.figures)
+            computed = compute_results(manifest, ListSource([]), prescanned=prescanned, **options)
+            computed.doc["assay"]["torn_lines"] = sharded.torn
         else:
             try:
                 computed = compute_results(manifest, StreamSource(stream), sample_logs=logs, **options)

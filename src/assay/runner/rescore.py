@@ -378,7 +378,7 @@ async def _in_place(
         finally:
             partial.unlink(missing_ok=True)
         write_manifest(run_dir, _updated(manifest, by_name))
-        write_results(run_dir, **options)
+        write_results(run_dir, processes=how.processes, **options)
     return _rescored(run_dir, count, True, stats)
 
 
@@ -407,7 +407,7 @@ async def _new_folder(
             fresh.status, fresh.finished_at = "finished", time.time()
             fresh.total_seconds = time.perf_counter() - started
             write_manifest(target, fresh)
-            write_results(target, **options)
+            write_results(target, processes=how.processes, **options)
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)  # a half-written re-score is of no use; the original is intact
         raise

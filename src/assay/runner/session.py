@@ -304,7 +304,7 @@ def _write_results(
     from assay.results import write_results
 
     try:
-        write_results(run_dir, ahead=ahead, **settings.results_options())
+        write_results(run_dir, processes=settings.processes, ahead=ahead, **settings.results_options())
     except OSError as err:
         if not is_disk_full(err):
             raise

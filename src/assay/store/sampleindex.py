@@ -264,8 +264,9 @@ class SampleStream:
     afterwards :attr:`torn` and :meth:`index` are what :func:`index_samples` gives. When a sample was written twice
     (:attr:`rewritten`), the pass saw every copy: read again through :meth:`index`, which keeps the last."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, start: int = 0, end: int | None = None) -> None:
         self.path = run_dir / SAMPLES
+        self.start, self.end = start, end  # a byte range starting and (unless None: the file's end) ending a line
         self.torn = 0
         self.rewritten = False
         self._offsets, self._linenos, self._hashes = array("q"), array("q"), array("q")
@@ -276,11 +277,14 @@ class SampleStream:
         if not self.path.is_file():
             return
         offsets, linenos, hashes = self._offsets, self._linenos, self._hashes
-        path = self.path
+        path, end = self.path, self.end
         pending: tuple[bytes, int, int] | None = None  # the last non-blank line, checked once the file ends
         with open(path, "rb", buffering=1 << 20) as fh:
-            lineno, pos = 0, 0
+            fh.seek(self.start)
+            lineno, pos = 0, self.start  # line numbers count from the range's start
             for raw in fh:
+                if end is not None and pos >= end:
+                    break
                 lineno += 1
                 start, pos = pos, pos + len(raw)
                 if raw.isspace():
@@ -293,8 +297,9 @@ class SampleStream:
                     yield len(offsets) - 1, obj
                 pending = (raw, start, lineno)
         if pending is not None:
-            try:  # the file's last line may be torn
-                SampleRecord.model_validate_json(pending[0])
+            try:
+                if end is None:  # the file's last line may be torn; a range's last line ends before the next range
+                    SampleRecord.model_validate_json(pending[0])
             except ValidationError:
                 self.torn = 1  # the last line was cut mid-write by a crash: not a finished sample
             else:
@@ -304,6 +309,13 @@ class SampleStream:
                 hashes.append(hash((obj.get("task"), obj.get("sample_id"))))
                 yield len(offsets) - 1, obj
         self.rewritten = bool(self._dropped().size)
+
+    def keys_read(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """(byte offset, hash of task and sample id) of each line read: what finds a sample written twice when a
+        file is read in ranges (the hashes are this interpreter's, equal in processes forked from it)."""
+        import numpy as np
+
+        return np.frombuffer(self._offsets, dtype=np.int64).copy(), np.frombuffer(self._hashes, dtype=np.int64).copy()
 
     def _dropped(self) -> npt.NDArray[np.int64]:
         import numpy as np
