@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.models.base import Request
+from assay.models.base import LoglikelihoodQuery, Request
 from assay.models.hf import HFModel
-from assay.models.loglikelihood import LoglikelihoodQuery
 from tests.loglik.lldata import arc_rows, wiki_rows
 from tests.loglik.reference import Reference
 

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from assay.models.loglikelihood import LoglikelihoodQuery
-
 Message = dict[str, Any]  # an OpenAI-style chat message: {"role": ..., "content": ..., ...}
+LoglikelihoodKind = Literal["multiple_choice", "loglikelihood", "loglikelihood_rolling"]
 
 
 class ToolCall(BaseModel):
@@ -28,6 +27,41 @@ class Usage(BaseModel):
 
     input_tokens: int = 0
     output_tokens: int = 0
+
+
+class LoglikelihoodQuery(BaseModel):
+    """What one sample asks a model to score.
+
+    ``multiple_choice``: each of ``continuations`` (the target delimiter and a choice) after ``context``;
+    ``choices`` are the choices as written (``acc_norm`` divides by their length in characters) and
+    ``unconditional`` the continuations scored again after an empty context (for ``acc_mutual_info``).
+    ``loglikelihood``: one continuation after the context. ``loglikelihood_rolling``: one whole text (the
+    single continuation, no context), scored in rolling windows of the model's length.
+    ``contexts``, when given, is one context per continuation (lm-eval's requests as its task built them, e.g. a
+    partial-evaluation multiple choice: several contexts, one continuation); ``context`` is then unused.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    kind: LoglikelihoodKind
+    context: str = ""
+    continuations: tuple[str, ...]
+    choices: tuple[str, ...] | None = None
+    unconditional: tuple[str, ...] | None = None
+    contexts: tuple[str, ...] | None = None
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """Every (context, continuation) pair to score, the unconditional ones (empty context) last."""
+        if self.kind == "loglikelihood_rolling":
+            raise ValueError("a rolling query scores whole texts, not (context, continuation) pairs")
+        if self.contexts is not None:
+            if len(self.contexts) != len(self.continuations):
+                raise ValueError(f"{len(self.contexts)} contexts for {len(self.continuations)} continuations")
+            out = list(zip(self.contexts, self.continuations, strict=True))
+        else:
+            out = [(self.context, c) for c in self.continuations]
+        out.extend(("", c) for c in self.unconditional or ())
+        return out
 
 
 class Request(BaseModel):

@@ -2,7 +2,7 @@
 
 A task whose ``output_type`` is ``multiple_choice``, ``loglikelihood`` or ``loglikelihood_rolling`` (lm-eval's
 names and meanings) sends each sample as one :class:`~assay.models.base.Request` carrying a
-:class:`LoglikelihoodQuery`; a :class:`LoglikelihoodModel` answers it with a Response whose
+:class:`~assay.models.base.LoglikelihoodQuery`; a :class:`LoglikelihoodModel` answers it with a Response whose
 ``metadata["loglikelihood"]`` holds one log-probability, greedy flag and token count per continuation
 (:func:`scored_response`). The request goes through the scheduler, its retries, the response cache and resume like
 any other, and the evaluators (``acc``, ``acc_norm``, perplexities: :mod:`assay.evaluators.loglikelihood`) read the
@@ -16,17 +16,12 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
-
-from pydantic import BaseModel, ConfigDict
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from assay.errors import ConfigError, EvaluationInputError
-
-if TYPE_CHECKING:
-    from assay.models.base import Model, Request, Response
+from assay.models.base import LoglikelihoodQuery, Model, Request, Response, Usage
 
 OutputType = Literal["generate_until", "multiple_choice", "loglikelihood", "loglikelihood_rolling"]
-Kind = Literal["multiple_choice", "loglikelihood", "loglikelihood_rolling"]
 OUTPUT_TYPES: tuple[str, ...] = ("generate_until", "multiple_choice", "loglikelihood", "loglikelihood_rolling")
 LOGLIKELIHOOD_KINDS: tuple[str, ...] = OUTPUT_TYPES[1:]
 METADATA_KEY = "loglikelihood"
@@ -35,41 +30,6 @@ CAPABLE_PROVIDERS = (
     "vllm:PATH (vLLM's offline engine, assay[vllm])",
     "openai-completions:NAME (a server offering /v1/completions with echo and logprobs, e.g. vLLM or llama.cpp)",
 )
-
-
-class LoglikelihoodQuery(BaseModel):
-    """What one sample asks a model to score.
-
-    ``multiple_choice``: each of ``continuations`` (the target delimiter and a choice) after ``context``;
-    ``choices`` are the choices as written (``acc_norm`` divides by their length in characters) and
-    ``unconditional`` the continuations scored again after an empty context (for ``acc_mutual_info``).
-    ``loglikelihood``: one continuation after the context. ``loglikelihood_rolling``: one whole text (the
-    single continuation, no context), scored in rolling windows of the model's length.
-    ``contexts``, when given, is one context per continuation (lm-eval's requests as its task built them, e.g. a
-    partial-evaluation multiple choice: several contexts, one continuation); ``context`` is then unused.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    kind: Kind
-    context: str = ""
-    continuations: tuple[str, ...]
-    choices: tuple[str, ...] | None = None
-    unconditional: tuple[str, ...] | None = None
-    contexts: tuple[str, ...] | None = None
-
-    def pairs(self) -> list[tuple[str, str]]:
-        """Every (context, continuation) pair to score, the unconditional ones (empty context) last."""
-        if self.kind == "loglikelihood_rolling":
-            raise ValueError("a rolling query scores whole texts, not (context, continuation) pairs")
-        if self.contexts is not None:
-            if len(self.contexts) != len(self.continuations):
-                raise ValueError(f"{len(self.contexts)} contexts for {len(self.continuations)} continuations")
-            out = list(zip(self.contexts, self.continuations, strict=True))
-        else:
-            out = [(self.context, c) for c in self.continuations]
-        out.extend(("", c) for c in self.unconditional or ())
-        return out
 
 
 class LoglikelihoodResult(NamedTuple):
@@ -116,8 +76,6 @@ def scored_response(
     query: LoglikelihoodQuery, results: Sequence[LoglikelihoodResult], latency_s: float = 0.0, model: str | None = None
 ) -> Response:
     """A Response holding ``results`` for ``query``: the text is the best-scored choice of a multiple-choice query."""
-    from assay.models.base import Response, Usage
-
     n = len(query.continuations)
     if len(results) != n + len(query.unconditional or ()):
         raise ValueError(f"{len(results)} results for a query of {n} continuations")
@@ -157,8 +115,6 @@ def first_argmax(values: Sequence[float]) -> int:
 
 def figures_of(value: Any) -> Mapping[str, Any]:
     """The log-likelihood figures of a scored Response (or its metadata dict); EvaluationInputError otherwise."""
-    from assay.models.base import Response
-
     metadata = value.metadata if isinstance(value, Response) else value if isinstance(value, Mapping) else None
     if isinstance(metadata, Mapping) and METADATA_KEY not in metadata and isinstance(metadata.get("metadata"), Mapping):
         metadata = metadata["metadata"]  # a logged response read back as a dict

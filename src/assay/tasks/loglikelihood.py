@@ -1,5 +1,5 @@
 """Tasks that score text instead of generating it: lm-eval's ``output_type`` (``multiple_choice``,
-``loglikelihood``, ``loglikelihood_rolling``) turned into each sample's :class:`LoglikelihoodQuery`.
+``loglikelihood``, ``loglikelihood_rolling``) turned into each sample's :class:`~assay.models.base.LoglikelihoodQuery`.
 
 * ``multiple_choice``: the prompt is the context; each choice (from ``choices:``: a list, a row field, or a Jinja
   template rendering a list, as lm-eval's ``doc_to_choice``) follows ``target_delimiter``; the target is the gold
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import DataError
-from assay.models.loglikelihood import LoglikelihoodQuery
+from assay.models.base import LoglikelihoodQuery
 from assay.tasks.sample import Sample, get_path
 from assay.tasks.template import Template, compile_template, describe_render_error
 

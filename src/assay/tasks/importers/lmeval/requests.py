@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from assay.errors import DataError
-from assay.models.base import Message, Request, Response
-from assay.models.loglikelihood import LoglikelihoodQuery, figures_of
+from assay.models.base import LoglikelihoodQuery, Message, Request, Response
+from assay.models.loglikelihood import figures_of
 from assay.tasks.importers.lmeval.suite import ChatPrompt, Document
 
 DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's models' default
