@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency", type=float, default=0.05, help="seconds the server takes a reply (0.05)")
     parser.add_argument("--only", choices=("assay", "lm-eval", "lm-eval-32"), help="run one side")
     parser.add_argument("--child", nargs=3, metavar=("SIDE", "FOLDER", "URL"), help=argparse.SUPPRESS)
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv or [])
     if args.child:
         side, folder, url = args.child
         child(side, Path(folder), url)
@@ -158,4 +158,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

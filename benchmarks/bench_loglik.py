@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> None:
         "--memory", action="store_true", help="assay alone at a tenth of --samples and at --samples: is memory flat?"
     )
     parser.add_argument("--child", nargs=3, metavar=("SIDE", "FOLDER", "MODEL"), help=argparse.SUPPRESS)
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv or [])
     if args.child:
         side, folder, model = args.child
         child(side, Path(folder), Path(model))
@@ -172,4 +172,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -35,7 +35,7 @@ def per_call(mode: str, calls: int, out: Path) -> float:
     return statistics.median(times)
 
 
-def main(argv: list[str]) -> None:
+def main(argv: list[str] | None = None) -> None:
     calls = int(argv[0]) if argv else 20
     with tempfile.TemporaryDirectory() as tmp:
         plain = per_call("none", calls, Path(tmp) / "none")
