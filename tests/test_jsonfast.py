@@ -158,8 +158,8 @@ BIG_LINE = b'{"id": 18446744073709551616, "prediction": "x", "n": -9223372036854
 
 def test_the_readers_read_big_integers_and_nan_as_before(tmp_path: Path) -> None:
     """Each caller gets exact integers beyond 64 bits (orjson alone would give floats) and NaN/Infinity."""
+    from assay.data.formats import jsonl_row
     from assay.data.lazy import JsonlRows
-    from assay.data.readers import jsonl_row
     from assay.models.predictions import PredictionsModel
     from assay.runner.rescore import iter_sample_lines_of
 

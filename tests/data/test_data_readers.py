@@ -215,7 +215,7 @@ def test_content_hash_ignores_format_and_key_order_but_not_values(tmp_path):
 
 
 def test_jsonl_is_read_as_a_stream_in_chunks_with_line_numbers(tmp_path: Path) -> None:
-    from assay.data.readers import iter_jsonl
+    from assay.data.formats import iter_jsonl
 
     text = "\ufeff" + "".join(f'{{"i": {i}, "title": "é{i}"}}\n' + ("\n" if i % 3 == 0 else "") for i in range(10))
     plain = tmp_path / "d.jsonl"

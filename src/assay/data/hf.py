@@ -6,7 +6,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from assay.data.readers import Dataset, display_path
+from assay.data.formats import Row, display_path
 from assay.data.spec import DatasetSpec
 from assay.errors import ConfigError, DataError
 
@@ -20,9 +20,10 @@ def _import_datasets() -> Any:
         ) from None
 
 
-def read_hf(spec: DatasetSpec) -> Dataset:
-    """Rows of a Hugging Face dataset: ``hf: repo`` (or a builder such as ``json`` with ``data_files``) through
-    ``load_dataset``, or a ``save_to_disk`` folder (``path: dir``, ``format: hf``) through ``load_from_disk``."""
+def hf_rows(spec: DatasetSpec) -> tuple[list[Row], str]:
+    """The rows of a Hugging Face dataset and the name to show for it: ``hf: repo`` (or a builder such as ``json``
+    with ``data_files``) through ``load_dataset``, or a ``save_to_disk`` folder (``path: dir``, ``format: hf``)
+    through ``load_from_disk``."""
     datasets = _import_datasets()
     if spec.path is not None:
         folder = Path(spec.path)
@@ -58,6 +59,5 @@ def read_hf(spec: DatasetSpec) -> Dataset:
         loaded = loaded[split]
     elif spec.path is not None and split is not None:
         raise ConfigError(f"{source}: 'split' was given but the saved dataset has a single split")
-    rows: list[dict[str, Any]] = loaded.to_list()
-    name = f"{source}[{split}]" if split else source
-    return Dataset(rows, name, None)
+    rows: list[Row] = loaded.to_list()
+    return rows, f"{source}[{split}]" if split else source

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, overload
 
+from assay.data.formats import jsonl_row
 from assay.errors import DataError
 from assay.jsonfast import loads
 
@@ -43,9 +44,8 @@ class JsonlRows(Sequence[Row]):
         self._fd: int | None = None
 
     def _scan(self, visit: Callable[[int, Row], None] | None) -> str:
-        """Validate every line as :func:`assay.data.readers.iter_jsonl` does; record offsets; hash as ``rows_hash``;
+        """Validate every line as :func:`assay.data.formats.iter_jsonl` does; record offsets; hash as ``rows_hash``;
         show each row with its index to ``visit`` (whoever checks the rows, so that they are parsed once)."""
-        from assay.data.readers import jsonl_row
         from assay.hashing import canonical_bytes
 
         digest = hashlib.sha256()

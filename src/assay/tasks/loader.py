@@ -130,7 +130,7 @@ def _record_lines(node: yaml.Node, path: KeyPath, lines: dict[KeyPath, int], sou
 
 def read_task_file(path: str | Path) -> tuple[dict[str, Any], ConfigContext]:
     """The raw mapping of a YAML task file and its context (display name, key lines, folder)."""
-    from assay.data.readers import display_path
+    from assay.data.formats import display_path
 
     p = Path(path)
     source = display_path(p)
