@@ -1,7 +1,7 @@
 """The package's layers, read from the source: a subpackage imports only from its own layer or those below it.
 
 The layers are the architecture (docs/explanation/architecture.md): core helpers, then models and data, records,
-evaluators and run-folder storage, tools/feedback/judging, agents, tasks, results, the runner, the report, the
+evaluators and run-folder storage, tools and feedback, agents, tasks, results, the runner, the report, the
 Python API, optimize, and the command line on top. An import from a lower layer up (or a circle between two
 subpackages) fails here and names the file that made it. Imports under ``if TYPE_CHECKING:`` are types only.
 """
@@ -33,7 +33,7 @@ LAYERS: list[list[str]] = [
     ["assay.models", "assay.data"],
     ["assay.record"],
     ["assay.evaluators", "assay.store"],
-    ["assay.tools", "assay.feedback", "assay.judging"],
+    ["assay.tools", "assay.feedback"],
     ["assay.agents"],
     ["assay.tasks"],
     ["assay.results"],

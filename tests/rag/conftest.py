@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from tests.judge.conftest import _private_cache, serve
+from tests.evaluators.judge.conftest import _private_cache, serve
 
 __all__ = ["_private_cache", "serve"]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.testing.server import OpenAITestServer
-from tests.judge.judge_support import blocks
+from tests.evaluators.judge.judge_support import blocks
 
 
 def purpose(request: dict[str, Any]) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from assay.errors import ConfigError
-from assay.evaluators.judge import LLMJudge
+from assay.evaluators.judge.evaluator import LLMJudge
 
 
 def reply_with_logprobs(text: str, grade: str, alternatives: dict[str, float]) -> dict[str, Any]:

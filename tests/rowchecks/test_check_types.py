@@ -133,7 +133,7 @@ VECS = {"a": [1.0, 0.0], "b": [0.6, 0.8], "c": [0.0, 1.0]}  # unit vectors: simi
 
 
 def test_similar_cosine_dot_and_euclidean(monkeypatch: pytest.MonkeyPatch) -> None:
-    from assay.evaluators.judge_client import CallRecord
+    from assay.evaluators.judge.client import CallRecord
     from assay.tasks.checks.graded_client import Graders
 
     asked: list[tuple[str, str]] = []

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from assay.evaluators.judge_prompt import system_message
+from assay.evaluators.judge.prompt import system_message
 from assay.tasks.checks.graded import GradedContext, aclose_graded, judge_graded
 from assay.testing.server import OpenAITestServer
 from assay.verdict import Verdict

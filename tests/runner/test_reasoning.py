@@ -17,7 +17,7 @@ from assay.runner.rescore import rescore
 from assay.store.rundir import SAMPLES
 from assay.tasks import load_task
 from assay.testing.server import OpenAITestServer
-from tests.judge.judge_support import blocks, judge_spec
+from tests.evaluators.judge.judge_support import blocks, judge_spec
 
 # sample id -> the model's whole reply; every target is 42
 REPLIES = {

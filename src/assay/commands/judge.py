@@ -49,7 +49,7 @@ def labels_group() -> None:
 @click.option("--who", default="", help="Who gave the labels of rows that name no one.")
 def import_command(run_dir: Path, file: Path, task: str | None, metric: str | None, who: str) -> None:
     """Append the labels of a CSV or JSONL FILE keyed by sample_id to RUN_DIR/labels.jsonl."""
-    from assay.judging.labels import append_labels, read_label_file
+    from assay.evaluators.judge.calibration.labels import append_labels, read_label_file
     from assay.store.rundir import read_manifest
 
     try:
@@ -68,7 +68,7 @@ def import_command(run_dir: Path, file: Path, task: str | None, metric: str | No
 
 def _defaults(manifest: RunManifest, task: str | None, metric: str | None) -> tuple[str | None, str | None]:
     """The task and metric of label rows that name none: as given, else the run's only task and judge metric."""
-    from assay.judging.collect import judge_metrics
+    from assay.evaluators.judge.calibration.collect import judge_metrics
 
     tasks = [t.name for t in manifest.tasks]
     task = task or (tasks[0] if len(tasks) == 1 else None)
@@ -107,9 +107,9 @@ def calibrate_command(
 ) -> None:
     """Agreement of RUN_DIR's judges with people's labels; writes a calibration record per judge metric to
     RUN_DIR/calibrations.jsonl (bound to the judge's model, prompt hash, scale and options)."""
-    from assay.judging.calibrate import calibrate_run
-    from assay.judging.labels import read_label_file, run_labels
-    from assay.judging.records import append_records
+    from assay.evaluators.judge.calibration.calibrate import calibrate_run
+    from assay.evaluators.judge.calibration.labels import read_label_file, run_labels
+    from assay.evaluators.judge.calibration.records import append_records
     from assay.store.jsonlfiles import CALIBRATIONS
 
     try:

@@ -117,8 +117,8 @@ def disagreement(details: Any) -> str:
 def label_items(run_dir: Path, who: str) -> list[dict[str, Any]]:
     """Every judged output of the run's judge metrics with ``who``'s latest label: unlabelled ones where the
     judges disagree first, then other unlabelled ones, then labelled ones."""
-    from assay.judging.collect import judge_metrics
-    from assay.judging.labels import latest, run_labels
+    from assay.evaluators.judge.calibration.collect import judge_metrics
+    from assay.evaluators.judge.calibration.labels import latest, run_labels
     from assay.store.rundir import read_manifest
     from assay.store.sampleindex import index_samples, iter_dicts
 
@@ -157,7 +157,7 @@ def label_items(run_dir: Path, who: str) -> list[dict[str, Any]]:
 
 def make_handler(run_dir: Path, who: str, token: str, port_ref: list[int]) -> type[BaseHTTPRequestHandler]:
     """GET / the page (the run's items read afresh), POST /label one label; nothing else."""
-    from assay.judging.labels import append_labels, label_from
+    from assay.evaluators.judge.calibration.labels import append_labels, label_from
     from assay.report.html import embed_json
 
     known: set[tuple[str, str, int, str]] = set()  # so a POST does not re-read the whole run

@@ -125,14 +125,14 @@ def check_thresholds(run: Run, thresholds: list[Threshold]) -> list[str]:
 def refresh_calibration(run: Run) -> None:
     """Mark gated judges (require_calibration) calibrated or not from the calibration records on disk now, so a
     calibration made after the run counts, and one removed or outdated no longer does."""
-    from assay.judging.gate import apply_marks, run_marks
+    from assay.evaluators.judge.calibration.gate import apply_marks, run_marks
 
     apply_marks(run.results, run_marks(run.manifest, run.path))
 
 
 def uncalibrated_gates(run: Run, thresholds: list[Threshold]) -> list[str]:
     """The ``--fail-under`` gates whose metric is an uncalibrated judge's: a gate on figures nobody has measured."""
-    from assay.judging.gate import uncalibrated_note
+    from assay.evaluators.judge.calibration.gate import uncalibrated_note
 
     out: list[str] = []
     for r in run.metric_rows():

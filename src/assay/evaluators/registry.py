@@ -24,7 +24,7 @@ _BUILTIN_MODULES: dict[str, str] = {
     "schema": "assay.evaluators.schema",
     "tool_usage": "assay.evaluators.agent",
     "custom": "assay.evaluators.custom",
-    "llm_judge": "assay.evaluators.judge",
+    "llm_judge": "assay.evaluators.judge.evaluator",
     "faithfulness": "assay.evaluators.rag.faithfulness",
     "answer_relevancy": "assay.evaluators.rag.answer_relevancy",
     "context_precision": "assay.evaluators.rag.context_precision",

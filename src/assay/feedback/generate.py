@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any
 
 from assay.errors import AssayError
-from assay.evaluators.judge_prompt import delimit, new_boundary, render_input
+from assay.evaluators.judge.prompt import delimit, new_boundary, render_input
 from assay.models.base import Message, Model, ModelError, Request
 from assay.models.retry import RetryPolicy, call_with_retries
 from assay.verdict import Verdict

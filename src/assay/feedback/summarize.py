@@ -8,7 +8,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from assay.evaluators.judge_prompt import delimit, new_boundary
+from assay.evaluators.judge.prompt import delimit, new_boundary
 from assay.feedback.generate import DEFAULT_POLICY, FeedbackError, write_feedback
 from assay.feedback.themes import ThemeReport
 from assay.models.base import Model, ModelError, Request

@@ -74,7 +74,7 @@ class Evaluation:
 
 def uncalibrated_objective(metric: str, evaluator: dict[str, Any], folder: Path) -> list[str]:
     """A warning when the objective is a judge with require_calibration and no matching calibration record."""
-    from assay.judging.gate import mark
+    from assay.evaluators.judge.calibration.gate import mark
 
     found = mark(evaluator, folder)
     if found is None or found["calibrated"]:

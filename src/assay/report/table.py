@@ -164,7 +164,7 @@ def _confidence(results: dict[str, Any]) -> float:
 
 def _cells(rows: list[MetricRow]) -> list[list[str]]:
     """Table cells; the name and version are shown once per task, as lm-eval does."""
-    from assay.judging.gate import uncalibrated_note
+    from assay.evaluators.judge.calibration.gate import uncalibrated_note
 
     out: list[list[str]] = []
     previous = None
@@ -198,7 +198,7 @@ def _split(results: dict[str, Any]) -> tuple[list[MetricRow], list[MetricRow]]:
 
 
 def _notes(results: dict[str, Any]) -> list[str]:
-    from assay.judging.gate import uncalibrated_note
+    from assay.evaluators.judge.calibration.gate import uncalibrated_note
 
     settings = results.get("assay") or {}
     notes: list[str] = []

@@ -194,7 +194,7 @@ def task_views(run: Run, css: str, uses: MethodUses | None = None) -> list[TaskV
     tasks: dict[str, TaskView] = {}
     uses = MethodUses() if uses is None else uses
     uses.add_settings(run.settings.get("bootstrap_iters"), run.settings.get("seed"))
-    from assay.judging.gate import uncalibrated_note
+    from assay.evaluators.judge.calibration.gate import uncalibrated_note
 
     for row in run.metric_rows():
         ci, method = _ci(row)

@@ -426,7 +426,7 @@ def write_results(
         if ahead is not None:
             ahead.discard()
     doc = computed.doc
-    from assay.judging.gate import apply_marks, run_marks
+    from assay.evaluators.judge.calibration.gate import apply_marks, run_marks
 
     apply_marks(doc, run_marks(manifest, root))  # judges with require_calibration: marked uncalibrated or not
     doc["assay"]["results_seconds"] = time.perf_counter() - started

@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
-from assay.evaluators.judge import JudgeBase
-from assay.evaluators.judge_client import CallRecord, JudgeModels, summarize_calls
-from assay.evaluators.judge_parse import JudgeReplyError
-from assay.evaluators.judge_prompt import schema_format
+from assay.evaluators.judge.client import CallRecord, JudgeModels, summarize_calls
+from assay.evaluators.judge.evaluator import JudgeBase
+from assay.evaluators.judge.parse import JudgeReplyError
+from assay.evaluators.judge.prompt import schema_format
 from assay.evaluators.rag.inputs import Material, answer_of, contexts_of, question_of, reference_of
 from assay.evaluators.rag.options import ContextOptions, RagOptions
 from assay.evaluators.rag.prompts import Prompt

@@ -12,7 +12,7 @@ reference the judge finds no statement in is an error verdict (ragas gives NaN),
 
 from __future__ import annotations
 
-from assay.evaluators.judge_parse import JudgeReplyError
+from assay.evaluators.judge.parse import JudgeReplyError
 from assay.evaluators.rag.base import Asker, Measured, RagJudge
 from assay.evaluators.rag.inputs import Material
 from assay.evaluators.rag.options import ContextOptions

@@ -8,7 +8,7 @@ from typing import Any
 
 from assay.errors import EvaluationInputError
 from assay.evaluators.base import as_text
-from assay.evaluators.judge_prompt import render_input
+from assay.evaluators.judge.prompt import render_input
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from assay.evaluators.judge_client import ModelSpec
-from assay.evaluators.judge_options import JudgeCallOptions
+from assay.evaluators.judge.client import ModelSpec
+from assay.evaluators.judge.options import JudgeCallOptions
 
 
 class RagOptions(JudgeCallOptions):

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from assay.evaluators.judge_parse import JudgeReplyError, find_json_object
+from assay.evaluators.judge.parse import JudgeReplyError, find_json_object
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,13 @@
 """The RAG judges' prompts: every piece of material in its own boundary-delimited block (the answer, the question,
 each retrieved chunk, the reference, the extracted claims), the judge's standing rules from
-:func:`assay.evaluators.judge_prompt.system_message`, and a JSON reply asked for every item at once (one call)."""
+:func:`assay.evaluators.judge.prompt.system_message`, and a JSON reply asked for every item at once (one call)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from assay.evaluators.judge_prompt import canonical, delimit, new_boundary, system_message
+from assay.evaluators.judge.prompt import canonical, delimit, new_boundary, system_message
 from assay.models.base import Message
 
 

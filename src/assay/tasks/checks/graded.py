@@ -11,12 +11,13 @@ answer-relevance and the context checks 0.5; llm-rubric none unless the check se
 assay's judge client: retried, counted in ``details["judge"]``/``details["judges"]`` like every judge call, and
 answered from the SQLite response cache when the run caches (:func:`use_run_cache`; off by default, as for every
 judge). ``details["identity"]`` names the judge (type, grader models, a hash of the prompts and value, options)
-the way :mod:`assay.judging.identity` names one, so judgements can be calibrated against people's labels.
+the way :mod:`assay.evaluators.judge.calibration.identity` names one, so judgements can be calibrated against
+people's labels.
 
 **promptfoo's prompt, assay's delimiting.** promptfoo pastes the model's output straight into its prompt, where an
 output can pose as the rubric, close ``</Output>`` or hand the grader a verdict; assay's judges put every untrusted
 text inside a random boundary tag it cannot close and tell the judge that blocks are data
-(:mod:`assay.evaluators.judge_prompt`). Keeping promptfoo's exact text would keep the hole; rewriting the prompt would
+(:mod:`assay.evaluators.judge.prompt`). Keeping promptfoo's exact text would keep the hole; rewriting the prompt would
 make a user's grader see something promptfoo's never did. The choice here: promptfoo's template word for word,
 with each untrusted value (the output, every output of select-best, the statements drawn from the output, and the
 context, which a contextTransform draws from the response) inserted *inside* assay's delimiting at the place the

@@ -1,6 +1,6 @@
 """The graders of promptfoo's model-graded checks on assay's judge client: which model grades (promptfoo's provider
 rules), with which settings, and the calls themselves (retried, counted and, when the run caches, answered from the
-SQLite response cache, through :class:`~assay.evaluators.judge_client.JudgeModels`).
+SQLite response cache, through :class:`~assay.evaluators.judge.client.JudgeModels`).
 
 Which grader (promptfoo's ``getFinalTest`` and ``getGradingProvider``): the check's ``provider``, else the test's
 ``options.provider`` (``defaultTest.options`` merged in), else the default grader the caller passes. A provider is a
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.evaluators.judge_client import CallRecord, JudgeModels, LoopModels, check_spec
-from assay.evaluators.judge_prompt import canonical
+from assay.evaluators.judge.client import CallRecord, JudgeModels, LoopModels, check_spec
+from assay.evaluators.judge.prompt import canonical
 from assay.models.base import Message, Request, Response, Usage
 from assay.models.cache import ResponseCache
 from assay.models.openai_compat import OpenAIModel

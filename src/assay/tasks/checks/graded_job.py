@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.evaluators.judge_client import CallRecord, JudgeModels, summarize_calls
-from assay.evaluators.judge_prompt import delimit, new_boundary, system_message
+from assay.evaluators.judge.client import CallRecord, JudgeModels, summarize_calls
+from assay.evaluators.judge.prompt import delimit, new_boundary, system_message
 from assay.tasks.checks.graded_client import JSON_OBJECT, Grader, Graders, embedding_grader, text_grader
 from assay.tasks.checks.graded_render import (
     Untrusted,
@@ -222,8 +222,9 @@ class Job:
         return out
 
     def identity(self) -> dict[str, Any]:
-        """Who judged, for calibration (as :mod:`assay.judging.identity` names a judge): the check type, the grader
-        models, a hash of the grading prompts and the rendered value, and the options that change the verdict."""
+        """Who judged, for calibration (as :mod:`assay.evaluators.judge.calibration.identity` names a judge): the
+        check type, the grader models, a hash of the grading prompts and the rendered value, and the options that
+        change the verdict."""
         models = sorted({c.model for c in self.calls})
         options = {k: self.grading.get(k) for k in ("factuality",) if self.grading.get(k) is not None}
         if self.check.get("threshold") is not None:

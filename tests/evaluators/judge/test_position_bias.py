@@ -8,7 +8,7 @@ from typing import Any
 import assay.api
 from assay.results.judging import position_bias
 from assay.verdict import Verdict
-from tests.judge.judge_support import blocks
+from tests.evaluators.judge.judge_support import blocks
 
 
 def pairwise_verdict(orders: list[list[str]], model: str = "j", position: bool = True) -> dict[str, Any]:

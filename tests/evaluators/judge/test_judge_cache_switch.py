@@ -13,10 +13,10 @@ from typing import Any
 import yaml
 
 import assay
-from assay.evaluators.judge import LLMJudge
+from assay.evaluators.judge.evaluator import LLMJudge
 from assay.store.rundir import read_records
 from assay.testing.server import OpenAITestServer
-from tests.judge.judge_support import blocks, judge_spec
+from tests.evaluators.judge.judge_support import blocks, judge_spec
 
 LABEL = {"now": "pass"}  # what the judge server says today; a test changes it between runs
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import AssayError
-from assay.judging.identity import is_judge, judge_identity
-from assay.judging.records import best_match, headline_kappa, read_records, run_records
+from assay.evaluators.judge.calibration.identity import is_judge, judge_identity
+from assay.evaluators.judge.calibration.records import best_match, headline_kappa, read_records, run_records
 from assay.record import RunManifest
 
 

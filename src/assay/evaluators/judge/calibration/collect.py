@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from assay.errors import DataError
-from assay.evaluators.judge_parse import Scale
-from assay.judging.identity import is_judge, judge_identity
-from assay.judging.labels import Label, latest
+from assay.evaluators.judge.calibration.identity import is_judge, judge_identity
+from assay.evaluators.judge.calibration.labels import Label, latest
+from assay.evaluators.judge.parse import Scale
 from assay.record import RunManifest
 
 Level = Literal["binary", "ordinal", "interval", "categorical"]

@@ -1,7 +1,7 @@
 import pytest
 
 from assay.errors import ConfigError
-from assay.evaluators.judge_parse import JudgeReplyError, Scale, parse_grade, parse_preference, parse_steps
+from assay.evaluators.judge.parse import JudgeReplyError, Scale, parse_grade, parse_preference, parse_steps
 
 
 @pytest.mark.parametrize(

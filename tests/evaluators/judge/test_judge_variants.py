@@ -1,6 +1,6 @@
 import pytest
 
-from assay.evaluators.judge_variants import combine, combine_orders, order_outcome, outcome_of, spread
+from assay.evaluators.judge.variants import combine, combine_orders, order_outcome, outcome_of, spread
 
 
 def test_mean():

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from assay.cli import main
 from assay.optimize.engine import uncalibrated_objective
 from assay.store.rundir import read_manifest
-from tests.judges.judges_support import judged_run, replier, write_labels
+from tests.evaluators.judge.calibration.calibration_support import judged_run, replier, write_labels
 
 ANSWERS = {f"s{i}": f"a{i}" for i in range(10)}
 PASSING = {0, 1, 2, 3, 4, 5}
@@ -98,7 +98,7 @@ def test_a_records_path_resolves_against_the_task_file_and_the_run_records_it(
     import yaml
 
     import assay
-    from tests.judges.judges_support import judge_spec
+    from tests.evaluators.judge.calibration.calibration_support import judge_spec
 
     server = serve(replier(_grade))
     project = tmp_path / "proj"

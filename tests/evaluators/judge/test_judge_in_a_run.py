@@ -9,7 +9,7 @@ import assay.api
 from assay.feedback.themes import build_report
 from assay.store.rundir import read_manifest, read_records
 from assay.testing.server import OpenAITestServer
-from tests.judge.judge_support import blocks
+from tests.evaluators.judge.judge_support import blocks
 
 
 def reply(request: dict[str, Any]) -> Any:

@@ -6,9 +6,9 @@ through a strict JSON-schema ``response_format``, falling back to JSON mode and 
 refuses one (the level that worked is remembered per judge). Only the judge's own statements count as its grade: a
 grade inside a delimited block, a ``>`` quote, or copied from the output never does, and a reply holding two
 different grades, or none, gives an *error* verdict that keeps the raw reply — never the last, the most convenient
-or the lowest grade (:mod:`assay.evaluators.judge_reply`). The judge's ``fix`` becomes the verdict's feedback; its
-explanation stays in the reason. Scales are listed in :mod:`assay.evaluators.judge_parse`; how several judgements
-combine in :mod:`assay.evaluators.judge_variants` and :mod:`assay.evaluators.judge_verdict` (``min_judges``,
+or the lowest grade (:mod:`assay.evaluators.judge.reply`). The judge's ``fix`` becomes the verdict's feedback; its
+explanation stays in the reason. Scales are listed in :mod:`assay.evaluators.judge.parse`; how several judgements
+combine in :mod:`assay.evaluators.judge.variants` and :mod:`assay.evaluators.judge.verdict` (``min_judges``,
 position-inconsistent pairwise judgements).
 
 The output (and the task and reference) sit inside a random per-call boundary tag they cannot close, and the judge
@@ -36,11 +36,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from assay.errors import EvaluationInputError
 from assay.evaluators.base import BatchResult, Evaluator, _expecteds, as_text
-from assay.evaluators.judge_client import CallRecord, JudgeModels, LoopModels, ModelSpec, check_spec
-from assay.evaluators.judge_logprobs import request_params, weighted_grade
-from assay.evaluators.judge_options import JudgeCallOptions, JudgeOptions
-from assay.evaluators.judge_parse import JudgeReplyError, Scale, parse_grade, parse_preference, parse_steps
-from assay.evaluators.judge_prompt import (
+from assay.evaluators.judge.client import CallRecord, JudgeModels, LoopModels, ModelSpec, check_spec
+from assay.evaluators.judge.logprobs import request_params, weighted_grade
+from assay.evaluators.judge.options import JudgeCallOptions, JudgeOptions
+from assay.evaluators.judge.parse import JudgeReplyError, Scale, parse_grade, parse_preference, parse_steps
+from assay.evaluators.judge.prompt import (
     canonical,
     grade_format,
     grade_messages,
@@ -52,8 +52,8 @@ from assay.evaluators.judge_prompt import (
     steps_format,
     steps_messages,
 )
-from assay.evaluators.judge_variants import OUTCOME_SCORE, combine_orders, order_outcome
-from assay.evaluators.judge_verdict import Unit, VerdictBuilder, base_details
+from assay.evaluators.judge.variants import OUTCOME_SCORE, combine_orders, order_outcome
+from assay.evaluators.judge.verdict import Unit, VerdictBuilder, base_details
 from assay.evaluators.registry import register
 from assay.models.retry import RetryPolicy
 from assay.verdict import Verdict

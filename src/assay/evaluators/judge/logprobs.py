@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from assay.evaluators.judge_parse import JudgeReplyError, Scale
+from assay.evaluators.judge.parse import JudgeReplyError, Scale
 
 MIN_PROBABILITY = 0.01  # DeepEval drops alternatives below 1 % (logprob < ln 0.01)
 _GRADE_AT = re.compile(

@@ -1,8 +1,8 @@
 import json
 
-from assay.evaluators import judge_prompt
-from assay.evaluators.judge_parse import Scale
-from assay.evaluators.judge_prompt import canonical, grade_messages, new_boundary, render_input
+from assay.evaluators.judge import prompt as judge_prompt
+from assay.evaluators.judge.parse import Scale
+from assay.evaluators.judge.prompt import canonical, grade_messages, new_boundary, render_input
 
 
 def test_boundary_is_random_per_call():

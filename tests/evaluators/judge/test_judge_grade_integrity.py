@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from assay import evaluators
-from assay.evaluators.judge import LLMJudge
-from tests.judge.judge_support import boundary_of, judge_spec
+from assay.evaluators.judge.evaluator import LLMJudge
+from tests.evaluators.judge.judge_support import boundary_of, judge_spec
 
 TEXT_ONLY = {"text"}
 

@@ -13,7 +13,7 @@ scale                     grades the judge may give        normalised score
 labels ``{name: score}``  one of the names                 the score given for it (each within [0, 1])
 ========================  ===============================  ================================================
 
-The grade is read from the judge's own text only (see :mod:`assay.evaluators.judge_reply`); every JSON object and
+The grade is read from the judge's own text only (see :mod:`assay.evaluators.judge.reply`); every JSON object and
 ``SCORE:``/``GRADE:`` line it wrote must agree, and a ``FIX:`` line (or the ``fix`` key) is its suggested change.
 Labels match case-insensitively; integer scales take ``4``, ``4.0``, ``"4"`` or ``4/5`` (the denominator must be
 the scale's top). Anything else — a number outside the scale, a fraction on an integer scale, a label that was not
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from assay.errors import ConfigError
-from assay.evaluators.judge_reply import Found, Reply, whole_json
+from assay.evaluators.judge.reply import Found, Reply, whole_json
 
 ScaleName = Literal["binary", "1-5", "1-10", "0-1", "labels"]
 NAMED_SCALES: tuple[str, ...] = ("binary", "1-5", "1-10", "0-1")
@@ -39,7 +39,7 @@ GRADE_KEYS = ("score", "label", "grade")
 WINNERS = ("A", "B", "tie")
 
 FIX_KEYS = ("fix", "suggestion", "improvement")
-# a marker line (quote lines, "> SCORE: 5", are masked before these run; see judge_reply)
+# a marker line (quote lines, "> SCORE: 5", are masked before these run; see reply.py)
 _FALLBACK = re.compile(r"^[ \t*_#`-]*(?:SCORE|GRADE)[ \t*_`]*:(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)
 _WINNER_LINE = re.compile(r"^[ \t*_#`-]*(?:WINNER|GRADE)[ \t*_`]*:(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)
 _FIX_LINE = re.compile(r"^[ \t*_#`-]*FIX[ \t*_`]*:(?P<value>.*)$", re.IGNORECASE | re.MULTILINE)

@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from assay.cli import main
-from assay.judging.identity import judge_identity
-from assay.judging.records import read_records
+from assay.evaluators.judge.calibration.identity import judge_identity
+from assay.evaluators.judge.calibration.records import read_records
 from assay.store.rundir import read_manifest
-from tests.judges.judges_support import judged_run, replier, write_labels
+from tests.evaluators.judge.calibration.calibration_support import judged_run, replier, write_labels
 
 sk = pytest.importorskip("sklearn.metrics")
 scipy_stats = pytest.importorskip("scipy.stats")
@@ -176,7 +176,7 @@ def test_identity_follows_the_grading_not_the_connection() -> None:
 def test_calibrate_reports_a_pairwise_judges_swap_consistency(serve, tmp_path: Path) -> None:
     """q0's judge prefers whichever response is shown first (its verdict errs: never paired with a label, yet
     counted here); the others keep their preference when swapped: 3 of 4 consistent, the flip towards the first."""
-    from tests.judge.judge_support import blocks
+    from tests.evaluators.judge.judge_support import blocks
 
     def reply(request: dict[str, object]) -> str:
         if request["model"] == "student":

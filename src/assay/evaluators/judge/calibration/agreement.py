@@ -2,8 +2,8 @@
 the confusion matrix, Spearman's ρ and Krippendorff's α (nominal, ordinal, interval), and a percentile bootstrap.
 
 Each equals its reference implementation on the same data (scikit-learn's ``cohen_kappa_score`` and
-``confusion_matrix``, scipy's ``spearmanr``, the ``krippendorff`` package's ``alpha``; see tests/judges/), so the
-product needs none of them.
+``confusion_matrix``, scipy's ``spearmanr``, the ``krippendorff`` package's ``alpha``; see
+tests/evaluators/judge/calibration/), so the product needs none of them.
 """
 
 from __future__ import annotations

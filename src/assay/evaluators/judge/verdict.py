@@ -7,10 +7,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.evaluators.judge_client import CallRecord, summarize_calls
-from assay.evaluators.judge_options import JudgeOptions
-from assay.evaluators.judge_parse import Scale
-from assay.evaluators.judge_variants import combine, outcome_of, spread
+from assay.evaluators.judge.client import CallRecord, summarize_calls
+from assay.evaluators.judge.options import JudgeOptions
+from assay.evaluators.judge.parse import Scale
+from assay.evaluators.judge.variants import combine, outcome_of, spread
 from assay.verdict import Verdict
 
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from assay.commands.labelview import label_items, serve_labels
-from assay.judging.labels import run_labels
-from tests.judges.judges_support import judged_run, replier
+from assay.evaluators.judge.calibration.labels import run_labels
+from tests.evaluators.judge.calibration.calibration_support import judged_run, replier
 
 EVIL = '<img src=x onerror="alert(1)">'
 
@@ -127,7 +127,7 @@ def test_outputs_where_the_judges_disagree_come_first_and_d_shows_only_them(
 ) -> None:
     """Two judges: judge-2 fails s2, which judge-1 passes. That output is listed first, says who said what, and
     `d` narrows the page to it (and back)."""
-    from tests.judge.judge_support import blocks, judge_spec
+    from tests.evaluators.judge.judge_support import blocks, judge_spec
 
     def reply(request: dict[str, Any]) -> str:
         if request["model"] == "student":

@@ -1,11 +1,12 @@
-"""assay.judging.agreement equals scikit-learn, scipy and the krippendorff package on the same data."""
+"""assay.evaluators.judge.calibration.agreement equals scikit-learn, scipy and the krippendorff package on the same
+data."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from assay.judging.agreement import cohen_kappa, confusion, krippendorff_alpha, spearman
+from assay.evaluators.judge.calibration.agreement import cohen_kappa, confusion, krippendorff_alpha, spearman
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
 scipy_stats = pytest.importorskip("scipy.stats")

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from assay.judging import agreement as ag
-from assay.judging.collect import (
+from assay.evaluators.judge.calibration import agreement as ag
+from assay.evaluators.judge.calibration.collect import (
     JudgeMetric,
     Level,
     attach_labels,
@@ -32,8 +32,8 @@ from assay.judging.collect import (
     person_value,
     read_judgements,
 )
-from assay.judging.labels import Label
-from assay.judging.records import FORMAT_VERSION, KIND
+from assay.evaluators.judge.calibration.labels import Label
+from assay.evaluators.judge.calibration.records import FORMAT_VERSION, KIND
 
 ITERS = 2000
 SEED = 1234

@@ -12,9 +12,9 @@ import pytest
 
 from assay import evaluators
 from assay.errors import ConfigError
-from assay.evaluators.judge import LLMJudge
+from assay.evaluators.judge.evaluator import LLMJudge
 from assay.testing.server import FaultPlan
-from tests.judge.judge_support import blocks, is_grade, judge_spec
+from tests.evaluators.judge.judge_support import blocks, is_grade, judge_spec
 
 CRITERIA = "The response names the capital of France."
 
@@ -302,7 +302,7 @@ def test_injections_do_not_change_the_verdict(serve, injection):
 
 def test_the_control_a_forgeable_tag_would_let_the_injection_through(serve, monkeypatch):
     # Shows the judge above really obeys escaped instructions: with a fixed, known tag the attack works.
-    import assay.evaluators.judge as judge_module
+    import assay.evaluators.judge.evaluator as judge_module
 
     monkeypatch.setattr(judge_module, "new_boundary", lambda texts: "untrusted-0000000000000000")
     server = serve(obedient_judge)
@@ -311,7 +311,7 @@ def test_the_control_a_forgeable_tag_would_let_the_injection_through(serve, monk
 
 
 def test_an_output_holding_the_drawn_tag_gets_another_one(serve, monkeypatch):
-    import assay.evaluators.judge_prompt as prompt_module
+    import assay.evaluators.judge.prompt as prompt_module
 
     draws = iter(["0000000000000000", "1111111111111111"])
     monkeypatch.setattr(prompt_module.secrets, "token_hex", lambda n: next(draws))

@@ -9,7 +9,7 @@ from typing import Any
 
 import assay.api
 from assay.testing.server import OpenAITestServer
-from tests.judge.judge_support import blocks, judge_spec
+from tests.evaluators.judge.judge_support import blocks, judge_spec
 
 Script = Callable[[str, int], Any]  # (the output judged, how many times it was judged before) -> grade
 

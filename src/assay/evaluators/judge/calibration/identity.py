@@ -13,8 +13,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from assay.evaluators.judge_parse import Scale
-from assay.evaluators.judge_prompt import PLACEHOLDER, grade_messages, pairwise_messages
+from assay.evaluators.judge.parse import Scale
+from assay.evaluators.judge.prompt import PLACEHOLDER, grade_messages, pairwise_messages
 
 # options that change what the judge is asked or how its reply becomes a verdict
 GRADING_OPTIONS = (

@@ -12,7 +12,7 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from assay.evaluators.judge_parse import Scale
+from assay.evaluators.judge.parse import Scale
 from assay.models.base import Message
 
 FIX_ASK = (

@@ -2,8 +2,8 @@
 
 A record lives in a run folder's ``calibrations.jsonl`` and, with ``--save FILE``, in a project-level file of the
 same format (``require_calibration: {records: FILE}``). It covers a judge only when its ``judge_id`` equals the
-judge's identity id (:func:`assay.judging.identity.judge_identity`): another model, an edited rubric or a changed
-template is another judge, and no earlier record speaks for it.
+judge's identity id (:func:`assay.evaluators.judge.calibration.identity.judge_identity`): another model, an
+edited rubric or a changed template is another judge, and no earlier record speaks for it.
 """
 
 from __future__ import annotations

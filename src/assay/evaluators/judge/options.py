@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from assay.evaluators.base import Options
-from assay.evaluators.judge_client import ModelSpec, check_spec, has_secret
-from assay.evaluators.judge_parse import Scale
+from assay.evaluators.judge.client import ModelSpec, check_spec, has_secret
+from assay.evaluators.judge.parse import Scale
 
 
 class RequireCalibration(Options):
@@ -76,7 +76,7 @@ class JudgeOptions(JudgeCallOptions):
     ``initial_backoff_s``, ``timeout_s``: retries per call; ``concurrency``: judgements at once in ``evaluate_batch``;
     ``min_judges``: how many judges must give a usable judgement (default: all of them), below it the verdict is an
     error; ``score_from``: ``logprobs`` for G-Eval's probability-weighted score
-    (:mod:`assay.evaluators.judge_logprobs`).
+    (:mod:`assay.evaluators.judge.logprobs`).
     """
 
     criteria: str = Field(min_length=1, description="what the judge checks the output against")
