@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     "Task": "assay.tasks.task",
     "Sample": "assay.tasks.sample",
-    "FieldMap": "assay.tasks.sample",
+    "FieldMap": "assay.tasks.fields",
     "MetricSpec": "assay.tasks.metrics",
     "FilterPipeline": "assay.tasks.filters",
     "FilterStep": "assay.tasks.filters",
@@ -38,10 +38,11 @@ __all__ = [
 
 if TYPE_CHECKING:
     from assay.data.spec import DatasetSpec
+    from assay.tasks.fields import FieldMap
     from assay.tasks.filters import FilterPipeline, FilterStep, build_step, register_step
     from assay.tasks.loader import ConfigContext, load_task
     from assay.tasks.metrics import MetricSpec
-    from assay.tasks.sample import FieldMap, Sample
+    from assay.tasks.sample import Sample
     from assay.tasks.task import Task
 
 

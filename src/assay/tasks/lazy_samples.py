@@ -17,7 +17,7 @@ from assay.tasks.sample import Sample
 
 if TYPE_CHECKING:
     from assay.data.readers import Dataset
-    from assay.tasks.sample import FieldMap
+    from assay.tasks.fields import FieldMap
 
 Screen = Callable[[dict[str, Any], Any, Any, dict[str, Any]], bool]  # (row, input, target, metadata) -> sure to render
 

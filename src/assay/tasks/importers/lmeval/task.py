@@ -14,6 +14,7 @@ from assay.hashing import sha256_hex
 from assay.models.base import Request, Response
 from assay.record import FilterRecord
 from assay.tasks.config import expand_shorthands, validate_config
+from assay.tasks.fields import FieldMap
 from assay.tasks.filters import FilterPipeline
 from assay.tasks.importers.lmeval.figures import CONFIG_KEY
 from assay.tasks.importers.lmeval.metric import LmevalMetric
@@ -23,7 +24,7 @@ from assay.tasks.importers.lmeval.settings import LmevalSettings
 from assay.tasks.importers.lmeval.suite import Document, Suite, filter_names, load_suite
 from assay.tasks.loader import ConfigContext
 from assay.tasks.metrics import MetricSpec
-from assay.tasks.sample import FieldMap, Sample
+from assay.tasks.sample import Sample
 from assay.tasks.task import Task
 
 if TYPE_CHECKING:
