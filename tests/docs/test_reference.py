@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -54,3 +56,15 @@ def test_the_site_builds_strict_with_a_page_per_evaluator(tmp_path: Path):
         for option in catalog.evaluator_entry(name).options:
             assert f"<code>{option.name}</code>" in page, (name, option.name)
     assert "assay evaluators show" in (tmp_path / "reference" / "commands" / "index.html").read_text()
+    # the Python API: a section for every name each public module exports (read from __all__ at build time)
+    exported = [sys.executable, "-c", f"import importlib, json; print(json.dumps({_ALL_OF}))"]
+    public = json.loads(subprocess.run(exported, cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout)
+    assert {"run", "Task", "Sample", "Evaluator", "Verdict", "load_run", "Run", "compare_runs"} <= set(public["assay"])
+    for module, names in public.items():
+        page = (tmp_path / "reference" / "api" / module / "index.html").read_text()
+        for name in names:
+            if name != "evaluators":  # the submodule: its own page
+                assert re.search(rf'<h2 id="[\w.]*\b{re.escape(name)}"', page), (module, name)
+
+
+_ALL_OF = "{m: importlib.import_module(m).__all__ for m in ('assay', 'assay.evaluators', 'assay.testing')}"
