@@ -22,6 +22,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
         "assay.commands.report:compare_command",
         "Compare two runs with paired tests on shared samples.",
     ),
+    "plan": (
+        "assay.commands.plan:plan_command",
+        "Plan the samples, repeats and cost a difference needs, from a pilot run.",
+    ),
     "feedback": ("assay.commands.feedback:feedback_command", "Group failing samples' reasons into themes."),
     "view": ("assay.commands.view:view_command", "Serve the HTML report of runs on 127.0.0.1."),
     "judge": ("assay.commands.judge:judge_group", "Import people's labels and calibrate a run's judges."),
