@@ -8,7 +8,7 @@ CPU time of processes in a PID namespace is not all charged back to the parent, 
 - legacy launcher: the launcher code_exec used before bubblewrap (``benchmarks/legacy_sandbox_launch.py``: a
   Python that unshares namespaces, remounts read-only, drops capabilities, then execs the program; as root,
   without the pids cgroup it also made per program);
-- bwrap: :class:`assay.evaluators.code.Sandbox` as code_exec uses it: a new work directory, bubblewrap with
+- bwrap: :class:`assay.sandbox.Sandbox` as code_exec uses it: a new work directory, bubblewrap with
   prlimit, the program, cleanup;
 - code_exec sample: a whole sample through the data boundary (``harness.run_tests``: the sandboxed program
   serving calls, the trusted test process running one MBPP assert against it).
@@ -28,9 +28,9 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from assay.evaluators.code import Limits, Sandbox
-from assay.evaluators.code.bwrap import find_host, sandbox_env
 from assay.evaluators.code.harness import run_tests
+from assay.sandbox import Limits, Sandbox
+from assay.sandbox.bwrap import find_host, sandbox_env
 
 N = int(os.environ.get("N", "40"))
 LEGACY = Path(__file__).with_name("legacy_sandbox_launch.py")

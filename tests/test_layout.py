@@ -30,7 +30,7 @@ LAYERS: list[list[str]] = [
         "assay.metricnames",
         "assay.version",
     ],
-    ["assay.models", "assay.data"],
+    ["assay.models", "assay.data", "assay.sandbox"],
     ["assay.record"],
     ["assay.evaluators", "assay.store"],
     ["assay.tools", "assay.feedback"],

@@ -15,7 +15,7 @@ from agent_support import run_task, write_agent_task
 from assay.testing.server import Conversation, ConversationReplies, OpenAITestServer
 from assay.tools.base import SampleTools, ToolError, ToolSet
 from assay.tools.sandboxed import SandboxTool
-from tests.metrics.sandbox_support import needs_bwrap
+from tests.sandbox.sandbox_support import needs_bwrap
 
 pytestmark = needs_bwrap
 
@@ -78,7 +78,7 @@ def test_react_task_with_sandboxed_python_and_bash(tmp_path: Path) -> None:
 def test_the_sandbox_is_removed_after_the_trajectory(tmp_path: Path, monkeypatch: Any) -> None:
     import tempfile
 
-    from assay.evaluators.code.bwrap import find_host
+    from assay.sandbox.bwrap import find_host
 
     base = tmp_path / "tmp"
     base.mkdir(mode=0o777)

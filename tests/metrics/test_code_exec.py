@@ -17,11 +17,11 @@ from assay import evaluators
 from assay.errors import ConfigError
 from assay.evaluators.code.code_exec import OPT_IN_ENV, extract_code, verdict_for
 from assay.evaluators.code.harness import run_tests
-from assay.evaluators.code.limits import Limits
-from assay.evaluators.code.sandbox import signal_name
+from assay.sandbox.box import signal_name
+from assay.sandbox.limits import Limits
 from assay.tasks import Task
 from assay.verdict import Verdict
-from tests.metrics.sandbox_support import needs_bwrap
+from tests.sandbox.sandbox_support import needs_bwrap
 
 pytestmark = needs_bwrap
 
@@ -239,7 +239,7 @@ def test_humaneval_prompt_as_code_prefix(tmp_path: Path) -> None:
 
 def test_printing_without_end_times_out_with_bounded_output() -> None:
     from assay.evaluators.code.harness import run_tests
-    from assay.evaluators.code.limits import Limits
+    from assay.sandbox.limits import Limits
 
     outcome = asyncio.run(
         run_tests(

@@ -11,7 +11,7 @@ import pytest
 from assay import evaluators
 from assay.evaluators.code import programs, wire
 from assay.verdict import Verdict
-from tests.metrics.sandbox_support import needs_bwrap
+from tests.sandbox.sandbox_support import needs_bwrap
 
 pytestmark = needs_bwrap
 

@@ -20,7 +20,7 @@ import pytest
 
 from assay import evaluators
 from assay.verdict import Verdict
-from tests.metrics.sandbox_support import needs_bwrap
+from tests.sandbox.sandbox_support import needs_bwrap
 
 pytestmark = needs_bwrap
 

@@ -1,4 +1,4 @@
-"""``{sandbox: python}`` and ``{sandbox: bash}``: code the model writes, run under code_exec's bubblewrap sandbox.
+"""``{sandbox: python}`` and ``{sandbox: bash}``: code the model writes, run in the bubblewrap sandbox (assay.sandbox).
 
 One sandbox per sample, opened at the first call and kept for the whole trajectory (files written by one call are
 there for the next), removed when the trajectory ends. Each call is a new process in it (as inspect's tools are).
@@ -42,8 +42,8 @@ class SandboxTool(Tool):
         }
 
     async def _box(self, state: SampleTools) -> Any:
-        from assay.evaluators.code.limits import Limits
-        from assay.evaluators.code.sandbox import Sandbox
+        from assay.sandbox.box import Sandbox
+        from assay.sandbox.limits import Limits
 
         key = "sandbox"
         box = state.resources.get(key)
@@ -54,7 +54,7 @@ class SandboxTool(Tool):
         return box
 
     async def call(self, arguments: dict[str, Any], state: SampleTools) -> str:
-        from assay.evaluators.code.sandbox import signal_name
+        from assay.sandbox.box import signal_name
 
         source = arguments.get(self.arg)
         if not isinstance(source, str):

@@ -20,11 +20,11 @@ from pydantic import Field
 
 from assay.errors import ConfigError, EvaluationInputError
 from assay.evaluators.base import Evaluator, Options, as_text
-from assay.evaluators.code.bwrap import find_host
 from assay.evaluators.code.harness import Outcome, run_tests
-from assay.evaluators.code.limits import Limits
-from assay.evaluators.code.sandbox import SandboxError, signal_name
 from assay.evaluators.registry import register
+from assay.sandbox.box import SandboxError, signal_name
+from assay.sandbox.bwrap import find_host
+from assay.sandbox.limits import Limits
 from assay.verdict import Verdict
 
 OPT_IN_ENV = "ASSAY_ALLOW_UNTRUSTED_CODE"

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from assay.evaluators.code import programs, wire
-from assay.evaluators.code.bwrap import sandbox_env
-from assay.evaluators.code.limits import Limits
-from assay.evaluators.code.sandbox import PIPE, Sandbox, SandboxError, SandboxProcess
+from assay.sandbox.box import PIPE, Sandbox, SandboxError, SandboxProcess
+from assay.sandbox.bwrap import sandbox_env
+from assay.sandbox.limits import Limits
 
 MAX_EVENT = 1 << 22  # bytes of one event line of the test process (it caps its own far below this)
 MAX_LABEL = 2000  # characters of the running test's text kept

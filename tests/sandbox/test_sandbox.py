@@ -11,9 +11,9 @@ from typing import TypeVar
 
 import pytest
 
-from assay.evaluators.code import ExecResult, Limits, Sandbox
-from assay.evaluators.code.bwrap import HOST_UID, find_host
-from tests.metrics.sandbox_support import needs_bwrap
+from assay.sandbox import ExecResult, Limits, Sandbox
+from assay.sandbox.bwrap import HOST_UID, find_host
+from tests.sandbox.sandbox_support import needs_bwrap
 
 pytestmark = needs_bwrap
 

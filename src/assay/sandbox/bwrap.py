@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from assay.errors import ConfigError
-from assay.evaluators.code.cgroup import MemoryCgroups, find_memory_cgroups
-from assay.evaluators.code.diskfs import can_mount
-from assay.evaluators.code.limits import Limits
+from assay.sandbox.cgroup import MemoryCgroups, find_memory_cgroups
+from assay.sandbox.diskfs import can_mount
+from assay.sandbox.limits import Limits
 
 BWRAP_ENV = "ASSAY_BWRAP"
 PYTHON_ENV = "ASSAY_SANDBOX_PYTHON"

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from assay.evaluators.code.bwrap import HOME, Host, data_files, find_host, spawn_user
-from assay.evaluators.code.cgroup import MemoryCgroup
-from assay.evaluators.code.diskfs import PARTS, mount_tmpfs, unmount
-from assay.evaluators.code.limits import MB, Limits
+from assay.sandbox.bwrap import HOME, Host, data_files, find_host, spawn_user
+from assay.sandbox.cgroup import MemoryCgroup
+from assay.sandbox.diskfs import PARTS, mount_tmpfs, unmount
+from assay.sandbox.limits import MB, Limits
 
 PIPE = asyncio.subprocess.PIPE
 DEVNULL = asyncio.subprocess.DEVNULL

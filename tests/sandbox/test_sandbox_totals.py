@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from assay import evaluators
-from assay.evaluators.code import ExecResult, Limits, Sandbox
-from assay.evaluators.code.bwrap import find_host
+from assay.sandbox import ExecResult, Limits, Sandbox
+from assay.sandbox.bwrap import find_host
 from assay.verdict import Verdict
-from tests.metrics.sandbox_support import needs_bwrap
+from tests.sandbox.sandbox_support import needs_bwrap
 
 pytestmark = needs_bwrap
 
@@ -143,8 +143,8 @@ def test_what_a_killed_run_left_is_removed_by_the_next() -> None:
     _need("disk")
     import subprocess
 
-    from assay.evaluators.code import diskfs
-    from assay.evaluators.code.cgroup import find_memory_cgroups
+    from assay.sandbox import diskfs
+    from assay.sandbox.cgroup import find_memory_cgroups
 
     gone = subprocess.Popen(["true"])
     gone.wait()

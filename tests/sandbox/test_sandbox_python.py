@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.evaluators.code import Limits, Sandbox, bwrap
-from tests.metrics.sandbox_support import needs_bwrap
+from assay.sandbox import Limits, Sandbox, bwrap
+from tests.sandbox.sandbox_support import needs_bwrap
 
 
 def _fake(folder: Path, name: str, says: str) -> str:
