@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from assay.cli import main
-from assay.commands.view import serve
+from assay.report.server import serve
 from tests.browser.report_runs import make_record, make_run
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from assay.commands.labelview import label_items, serve_labels
 from assay.evaluators.judge.calibration.labels import run_labels
+from assay.report.labelserver import label_items, serve_labels
 from tests.evaluators.judge.calibration.calibration_support import judged_run, replier
 
 EVIL = '<img src=x onerror="alert(1)">'
