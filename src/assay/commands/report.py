@@ -124,10 +124,15 @@ def check_thresholds(run: Run, thresholds: list[Threshold]) -> list[str]:
 
 def refresh_calibration(run: Run) -> None:
     """Mark gated judges (require_calibration) calibrated or not from the calibration records on disk now, so a
-    calibration made after the run counts, and one removed or outdated no longer does."""
+    calibration made after the run counts, and one removed or outdated no longer does; and correct judge figures
+    by the people's labels on disk now (labels given after the run count)."""
     from assay.evaluators.judge.calibration.gate import apply_marks, run_marks
 
     apply_marks(run.results, run_marks(run.manifest, run.path))
+    from assay.results.judgecorrected import apply_judge_corrections, judge_corrections
+
+    confidence = float((run.results.get("assay") or {}).get("confidence") or 0.95)
+    apply_judge_corrections(run.results, judge_corrections(run.manifest, run.path, confidence=confidence))
 
 
 def uncalibrated_gates(run: Run, thresholds: list[Threshold]) -> list[str]:

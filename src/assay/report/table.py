@@ -199,6 +199,7 @@ def _split(results: dict[str, Any]) -> tuple[list[MetricRow], list[MetricRow]]:
 
 def _notes(results: dict[str, Any]) -> list[str]:
     from assay.evaluators.judge.calibration.gate import uncalibrated_note
+    from assay.results.judgecorrected import correction_note
 
     settings = results.get("assay") or {}
     notes: list[str] = []
@@ -223,6 +224,9 @@ def _notes(results: dict[str, Any]) -> list[str]:
                 why = uncalibrated_note(entry)
                 if why:
                     notes.append(f"{task}/{metric}: uncalibrated judge ({why}); see assay judge calibrate")
+                corrected = correction_note(task, metric, entry)
+                if corrected:
+                    notes.append(corrected)
     tests_note = _tests_note(_tests_rows(_split(results)[0]), _confidence(results))
     if tests_note:
         notes.append(tests_note)
@@ -385,6 +389,7 @@ def _row_json(r: MetricRow) -> dict[str, Any]:
         **({"pass_at_k": r.entry["pass_at_k"]} if r.entry.get("pass_at_k") else {}),
         **({"pass_hat_k": r.entry["pass_hat_k"]} if r.entry.get("pass_hat_k") else {}),
         **({"tests": r.entry["tests"]} if isinstance(r.entry.get("tests"), dict) else {}),
+        **({"judge_corrected": r.entry["judge_corrected"]} if isinstance(r.entry.get("judge_corrected"), dict) else {}),
     }
 
 

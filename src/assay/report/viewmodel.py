@@ -392,6 +392,14 @@ def run_notes(run: Run) -> list[str]:
     if run.torn_lines:
         notes.append(f"samples.jsonl ended with {run.torn_lines} unfinished line(s), skipped.")
     notes.extend(str(w) for w in settings.get("warnings") or [])
+    from assay.results.judgecorrected import correction_note
+
+    for task, info in (settings.get("tasks") or {}).items():
+        for by_metric in (info.get("filters") or {}).values():
+            for metric, entry in by_metric.items():
+                corrected = correction_note(task, metric, entry)
+                if corrected:
+                    notes.append(corrected)
     return notes
 
 

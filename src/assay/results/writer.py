@@ -429,6 +429,9 @@ def write_results(
     from assay.evaluators.judge.calibration.gate import apply_marks, run_marks
 
     apply_marks(doc, run_marks(manifest, root))  # judges with require_calibration: marked uncalibrated or not
+    from assay.results.judgecorrected import apply_judge_corrections, judge_corrections
+
+    apply_judge_corrections(doc, judge_corrections(manifest, root, confidence=options["confidence"]))  # people's labels
     doc["assay"]["results_seconds"] = time.perf_counter() - started
     atomic_write_text(root / "results.json", json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     return doc
