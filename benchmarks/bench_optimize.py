@@ -28,9 +28,9 @@ CONCURRENCY = 8
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "optimize_format"
 SERVER = (
     "import sys, threading\n"
-    "from assay.optimize.demo import server_reply\n"
-    "from assay.testing.server import OpenAITestServer\n"
-    "srv = OpenAITestServer(server_reply, latency_s=float(sys.argv[1]))\n"
+    "from assay.optimize.demo import reply_text\n"
+    "from assay.testing.server import OpenAITestServer, last_user_text\n"
+    "srv = OpenAITestServer(lambda r: reply_text(last_user_text(r)), latency_s=float(sys.argv[1]))\n"
     "srv.start(); print(srv.base_url, flush=True); threading.Event().wait()\n"
 )
 

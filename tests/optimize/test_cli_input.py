@@ -180,9 +180,10 @@ def test_an_unknown_space_parameter_of_the_tasks_own_is_allowed(tmp_path: Path) 
 
 @pytest.fixture
 def keyed_server() -> Iterator[OpenAITestServer]:
-    from assay.optimize.demo import server_reply
+    from assay.optimize.demo import reply_text
+    from assay.testing.server import last_user_text
 
-    with OpenAITestServer(server_reply) as srv:
+    with OpenAITestServer(lambda request: reply_text(last_user_text(request))) as srv:
         yield srv
 
 

@@ -8,7 +8,6 @@ numbers out; told to answer with the answer only, or to write numbers in digits,
 from __future__ import annotations
 
 import re
-from typing import Any
 
 CAPITALS = {
     "France": "Paris", "Japan": "Tokyo", "Italy": "Rome", "Spain": "Madrid", "Germany": "Berlin", "Peru": "Lima",
@@ -99,10 +98,7 @@ def reflect(prompt: str) -> str:
     return reflect_text(prompt)
 
 
-def server_reply(request: dict[str, Any]) -> str:
-    """A reply function for :class:`assay.testing.server.OpenAITestServer`: the agent, or the optimiser when the
-    request is a reflection prompt."""
-    from assay.testing.server import last_user_text
-
-    text = last_user_text(request)
+def reply_text(text: str) -> str:
+    """One model that is both: the optimiser's reply when ``text`` is a reflection prompt, else the agent's (a local
+    OpenAI-compatible server answering for both serves ``reply_text`` of the last user message)."""
     return reflect_text(text) if "write new instructions for the assistant" in text else respond(text)
