@@ -165,7 +165,7 @@ def compare_view(comparison: Any, runs: Sequence[Run], a: int, b: int, labels: S
         improved=improved,
         regressed_total=totals["regressed"],
         improved_total=totals["improved"],
-        notes=[str(w) for w in comparison.warnings],
+        notes=[*_corrected_notes(comparison), *(str(w) for w in comparison.warnings)],
         ci_method_label=_delta_ci_label(comparison),
     )
 
@@ -191,3 +191,10 @@ def _delta_ci_label(comparison: Any) -> str:
         if m.ci is not None:
             uses.add(m.ci_method, m.metric)
     return uses.label()
+
+
+def _corrected_notes(comparison: Any) -> list[str]:
+    """Judge metrics' differences corrected by the people's labels of both runs."""
+    from assay.results.judgecorrected import difference_note
+
+    return [n for m in comparison.metrics if (n := difference_note(m.key, m.judge_corrected))]

@@ -610,8 +610,11 @@ def _outcome_notes(comp: Comparison) -> list[str]:
 
 
 def _compare_notes(comp: Comparison) -> list[str]:
+    from assay.results.judgecorrected import difference_note
+
     head = f"A = {comp.run_a}, B = {comp.run_b}; alpha = {comp.alpha:g}"
-    return [head, *_outcome_notes(comp), *_pairing_notes(comp), *comp.warnings, *_listing(comp)]
+    corrected = [n for m in comp.metrics if (n := difference_note(m.key, m.judge_corrected))]
+    return [head, *_outcome_notes(comp), *corrected, *_pairing_notes(comp), *comp.warnings, *_listing(comp)]
 
 
 def render_comparison(comp: Comparison, fmt: str = "rich") -> str:

@@ -107,6 +107,8 @@ class MetricComparison:
     significant: bool = False
     worse: bool = False  # significantly worse
     better: bool = False  # significantly better
+    # a judge metric both runs' people labelled: the difference on the people's scale (results.judgecorrected)
+    judge_corrected: dict[str, Any] | None = None
 
     @property
     def key(self) -> str:
@@ -394,6 +396,27 @@ def _pairing_warnings(p: Pairing, name_a: str, name_b: str) -> list[str]:
     return out
 
 
+def _correct_judges(
+    ra: Run, rb: Run, metrics: list[MetricComparison], paired_ids: dict[str, list[str]], confidence: float
+) -> None:
+    """Give each judge metric that people labelled in both runs its difference corrected by the labels."""
+    from assay.results.judgecorrected import corrected_paired_difference, judged_samples
+
+    judged_a = judged_samples(ra.manifest, ra.path)
+    judged_b = judged_samples(rb.manifest, rb.path) if judged_a else {}
+    done: set[tuple[str, str]] = set()
+    for comp in metrics:
+        key = (comp.task, comp.metric)
+        if key in done or key not in judged_a or key not in judged_b:
+            continue
+        done.add(key)  # the first filter of the metric, as its judge figures are
+        a, b = judged_a[key], judged_b[key]
+        if isinstance(a, str) or isinstance(b, str):
+            comp.judge_corrected = {"refused": f"the difference is not corrected: {a if isinstance(a, str) else b}"}
+        else:
+            comp.judge_corrected = corrected_paired_difference(a, b, paired_ids[comp.task], confidence=confidence)
+
+
 def compare_runs(
     run_a: Run | str | os.PathLike[str],
     run_b: Run | str | os.PathLike[str],
@@ -433,6 +456,7 @@ def compare_runs(
         warnings.append(f"the runs used different error policies ({pol_a} vs {pol_b})")
     metrics: list[MetricComparison] = []
     pairings: dict[str, Pairing] = {}
+    paired_ids: dict[str, list[str]] = {}  # per task, the sample ids that pair (for judge figures by labels)
     for name in (t for t in tasks_b if t in tasks_a):
         if tasks_a[name].task_hash != tasks_b[name].task_hash:
             warnings.append(
@@ -446,6 +470,8 @@ def compare_runs(
             )
         pairing, ia, ib = pair_samples(name, ra.columns[name], rb.columns[name])
         pairings[name] = pairing
+        ids_b = rb.columns[name].sample_ids
+        paired_ids[name] = [ids_b[int(i)] for i in ib] if ids_b is not None else []
         warnings.extend(_pairing_warnings(pairing, ra.name, rb.name))
         if min(pairing.n_a, pairing.n_b) and pairing.share < min_paired:
             raise UnpairedRunsError(
@@ -484,6 +510,7 @@ def compare_runs(
                 if ids:
                     warnings.append(f"{comp.key}: {len(ids)} sample(s) scored in {scored} have no score in {lost} "
                                     f"(errored) {fate}")  # fmt: skip
+    _correct_judges(ra, rb, metrics, paired_ids, confidence)
     label_a, label_b = ra.name, rb.name  # the runs' names (--name), else their folders
     if label_a == label_b and ra.path.name != rb.path.name:  # two runs of one name: tell them apart by folder
         label_a, label_b = f"{label_a} ({ra.path.name})", f"{label_b} ({rb.path.name})"

@@ -10,6 +10,7 @@ refused with that reason. The figure lands on the metric's entry in ``results.js
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from assay.evaluators.judge.calibration.collect import (
 )
 from assay.evaluators.judge.calibration.labels import run_labels
 from assay.record import RunManifest
-from assay.results.ppi import CorrectionRefused, corrected_mean
+from assay.results.ppi import CorrectionRefused, corrected_difference, corrected_mean
 from assay.store.rundir import LABELS
 from assay.store.sampleindex import index_samples, iter_dicts
 
@@ -35,32 +36,54 @@ def _on_score_scale(jm: JudgeMetric, value: float, level: str) -> float:
     return value
 
 
-def _correct(jm: JudgeMetric, confidence: float) -> dict[str, Any]:
+@dataclass
+class JudgedSamples:
+    """One judge metric of a run per sample: the judge's value and, where people labelled it, theirs."""
+
+    level: str
+    of: str  # "pass rate" | "score"
+    judge: dict[str, float]  # sample id -> the judge's value (over the labelled repeats where people labelled)
+    people: dict[str, float]  # sample id -> the people's value (mean over its labelled repeats)
+
+
+def _per_sample(jm: JudgeMetric) -> JudgedSamples:
+    """Each sample's values (its repeats averaged, so repeats of one sample never count as independent)."""
     level = level_of(jm)
     if level == "categorical":
         raise CorrectionRefused("the labels name grades of a label scale: there is no mean to correct")
-    labelled_y: list[float] = []
-    labelled_f: list[float] = []
-    unlabelled_f: list[float] = []
-    for item, judged in jm.judged.items():
+    items: dict[str, list[tuple[float, float | None]]] = {}
+    for (sample_id, repeat), judged in jm.judged.items():
         f = float(judged.passed) if level == "binary" else judged.score
-        people = jm.labels.get(item)
-        if not people:
-            unlabelled_f.append(f)
-            continue
-        label = consensus([lab.label for lab in sorted(people.values(), key=lambda lab: lab.when)])
-        y = 1.0 if label == "pass" else 0.0 if label == "fail" else _on_score_scale(jm, float(label), level)
-        labelled_y.append(y)
-        labelled_f.append(f)
-    figure = corrected_mean(labelled_y, labelled_f, unlabelled_f, confidence=confidence)
-    return {**figure.to_dict(), "of": "pass rate" if level == "binary" else "score"}
+        people = jm.labels.get((sample_id, repeat))
+        y = None
+        if people:
+            label = consensus([lab.label for lab in sorted(people.values(), key=lambda lab: lab.when)])
+            y = 1.0 if label == "pass" else 0.0 if label == "fail" else _on_score_scale(jm, float(label), level)
+        items.setdefault(sample_id, []).append((f, y))
+    out = JudgedSamples(level, "pass rate" if level == "binary" else "score", {}, {})
+    for sample_id, pairs in items.items():
+        labelled = [(f, y) for f, y in pairs if y is not None]
+        use = labelled or pairs
+        out.judge[sample_id] = sum(f for f, _ in use) / len(use)
+        if labelled:
+            out.people[sample_id] = sum(y for _, y in labelled if y is not None) / len(labelled)
+    return out
 
 
-def judge_corrections(
-    manifest: RunManifest, run_dir: Path, *, confidence: float = 0.95
-) -> dict[tuple[str, str], dict[str, Any]]:
-    """``(task, metric) -> figure`` for each judge metric people labelled (``{"refused": why}`` where the labels
-    cannot correct it); empty, without reading ``samples.jsonl``, when the run has no labels."""
+def _correct(samples: JudgedSamples, confidence: float) -> dict[str, Any]:
+    labelled = sorted(samples.people)
+    figure = corrected_mean(
+        [samples.people[s] for s in labelled],
+        [samples.judge[s] for s in labelled],
+        [f for s, f in samples.judge.items() if s not in samples.people],
+        confidence=confidence,
+    )
+    return {**figure.to_dict(), "of": samples.of}
+
+
+def judged_samples(manifest: RunManifest, run_dir: Path) -> dict[tuple[str, str], JudgedSamples | str]:
+    """``(task, metric) ->`` the judge metric's values per sample, for each judge metric people labelled (the
+    reason as text where the labels cannot be used); empty, without reading ``samples.jsonl``, without labels."""
     if not (Path(run_dir) / LABELS).is_file():
         return {}
     labels = run_labels(Path(run_dir))
@@ -72,15 +95,55 @@ def judge_corrections(
         return {}
     read_judgements(metrics, (rec for _, rec in iter_dicts(index_samples(Path(run_dir)))))
     attach_labels(metrics, labels)
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, str], JudgedSamples | str] = {}
     for jm in metrics:
-        if not jm.labels:
-            continue
-        try:
-            out[(jm.task, jm.metric)] = _correct(jm, confidence)
-        except CorrectionRefused as err:
-            out[(jm.task, jm.metric)] = {"refused": str(err)}
+        if jm.labels:
+            try:
+                out[(jm.task, jm.metric)] = _per_sample(jm)
+            except CorrectionRefused as err:
+                out[(jm.task, jm.metric)] = str(err)
     return out
+
+
+def judge_corrections(
+    manifest: RunManifest, run_dir: Path, *, confidence: float = 0.95
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """``(task, metric) -> figure`` for each judge metric people labelled (``{"refused": why}`` where the labels
+    cannot correct it); empty, without reading ``samples.jsonl``, when the run has no labels."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for key, samples in judged_samples(manifest, run_dir).items():
+        try:
+            if isinstance(samples, str):
+                raise CorrectionRefused(samples)
+            out[key] = _correct(samples, confidence)
+        except CorrectionRefused as err:
+            out[key] = {"refused": str(err)}
+    return out
+
+
+def corrected_paired_difference(
+    a: JudgedSamples, b: JudgedSamples, paired_ids: list[str], *, confidence: float = 0.95
+) -> dict[str, Any]:
+    """The people-scale difference ``B - A`` over the paired samples both runs' judge scored: labelled where
+    people labelled the sample in both runs (``{"refused": why}`` where that cannot be done)."""
+    try:
+        if a.level != b.level:
+            raise CorrectionRefused(f"the runs' labels differ in kind ({a.level} in A, {b.level} in B)")
+        both = [s for s in paired_ids if s in a.judge and s in b.judge]
+        labelled = [s for s in both if s in a.people and s in b.people]
+        rest = [s for s in both if not (s in a.people and s in b.people)]
+        figure = corrected_difference(
+            [a.people[s] for s in labelled],
+            [b.people[s] for s in labelled],
+            [a.judge[s] for s in labelled],
+            [b.judge[s] for s in labelled],
+            [a.judge[s] for s in rest],
+            [b.judge[s] for s in rest],
+            confidence=confidence,
+        )
+    except CorrectionRefused as err:
+        return {"refused": f"the difference is not corrected: {err}"}
+    return {**figure.to_dict(), "of": a.of}
 
 
 def apply_judge_corrections(results: dict[str, Any], corrections: Mapping[tuple[str, str], Mapping[str, Any]]) -> None:
@@ -106,4 +169,18 @@ def correction_note(task: str, metric: str, entry: Mapping[str, Any]) -> str | N
         f"{task}/{metric}: judge {fig['of']} {fig['judge_mean']:.3f}; corrected by {fig['n_labelled']} people's "
         f"labels ({fig['method'].upper()}, {fig['n_unlabelled']} unlabelled): {fig['estimate']:.3f} "
         f"[{lo:.3f}, {hi:.3f}] at {100 * fig['confidence']:g}%"
+    )
+
+
+def difference_note(key: str, figure: Mapping[str, Any] | None) -> str | None:
+    """The line a comparison shows for a judge metric's difference corrected by labels (None without one)."""
+    if not isinstance(figure, Mapping):
+        return None
+    if "refused" in figure:
+        return f"{key}: {figure['refused']}"
+    lo, hi = figure["ci"]
+    return (
+        f"{key}: Δ by the judge {figure['judge_mean']:+.3f}; corrected by {figure['n_labelled']} sample(s) people "
+        f"labelled in both runs ({figure['method'].upper()}, {figure['n_unlabelled']} unlabelled): "
+        f"{figure['estimate']:+.3f} [{lo:+.3f}, {hi:+.3f}] at {100 * figure['confidence']:g}%"
     )

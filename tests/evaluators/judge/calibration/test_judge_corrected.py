@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from assay.cli import main
-from assay.results.ppi import corrected_mean
+from assay.results.ppi import corrected_difference, corrected_mean
 from assay.results.writer import write_results
 from tests.evaluators.judge.calibration.calibration_support import judged_run, replier
 
@@ -74,3 +74,40 @@ def test_too_few_labels_are_refused_with_the_reason(serve, tmp_path: Path) -> No
     code, out, _ = _invoke("report", str(run))
     assert code == 0
     assert "not corrected by people's labels: 5 labelled sample(s), fewer than the 20" in " ".join(out.split())
+
+
+PEOPLE_PASS_B = {i for i in range(N) if i % 10 < 7}  # B is better by 10 points to people
+JUDGE_PASSES_B = PEOPLE_PASS_B | {i for i in range(N) if i % 10 in (8, 9)}  # the judge: +10 points too
+
+
+def test_compare_corrects_the_paired_difference_by_both_runs_labels(serve, tmp_path: Path) -> None:
+    def grade(output: str, seen: int) -> str:  # run A is judged first, run B second: one judge, two runs
+        return "pass" if int(output[1:]) in (JUDGE_PASSES if seen == 0 else JUDGE_PASSES_B) else "fail"
+
+    server = serve(replier(grade))
+    answers = {f"s{i}": f"a{i}" for i in range(N)}
+    run_a = judged_run(tmp_path, server, answers, name="A")
+    run_b = judged_run(tmp_path, server, answers, name="B")
+    _import_labels(tmp_path, run_a, LABELLED)
+    labels_b = tmp_path / "labels-b.csv"
+    rows = "".join(f"s{i},{'pass' if i in PEOPLE_PASS_B else 'fail'}\n" for i in LABELLED)
+    labels_b.write_text("sample_id,label\n" + rows, encoding="utf-8")
+    code, _, err = _invoke("judge", "labels", "import", str(run_b), str(labels_b), "--who", "ann")
+    assert code == 0, err
+    rest = [i for i in range(N) if i not in LABELLED]
+    expected = corrected_difference(
+        [float(i in PEOPLE_PASS) for i in LABELLED],
+        [float(i in PEOPLE_PASS_B) for i in LABELLED],
+        [float(i in JUDGE_PASSES) for i in LABELLED],
+        [float(i in JUDGE_PASSES_B) for i in LABELLED],
+        [float(i in JUDGE_PASSES) for i in rest],
+        [float(i in JUDGE_PASSES_B) for i in rest],
+    )
+    code, out, err = _invoke("compare", str(run_a), str(run_b), "--format", "json")
+    assert code in (0, 1), err
+    (metric,) = json.loads(out)["metrics"]
+    fig = metric["judge_corrected"]
+    assert fig["estimate"] == pytest.approx(expected.estimate) and fig["ci"] == pytest.approx(list(expected.ci))
+    assert fig["n_labelled"] == 30 and fig["judge_mean"] == pytest.approx(0.1)
+    code, table, _ = _invoke("compare", str(run_a), str(run_b))
+    assert "corrected by 30 sample(s) people labelled in both runs" in " ".join(table.split())
