@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from assay import evaluators
 from assay.errors import ConfigError
+from assay.evaluators._custom import dotted_path, import_object
 from assay.evaluators.base import Evaluator
-from assay.evaluators.custom import dotted_path, import_object
 from assay.verdict import SCORE_TOLERANCE, Verdict
 
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import assay
-from assay.evaluators.custom import Custom
+from assay.evaluators._custom import Custom
 from assay.results.compare import compare_runs
 
 LENGTH = '''

@@ -1,5 +1,5 @@
 """Structured-output evaluators: ``json_match`` (field-by-field comparison with masks) here, ``schema`` in
-:mod:`assay.evaluators.schema`.
+:mod:`assay.evaluators._schema`.
 
 Both read the output the same way: a dict/list as is, or text (a string or a response's ``.text``) from which
 :func:`assay.evaluators.jsonparse.extract_json` takes the JSON — the whole text, a ```json fence, or the first

@@ -48,7 +48,7 @@ CHUNK = 8192  # samples scored and written together
 JUDGE_CONCURRENCY = 32
 # packages/modules whose evaluators read a Response only through ``as_text``: their batch paths are given the texts,
 # which they vectorise (a Response would send them pair by pair)
-TEXT_EVALUATORS = ("assay.evaluators.text.", "assay.evaluators.numeric")
+TEXT_EVALUATORS = ("assay.evaluators.text.", "assay.evaluators._numeric")
 
 
 @dataclass(slots=True)
