@@ -8,13 +8,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from assay.optimize.demo import reflect_text, respond
 from assay.testing.server import OpenAITestServer, last_user_text
 from tests.optimize.optimize_support import journal, task_config
+from tests.support import wait_for
 
 
 def _cli(task: Path | None, out: Path, task_url: str, opt_url: str, *extra: str) -> list[str]:
@@ -54,11 +54,11 @@ def test_resume_after_sigkill_reaches_the_same_result(tmp_path: Path) -> None:
             _cli(task, out, task_srv.base_url, opt_srv.base_url), env=env, cwd=tmp_path,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # kill mid-way: after the optimiser was asked, inside a candidate run
-            if opt_srv.requests_total >= 1 and task_srv.requests_total >= 42:
-                break
-            time.sleep(0.005)
+        wait_for(  # kill mid-way: after the optimiser was asked, inside a candidate run
+            lambda: opt_srv.requests_total >= 1 and task_srv.requests_total >= 42, 60,
+            "the optimiser asked once and 42 task requests (mid-way through a candidate's run)", interval=0.005,
+            proc=proc,
+        )  # fmt: skip
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         folder = _folder(out)
@@ -133,26 +133,31 @@ def test_calls_in_flight_at_a_kill_are_counted_by_the_resumed_session(tmp_path: 
     task_srv = OpenAITestServer(task_reply)
     opt_srv = OpenAITestServer(lambda b: reflect_text(last_user_text(b)), latency_s=60.0)
 
-    def killed(until: Callable[[], bool], *args: str) -> None:
+    def logged() -> int:
+        """The calls the sessions logged in calls.log (each before it was sent)."""
+        found = list((tmp_path / "out").glob("*/calls.log"))
+        return len(found[0].read_bytes().splitlines()) if found else -1
+
+    def killed(until: Callable[[], bool], what: str, *args: str) -> None:
         proc = subprocess.Popen(args, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while not until() and time.monotonic() < deadline and proc.poll() is None:
-            time.sleep(0.005)
-        assert until(), "the process did not reach the point where it is killed"
-        time.sleep(0.2)  # the requests are on the wire and the process waits for them
+        wait_for(until, 60, what, interval=0.005, proc=proc)
+        # the process waits for the requests on the wire: every call it logged has reached a server (none is
+        # logged and still on its way), so the counts below are those of a kill while calls are in flight
+        sent = lambda: task_srv.requests_total + opt_srv.requests_total  # noqa: E731
+        wait_for(lambda: logged() == sent(), 60, "every call in calls.log to have reached the servers", proc=proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
 
     with task_srv, opt_srv:
         start = _cli(task, tmp_path / "out", task_srv.base_url, opt_srv.base_url)
-        killed(lambda: opt_srv.requests_total >= 1, *start)  # the first reflection is in flight
+        killed(lambda: opt_srv.requests_total >= 1, "the first reflection in flight", *start)
         folder = _folder(tmp_path / "out")
         assert opt_srv.requests_total == 1 and not any(e["kind"] == "propose" for e in journal(folder))
         opt_srv.latency_s = 0.0
         hold["child"] = True
         resume = [sys.executable, "-m", "assay", "optimize", "--resume", str(folder), "-q"]
         in_flight = lambda: sum(RULE_CONCISE in last_user_text(b) for b in task_srv.requests) >= 2  # noqa: E731
-        killed(in_flight, *resume)  # two of the child's minibatch requests (concurrency 2) are in flight
+        killed(in_flight, "two of the child's minibatch requests (concurrency 2) in flight", *resume)
         cut_off = sum(RULE_CONCISE in last_user_text(b) for b in task_srv.requests)
         assert cut_off == 2
         hold["child"] = False

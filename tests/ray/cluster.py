@@ -79,7 +79,8 @@ class Node:
         return int(args[args.index(flag) + 1])
 
     def processes(self) -> list[int]:
-        """PIDs of this node's processes: its session, and any process whose command line names its temp dir."""
+        """PIDs of this node's live processes (not zombies): its session, and any process whose command line names
+        its temp dir."""
         found = []
         mark = str(self.temp_dir).encode()
         for entry in Path("/proc").iterdir():
@@ -87,20 +88,28 @@ class Node:
                 continue
             pid = int(entry.name)
             try:
+                if (entry / "stat").read_bytes().rsplit(b") ", 1)[1][:1] == b"Z":
+                    continue  # ended, not yet reaped: nothing runs
                 cmd = (entry / "cmdline").read_bytes()
                 if mark in cmd or os.getsid(pid) == self.proc.pid:
                     found.append(pid)
-            except OSError:
+            except (OSError, IndexError):
                 continue
         return found
 
     def kill(self) -> None:
-        """SIGKILL the node and everything it started (a machine that disappears)."""
-        for _ in range(3):  # a process may start another while we are killing
+        """SIGKILL the node and everything it started (a machine that disappears), and wait until none of its
+        processes runs (one may start another while we are killing: it is killed in turn)."""
+        from tests.support import wait_for  # here: this file also runs as a script, where tests is not importable
+
+        def gone() -> bool:
             for pid in self.processes():
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-            time.sleep(0.2)
+            self.proc.poll()  # reap the node's own process
+            return not self.processes()
+
+        wait_for(gone, 30, f"every process of the Ray node {self.temp_dir.name} to end", interval=0.05)
         self.proc.wait(timeout=10)
         self._log.close()
 
@@ -158,7 +167,7 @@ class LocalCluster:
                 raise RuntimeError(f"a Ray node exited:\n{node.log_text()[-2000:]}")
             if "Ray runtime started" in node.log_text():
                 return
-            time.sleep(0.5)
+            time.sleep(0.1)
         raise RuntimeError(f"a Ray node did not start in {timeout:.0f}s:\n{node.log_text()[-2000:]}")
 
     def env(self) -> dict[str, str]:
@@ -177,8 +186,9 @@ import sys, ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 ray.init(address=sys.argv[1], logging_level="WARNING")
-ports = {int(p) for p in sys.argv[2:]}
-nodes = [n for n in ray.nodes() if n["Alive"] and (not ports or n["NodeManagerPort"] in ports)]
+wait_s = float(sys.argv[2])
+ports = {int(p) for p in sys.argv[3:]}
+nodes = [n for n in ray.nodes() if n["Alive"] and n["NodeManagerPort"] in ports]
 
 
 @ray.remote
@@ -194,25 +204,33 @@ holds = [
     ).remote()
     for n in nodes
 ]
-ray.wait([h.ready.remote() for h in holds], num_returns=len(holds), timeout=30)  # a node just lost never answers
-print("held", flush=True)
+# every hold runs, so every CPU is taken (slow on a loaded machine: each is a worker process to start)
+ready = ray.wait([h.ready.remote() for h in holds], num_returns=len(holds), timeout=wait_s)[0] if holds else []
+print("held" if len(ready) == len(ports) else f"{len(ready)} of {len(ports)} nodes held", flush=True)
 sys.stdin.readline()  # until the test closes it: then this driver ends and Ray frees what it held
 """
 
 
+HOLD_S = 120  # how long the holds may take to start
+
+
 @contextlib.contextmanager
 def holding_cpus(cluster: LocalCluster, *nodes: Node) -> Iterator[None]:
-    """Another job holding every CPU of ``nodes`` (default: every live node) while the block runs."""
-    ports = [node.port("--node-manager-port") for node in nodes]
+    """Another job holding every CPU of ``nodes`` (default: the cluster's running nodes; not one killed moments
+    ago, which the cluster may still count alive but which will never run anything) while the block runs. The
+    block starts once every CPU is held."""
+    ports = [node.port("--node-manager-port") for node in nodes or (cluster.head, *cluster.workers)]
     proc = subprocess.Popen(
-        [sys.executable, "-c", _HOLD, cluster.address, *map(str, ports)],
+        [sys.executable, "-c", _HOLD, cluster.address, str(HOLD_S), *map(str, ports)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         env=cluster.env(),
         text=True,
     )
     try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "held", "the CPUs could not be held"
+        assert proc.stdout is not None
+        said = proc.stdout.readline().strip()
+        assert said == "held", f"the CPUs could not be held within {HOLD_S} s: {said or 'the holding job ended'}"
         yield
     finally:
         if proc.stdin is not None:

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from assay.models.base import ModelError
 from assay.models.retry import RetryBudget, RetryPolicy, call_with_retries
+from tests.support import await_for
 
 QUICK = RetryPolicy(max_attempts=4, initial_backoff_s=0.001, max_backoff_s=1.0, jitter=False, timeout_s=None)
 
@@ -238,9 +239,11 @@ def test_invalid_policy(kwargs: dict[str, object]) -> None:
 
 
 async def test_cancellation_during_backoff_propagates() -> None:
-    fn, _ = failing([ModelError("busy", retryable=True, retry_after=30)])
+    fn, calls = failing([ModelError("busy", retryable=True, retry_after=30)])
     task = asyncio.create_task(call_with_retries(fn, QUICK.model_copy(update={"max_backoff_s": 30.0})))
-    await asyncio.sleep(0.05)
+    # once the first attempt has failed the task waits out its 30 s backoff (its next step after that failure)
+    await await_for(lambda: calls[0] == 1, 10, "the first attempt")
+    assert not task.done()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

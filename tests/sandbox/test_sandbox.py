@@ -14,6 +14,7 @@ import pytest
 from assay.sandbox import ExecResult, Limits, Sandbox
 from assay.sandbox.bwrap import HOST_UID, find_host
 from tests.sandbox.sandbox_support import needs_bwrap
+from tests.support import await_for
 
 pytestmark = needs_bwrap
 
@@ -123,17 +124,20 @@ def test_limits_hold_inside() -> None:
 @pytest.mark.skipif(not ROOT, reason="as root the sandbox runs as uid 65534; as another user it runs as that user")
 def test_as_root_it_runs_as_nobody_on_the_host() -> None:
     async def body(box: Sandbox) -> tuple[int, ExecResult]:
+        def uids() -> list[int]:
+            found = []
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    if Path(f"/proc/{pid}/cmdline").read_bytes() == b"sleep\x0020\x00":
+                        found.append(os.stat(f"/proc/{pid}").st_uid)
+                except OSError:
+                    pass
+            return found
+
         proc = await box.spawn(["sleep", "20"])
-        await asyncio.sleep(0.5)
-        uids = []
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                if Path(f"/proc/{pid}/cmdline").read_bytes() == b"sleep\x0020\x00":
-                    uids.append(os.stat(f"/proc/{pid}").st_uid)
-            except OSError:
-                pass
+        running = await await_for(uids, 10, "the sandbox's `sleep 20` to run")
         proc.kill()
-        return uids[0] if uids else -1, await _sh(box, "stat -c %u /sandbox; id -u")
+        return running[0], await _sh(box, "stat -c %u /sandbox; id -u")
 
     host_uid, inside = _in_box(body)
     assert host_uid == HOST_UID
