@@ -17,9 +17,6 @@ _EXPORTS: dict[str, str] = {
     "BatchResult": "assay.evaluators.base",
     "Options": "assay.evaluators.base",
     "register": "assay.evaluators.registry",
-    "Aggregate": "assay.reductions",
-    "Reduction": "assay.reductions",
-    "reduce_scores": "assay.reductions",
     "ConfigError": "assay.errors",
     "DataError": "assay.errors",
     "AssayError": "assay.errors",
@@ -57,7 +54,6 @@ if TYPE_CHECKING:
     from assay.models.registry import load_model
     from assay.optimize import OptimizationResult, aoptimize, optimize
     from assay.record import SampleRecord
-    from assay.reductions import Aggregate, Reduction, reduce_scores
     from assay.results.compare import compare_runs
     from assay.results.loader import Run, load_run
     from assay.tasks.loader import load_task
