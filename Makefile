@@ -6,6 +6,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 CORE := $(VENV)/.core
 STAMP := $(VENV)/.installed
+# exact versions of the test environment (torch's CPU build); pyproject's extras stay ranges
+CONSTRAINTS := -c constraints.txt
 # MkDocs 1.x prints a banner about its future; the build is pinned below 2 (pyproject's docs extra)
 export NO_MKDOCS_2_WARNING := 1
 export DISABLE_MKDOCS_2_WARNING := true
@@ -16,12 +18,12 @@ export DISABLE_MKDOCS_2_WARNING := true
 $(CORE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e .
+	$(BIN)/python -m pip install --quiet $(CONSTRAINTS) -e .
 	touch $(CORE)
 
-# The tests need every extra; torch comes from /opt/wheels' CPU build where present.
-$(STAMP): $(CORE)
-	$(BIN)/python -m pip install --quiet --find-links /opt/wheels -e '.[dev,docs,hf,optimize,metrics,semantic,ray,agents,lm-eval]'
+# The tests need every extra; torch comes from /opt/wheels' CPU build where present (pinned by constraints.txt).
+$(STAMP): $(CORE) constraints.txt
+	$(BIN)/python -m pip install --quiet $(CONSTRAINTS) --find-links /opt/wheels -e '.[dev,docs,hf,optimize,metrics,semantic,ray,agents,lm-eval]'
 	touch $(STAMP)
 
 demo: $(CORE)
