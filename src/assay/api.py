@@ -62,7 +62,7 @@ class RunFailed(AssayError):
 def check_settings(settings: dict[str, Any], *, call: str = "assay.run", also: Sequence[str] = ()) -> None:
     """Unknown keyword arguments are a ConfigError naming them, suggesting the intended one, listing the valid ones
     (the RunSettings fields, and ``also``)."""
-    from assay.tasks.loader import did_you_mean
+    from assay.tasks.taskfile import did_you_mean
 
     known = sorted({*RunSettings.model_fields, *also})
     unknown = [name for name in settings if name not in RunSettings.model_fields]

@@ -11,7 +11,7 @@ from assay.tools.base import ToolSet
 
 if TYPE_CHECKING:
     from assay.tasks.config import TaskConfig
-    from assay.tasks.loader import ConfigContext
+    from assay.tasks.taskfile import ConfigContext
 
 
 @dataclass

@@ -175,7 +175,7 @@ def parse_spec(task: Task, overrides: dict[str, Any] | None = None) -> OptimizeS
         loc = ("optimize", *tuple(e["loc"]))
         message = str(e["msg"]).removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
-            from assay.tasks.loader import did_you_mean
+            from assay.tasks.taskfile import did_you_mean
 
             known = _known(tuple(e["loc"])[:-1])
             message = f"unknown key{did_you_mean(str(loc[-1]), known)}; known keys: {', '.join(known)}"
@@ -240,7 +240,7 @@ def _check_against_task(task: Task, spec: OptimizeSpec, given: dict[str, Any]) -
         if name == "model" and param.type != "choice":
             raise error(("space", name), "'model' is a choice among model specs")
         if name not in settable:
-            from assay.tasks.loader import did_you_mean
+            from assay.tasks.taskfile import did_you_mean
 
             names = sorted(settable)
             raise error(

@@ -18,7 +18,7 @@ _EXPORTS: dict[str, str] = {
     "register_step": "assay.tasks.filters",
     "build_step": "assay.tasks.filters",
     "load_task": "assay.tasks.loader",
-    "ConfigContext": "assay.tasks.loader",
+    "ConfigContext": "assay.tasks.taskfile",
     "DatasetSpec": "assay.data.spec",
 }
 
@@ -40,10 +40,11 @@ if TYPE_CHECKING:
     from assay.data.spec import DatasetSpec
     from assay.tasks.fields import FieldMap
     from assay.tasks.filters import FilterPipeline, FilterStep, build_step, register_step
-    from assay.tasks.loader import ConfigContext, load_task
+    from assay.tasks.loader import load_task
     from assay.tasks.metrics import MetricSpec
     from assay.tasks.sample import Sample
     from assay.tasks.task import Task
+    from assay.tasks.taskfile import ConfigContext
 
 
 def __getattr__(name: str) -> Any:

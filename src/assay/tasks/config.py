@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from assay.data.spec import DatasetSpec
 from assay.errors import ConfigError
 from assay.models.loglikelihood import OutputType
-from assay.tasks.loader import ConfigContext, KeyPath, did_you_mean
+from assay.tasks.taskfile import ConfigContext, KeyPath, did_you_mean
 
 Role = Literal["system", "developer", "user", "assistant", "tool"]
 RepeatReduction = Literal["mean", "max", "min", "majority"]  # as assay.results.aggregate.REPEAT_REDUCTIONS

@@ -61,7 +61,7 @@ def _describe(step: str, options_cls: type[StepOptions], err: ValidationError) -
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"]) or "(options)"
         if e["type"] == "extra_forbidden":
-            from assay.tasks.loader import did_you_mean
+            from assay.tasks.taskfile import did_you_mean
 
             known = sorted(options_cls.model_fields)
             problems.append(
@@ -145,7 +145,7 @@ def step_names() -> list[str]:
 
 def build_step(config: dict[str, Any]) -> FilterStep:
     """A step from ``{"type": name, **options}``; unknown types and options raise ConfigError."""
-    from assay.tasks.loader import did_you_mean
+    from assay.tasks.taskfile import did_you_mean
 
     if not isinstance(config, dict):
         raise ConfigError(f"a filter step is a mapping like {{type: regex, pattern: ...}}, got {config!r}")

@@ -21,7 +21,7 @@ from assay.tasks.template import Template, compile_template, describe_render_err
 
 if TYPE_CHECKING:
     from assay.tasks.config import TaskConfig
-    from assay.tasks.loader import ConfigContext
+    from assay.tasks.taskfile import ConfigContext
 
 # lm-eval's default metrics of each output type
 DEFAULT_METRICS: dict[str, list[str]] = {

@@ -10,8 +10,8 @@ from typing import Any
 from assay.errors import ConfigError, DataError
 from assay.evaluators.base import Evaluator
 from assay.metricnames import metric_name_problem
-from assay.tasks.loader import ConfigContext, KeyPath, did_you_mean
 from assay.tasks.sample import Sample, get_path
+from assay.tasks.taskfile import ConfigContext, KeyPath, did_you_mean
 
 # keys of an evaluator entry that configure the metric rather than the evaluator
 METRIC_KEYS = ("name", "metric", "higher_is_better", "expected", "filters", "aggregation", "scope")

@@ -19,13 +19,13 @@ from assay.tasks.fewshot import FewshotSampler, shot_target
 from assay.tasks.fields import FieldMap
 from assay.tasks.filters import NO_FILTER, FilterPipeline, build_step
 from assay.tasks.lazy_samples import LazySamples, RowCheck, SampleView
-from assay.tasks.loader import ConfigContext, KeyPath, read_task_file
 from assay.tasks.loglikelihood import DEFAULT_METRICS, ChoiceSource, QueryBuilder, gold_text
 from assay.tasks.loglikelihood import check_config as check_loglikelihood_config
 from assay.tasks.metrics import MetricSpec, build_metrics, expected_value
 from assay.tasks.prompt import Prompt, RenderError
 from assay.tasks.reasoning import DEFAULT_DELIMITERS, ReasoningSplitter
 from assay.tasks.sample import Sample, has_path
+from assay.tasks.taskfile import ConfigContext, KeyPath, read_task_file
 from assay.tasks.template import Template, compile_template, describe_render_error
 
 if TYPE_CHECKING:

@@ -444,7 +444,7 @@ def describe_render_error(err: Exception, template: Template, context: dict[str,
     """What went wrong rendering ``template``, with the available variables and a did-you-mean for typos."""
     import jinja2
 
-    from assay.tasks.loader import did_you_mean
+    from assay.tasks.taskfile import did_you_mean
 
     if isinstance(err, jinja2.UndefinedError):
         missing = sorted(v for v in template.variables if v not in context)

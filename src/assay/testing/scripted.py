@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:
-    from assay.tasks.loader import ConfigContext, KeyPath
+    from assay.tasks.taskfile import ConfigContext, KeyPath
 
 Reply = Callable[[dict[str, Any]], Any]  # request JSON -> str | dict (or an awaitable of one)
 # /v1/completions: (one prompt: text or token ids, the request JSON) -> str | dict with COMPLETION_KEYS
@@ -232,7 +232,7 @@ class ReplyScript:
     def load(cls, path: str | Path) -> ReplyScript:
         """Read a ``.yaml``/``.yml`` or ``.json`` reply script; a bad one raises ConfigError naming the file, the
         line (YAML and, where it also parses as YAML, JSON) and the rule."""
-        from assay.tasks.loader import parse_yaml
+        from assay.tasks.taskfile import parse_yaml
 
         p = Path(path)
         source = str(path)
@@ -262,7 +262,7 @@ class ReplyScript:
     ) -> ReplyScript:
         """The script of already parsed data (``{"replies": [...], "default": ...}``); ``lines`` maps key paths
         to lines for the messages."""
-        from assay.tasks.loader import ConfigContext, did_you_mean
+        from assay.tasks.taskfile import ConfigContext, did_you_mean
 
         ctx = ConfigContext(source, dict(lines or {}))
         if not isinstance(data, dict):
@@ -327,7 +327,7 @@ class ReplyScript:
 
 
 def _rule(item: Any, path: KeyPath, ctx: ConfigContext) -> Rule:
-    from assay.tasks.loader import did_you_mean
+    from assay.tasks.taskfile import did_you_mean
 
     if not isinstance(item, dict):
         raise ctx.error(path, f"a rule is a mapping of conditions and a reply, got {type(item).__name__}")
@@ -387,7 +387,7 @@ _REPLY_TYPES: dict[str, tuple[type, ...]] = {
 
 def _check_reply(reply: Any, path: KeyPath, ctx: ConfigContext) -> Any:
     """``reply`` when it is a text or a reply mapping the server accepts; a ConfigError naming the key otherwise."""
-    from assay.tasks.loader import did_you_mean
+    from assay.tasks.taskfile import did_you_mean
 
     if isinstance(reply, str):
         return reply

@@ -22,10 +22,10 @@ from assay.tasks.importers.lmeval.requests import build_request
 from assay.tasks.importers.lmeval.scoring import jsonable, score_document
 from assay.tasks.importers.lmeval.settings import LmevalSettings
 from assay.tasks.importers.lmeval.suite import Document, Suite, filter_names, load_suite
-from assay.tasks.loader import ConfigContext
 from assay.tasks.metrics import MetricSpec
 from assay.tasks.sample import Sample
 from assay.tasks.task import Task
+from assay.tasks.taskfile import ConfigContext
 
 if TYPE_CHECKING:
     from assay.record import TaskInfo
