@@ -110,7 +110,8 @@ def _api_pages() -> None:
     ]
     for module_name, purpose in API_MODULES.items():
         module = importlib.import_module(module_name)
-        names = sorted(getattr(module, "__all__", ()), key=lambda n: (n.startswith("_"), n.lower()))
+        # in the order the module's author gave (``__version__`` and the like last)
+        names = sorted(getattr(module, "__all__", ()), key=lambda n: n.startswith("_"))
         index.append(f"- [`{module_name}`]({module_name}.md): {purpose}")
         rows, sections = [], []
         for name in names:
