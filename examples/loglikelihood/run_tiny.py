@@ -1,6 +1,6 @@
 """The log-likelihood tasks of this folder on a tiny model made offline (docs/how-to/loglikelihood-tasks.md).
 
-``assay.testing.tiny_lm`` trains a small tokenizer and saves a 2-layer GPT-2 with random weights, so nothing is
+``assay.testing.make_tiny_lm`` trains a small tokenizer and saves a 2-layer GPT-2 with random weights, so nothing is
 downloaded; its figures are those of a random model. Needs ``assay[hf]`` (torch and transformers).
 Run it from anywhere: ``python examples/loglikelihood/run_tiny.py``; the model goes to ``build/tiny-lm``, the runs
 under ``runs/``. Point ``--model hf:...`` at a real checkpoint for real figures.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import assay
-from assay.testing.tiny_lm import make_tiny_lm
+from assay.testing import make_tiny_lm
 
 HERE = Path(__file__).resolve().parent
 

@@ -1,5 +1,6 @@
-"""Helpers for testing: ``assert_eval`` (evaluations as assertions; the pytest plugin is ``pytest_plugin``) and a
-real OpenAI-compatible HTTP server with scripted replies and faults for testing tasks offline.
+"""Helpers for testing: ``assert_eval`` (evaluations as assertions; the pytest plugin is ``pytest_plugin``), a
+real OpenAI-compatible HTTP server with scripted replies and faults for testing tasks offline, scripted
+tool-calling models for agent tasks, and a tiny causal LM made offline for log-likelihood tasks.
 
 The names are loaded on first use, so ``python -m assay.testing.server`` runs the server module without importing
 it twice (and without runpy's warning about it).
@@ -7,6 +8,7 @@ it twice (and without runpy's warning about it).
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -14,20 +16,35 @@ if TYPE_CHECKING:
     from assay.testing.evaltest import SampleCase as SampleCase
     from assay.testing.evaltest import aassert_eval as aassert_eval
     from assay.testing.evaltest import assert_eval as assert_eval
-    from assay.testing.server import FaultPlan, OpenAITestServer, ScriptedReplies
+    from assay.testing.scripted import Conversation as Conversation
+    from assay.testing.scripted import ConversationReplies as ConversationReplies
+    from assay.testing.scripted import tool_then_answer as tool_then_answer
+    from assay.testing.server import FaultPlan as FaultPlan
+    from assay.testing.server import OpenAITestServer as OpenAITestServer
+    from assay.testing.server import ScriptedReplies as ScriptedReplies
+    from assay.testing.tiny_lm import make_tiny_lm as make_tiny_lm
 
-_EVALTEST = ("EvalAssertionError", "SampleCase", "aassert_eval", "assert_eval")
-__all__ = ["FaultPlan", "OpenAITestServer", "ScriptedReplies", *_EVALTEST]
+# public name -> the module of this package that defines it
+_EXPORTS = {
+    "assert_eval": "evaltest",
+    "aassert_eval": "evaltest",
+    "EvalAssertionError": "evaltest",
+    "SampleCase": "evaltest",
+    "OpenAITestServer": "server",
+    "FaultPlan": "server",
+    "ScriptedReplies": "server",
+    "ConversationReplies": "scripted",
+    "Conversation": "scripted",
+    "tool_then_answer": "scripted",
+    "make_tiny_lm": "tiny_lm",
+}
+__all__ = list(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    """``assert_eval`` & co. from :mod:`assay.testing.evaltest`; the test server's names from :mod:`.server`."""
-    if name in _EVALTEST:
-        from assay.testing import evaltest
-
-        return getattr(evaltest, name)
-    if name in ("FaultPlan", "OpenAITestServer", "ScriptedReplies"):
-        from assay.testing import server
-
-        return getattr(server, name)
-    raise AttributeError(f"module 'assay.testing' has no attribute {name!r}")
+    """``assert_eval`` & co. from :mod:`assay.testing.evaltest`, the test server's names from :mod:`.server`, the
+    scripted models' from :mod:`.scripted`, ``make_tiny_lm`` from :mod:`.tiny_lm`."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'assay.testing' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"assay.testing.{module}"), name)
