@@ -13,8 +13,9 @@ from assay.evaluators.base import Evaluator
 from assay.models.python import PythonModel
 from assay.models.retry import RetryPolicy
 from assay.record import SampleRecord
+from assay.runner.outcomes import ErrorRateExceeded
 from assay.runner.progress import RunProgress
-from assay.runner.scheduler import ErrorRateExceeded, Scheduler, SchedulerConfig
+from assay.runner.scheduler import Scheduler, SchedulerConfig
 from assay.store.rundir import SAMPLES, SampleWriter, read_records
 from assay.tasks import Task
 from assay.verdict import Verdict

@@ -71,8 +71,8 @@ def score_command(
     no model is called. With --in-place, RUN_DIR itself is rewritten (holding its lock). With --executor ray,
     Ray workers score shards of the records; this process still writes the run folder."""
     from assay.api import load_tasks, run_sync
+    from assay.runner.outcomes import WorkerLost
     from assay.runner.rescore import rescore
-    from assay.runner.scheduler import WorkerLost
 
     console = Console(stderr=True, soft_wrap=True)  # messages stay one line each in CI logs
     if in_place and output_dir is not None:

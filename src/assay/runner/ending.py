@@ -10,14 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assay.runner.scheduler import (
-    ErrorRateExceeded,
-    ModelAccessError,
-    RunStats,
-    Scheduler,
-    ToolsUnavailable,
-    WorkerLost,
-)
+from assay.runner.outcomes import ErrorRateExceeded, ModelAccessError, ToolsUnavailable, WorkerLost
+from assay.runner.scheduler import RunStats, Scheduler
 
 if TYPE_CHECKING:
     from assay.tasks import Sample, Task

@@ -9,12 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from assay.errors import AssayError
 from assay.models.base import Model, ModelError, Request, Response
 from assay.models.retry import RetryBudget, RetryPolicy, attempt_once, next_wait
 from assay.record import SampleRecord, judge_cache_hits
 from assay.runner.exits import DEFAULT_MAX_RESPONSE_CHARS, error_rate_problem
 from assay.runner.limiter import AttemptLimiter
+from assay.runner.outcomes import ErrorRateExceeded, ModelAccessError, RequestOutcome, StopRun
 from assay.runner.progress import RunProgress
 from assay.runner.room import PARKED_PER_SLOT, Place, Room
 from assay.runner.scoring import LIMIT_STOPS, score_sample
@@ -23,28 +23,6 @@ from assay.store.rundir import SampleWriter
 if TYPE_CHECKING:
     from assay.models.cache import ResponseCache
     from assay.tasks import Sample, Task
-
-
-class StopRun(AssayError):
-    """The run must stop before its end; samples not yet answered stay pending for ``--resume``."""
-
-
-class ErrorRateExceeded(StopRun):
-    """The run stopped because too many samples failed (``max_error_rate``)."""
-
-
-class WorkerLost(StopRun):
-    """Workers running the run's samples (forked processes, Ray actors) died; finished samples are kept and a
-    resume redoes the rest."""
-
-
-class ModelAccessError(StopRun):
-    """The model refused every request (401, 403, 404 model not found): sending the rest would be wasted."""
-
-
-class ToolsUnavailable(StopRun):
-    """An agent task's run-long tools (an MCP server) could not start: the run stops before any trajectory runs
-    without them (:mod:`assay.runner.trajectories`)."""
 
 
 @dataclass
@@ -59,13 +37,6 @@ class SchedulerConfig:
     fsync_every: int = 200
     max_response_chars: int | None = DEFAULT_MAX_RESPONSE_CHARS  # what samples.jsonl keeps of each answer
     prior: tuple[int, int, int] = (0, 0, 0)  # a resumed run's samples already written: (done, model, evaluator errors)
-
-
-@dataclass
-class RequestOutcome:
-    response: Response | None
-    error: str | None
-    cached: bool
 
 
 @dataclass

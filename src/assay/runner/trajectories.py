@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from assay.agents.loop import AgentLoop, TurnFailed
 from assay.models.base import Model, Request, Response
+from assay.runner.outcomes import RequestOutcome, ToolsUnavailable
 from assay.tools.base import ToolStartError
 
 if TYPE_CHECKING:
     from assay.runner.room import Place
-    from assay.runner.scheduler import RequestOutcome, Scheduler
+    from assay.runner.scheduler import Scheduler
     from assay.tasks import Task
 
 
@@ -41,8 +42,6 @@ def scripted_turns(request: Request) -> list[str]:
 async def run_trajectory(scheduler: Scheduler, task: Task, request: Request, place: Place | None) -> RequestOutcome:
     """One sample's trajectory; a model call that fails after its retries makes it an error sample. Tools that
     cannot start stop the run (:class:`ToolsUnavailable`): no sample is judged on a model offered no tools."""
-    from assay.runner.scheduler import RequestOutcome, ToolsUnavailable
-
     loop = loop_for(scheduler, task)
 
     async def turn(turn_request: Request) -> tuple[Response, bool]:

@@ -37,8 +37,8 @@ from assay.forking import (  # re-exported: they used to live here
 from assay.gcpause import gc_paused
 from assay.runner.executors.shards import OfflineShard, Scored, scored
 from assay.runner.offline import OfflineScheduler, answer_all, encode, first_errors, score_records
+from assay.runner.outcomes import WorkerLost
 from assay.runner.pending import PendingWork, runs, tasks_of
-from assay.runner.scheduler import WorkerLost
 from assay.store.rundir import CHUNKS_PREFIX
 
 __all__ = [

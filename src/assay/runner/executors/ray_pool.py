@@ -20,7 +20,7 @@ import ray.exceptions
 
 from assay.errors import ConfigError
 from assay.runner.executors import RayOptions
-from assay.runner.scheduler import WorkerLost
+from assay.runner.outcomes import WorkerLost
 
 DEFAULT_START_TIMEOUT_S = 60.0  # a worker starts in about a second; a cold node pulling its env takes longer
 RETRY_S = 0.5  # between two asks whether a worker that Ray is restarting is back
