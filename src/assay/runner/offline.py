@@ -21,12 +21,11 @@ from itertools import groupby
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
-import pydantic_core
-
 from assay.evaluators.base import Evaluator
 from assay.gcpause import gc_paused
 from assay.models.base import Message, Model, ModelError, Request, Response
 from assay.record import judge_cache_hits
+from assay.runner.executors.shards import Scored, encode, scored
 from assay.runner.pending import PendingWork, runs
 from assay.runner.scheduler import Scheduler, _cap, stored_response
 from assay.runner.scoring import LIMIT_STOPS, _judge, limit_stop, nothing_to_judge
@@ -39,7 +38,6 @@ from assay.verdict import Verdict
 if TYPE_CHECKING:
     from assay.models.predictions import PredictionsModel
     from assay.results.scanahead import ChunkScan, ScanAhead
-    from assay.runner.executors.shards import Scored
     from assay.runner.scheduler import RunStats
     from assay.tasks import Sample, Task
     from assay.tasks.metrics import MetricSpec
@@ -391,11 +389,6 @@ def response_json(response: Response | None) -> dict[str, Any] | None:
     return out
 
 
-def encode(record: Mapping[str, Any]) -> bytes:
-    """One samples.jsonl line (UTF-8, without its newline) for a record in SampleRecord's JSON form."""
-    return pydantic_core.to_json(record)
-
-
 async def score_records(
     task: Task,
     chunk: Sequence[Answered],
@@ -404,7 +397,8 @@ async def score_records(
     model_seconds: float = 0.0,
     max_response_chars: int | None = None,
 ) -> list[dict[str, Any]]:
-    """The finished records (SampleRecord's JSON form, ready for :func:`encode`) of a chunk of answered samples.
+    """The finished records (SampleRecord's JSON form, ready for :func:`~assay.runner.executors.shards.encode`) of a
+    chunk of answered samples.
 
     The unit of offline work, for any executor: a re-scored record (``logged``) keeps everything but its filters,
     task hash, reasoning taken out and scoring time; a new one gets its prompt rendered and the timings given. As in
@@ -512,8 +506,6 @@ class OfflineScheduler(Scheduler):
         )
         if any(callable(getattr(m.evaluator, "judges", None)) for m in task.metrics):  # judges may answer from a cache
             self.stats.judge_cache_hits += sum(judge_cache_hits(record["filters"]) for record in records)
-        from assay.runner.executors.shards import scored
-
         lines, part = ahead.encode_and_scan(records, encode, before) if ahead is not None else (None, None)
         done = scored(records, lines)
         self.write_scored(task.name, [item.sample.id for item in answered], first_errors(answered), done, ahead=part)
@@ -576,13 +568,3 @@ def answer_all(model: PredictionsModel, task: Task, samples: list[Sample]) -> tu
                 errors.append(str(err))
         answered.append(Answered(sample, responses, errors))
     return answered, requests
-
-
-def verdict_error(filters: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """The first error verdict of a record's filters (JSON form), as the per-sample path finds it."""
-    for filtered in filters.values():
-        for metric, verdicts in filtered["verdicts"].items():
-            for verdict in verdicts:
-                if verdict.get("error"):
-                    return f"{metric}: {verdict['error']}"
-    return None

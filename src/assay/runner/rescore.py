@@ -26,8 +26,9 @@ from assay.models.base import Response
 from assay.record import RunManifest
 from assay.runner.executors import EXECUTORS, RayOptions, require_ray
 from assay.runner.executors.processes import can_fork, default_processes
+from assay.runner.executors.shards import encode, verdict_error
 from assay.runner.lock import run_lock
-from assay.runner.offline import CHUNK, Answered, encode, score_records, verdict_error
+from assay.runner.offline import CHUNK, Answered, score_records
 from assay.runner.pending import runs
 from assay.runner.scheduler import RunStats
 from assay.runner.session import RESULTS_OPTIONS, close_evaluators, new_run_dir, task_judges

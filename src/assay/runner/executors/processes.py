@@ -35,8 +35,8 @@ from assay.forking import (  # re-exported: they used to live here
     worker_start,
 )
 from assay.gcpause import gc_paused
-from assay.runner.executors.shards import OfflineShard, Scored, scored
-from assay.runner.offline import OfflineScheduler, answer_all, encode, first_errors, score_records
+from assay.runner.executors.shards import OfflineShard, Scored, encode, scored
+from assay.runner.offline import OfflineScheduler, answer_all, first_errors, score_records
 from assay.runner.outcomes import WorkerLost
 from assay.runner.pending import PendingWork, runs, tasks_of
 from assay.store.rundir import CHUNKS_PREFIX

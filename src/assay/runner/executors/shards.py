@@ -3,11 +3,11 @@ them: consecutive samples of one task going out, encoded samples.jsonl lines com
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from assay.runner.offline import encode, verdict_error
+import pydantic_core
 
 if TYPE_CHECKING:
     from assay.tasks import Task
@@ -53,3 +53,18 @@ def scored(records: Sequence[dict[str, Any]], lines: list[bytes] | None = None) 
         [sum(r is not None and r.get("truncated_from") is not None for r in rec["responses"]) for rec in records],
         [next((e for e in rec.get("response_errors") or () if e), None) for rec in records],
     )
+
+
+def encode(record: Mapping[str, Any]) -> bytes:
+    """One samples.jsonl line (UTF-8, without its newline) for a record in SampleRecord's JSON form."""
+    return pydantic_core.to_json(record)
+
+
+def verdict_error(filters: Mapping[str, Mapping[str, Any]]) -> str | None:
+    """The first error verdict of a record's filters (JSON form), as the per-sample path finds it."""
+    for filtered in filters.values():
+        for metric, verdicts in filtered["verdicts"].items():
+            for verdict in verdicts:
+                if verdict.get("error"):
+                    return f"{metric}: {verdict['error']}"
+    return None
