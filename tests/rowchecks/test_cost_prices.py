@@ -4,12 +4,12 @@ operational figures use, so a config's cost check needs no price of its own."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 from assay.testing.server import OpenAITestServer
-from tests.e2e.e2e_support import assay_cmd, sample_lines
+from tests.e2e.e2e_support import sample_lines
+from tests.support import assay_in_process
 
 CONFIG = """
 prompts: ["Say {{word}}"]
@@ -26,9 +26,8 @@ def _run(
     tmp_path: Path, server: OpenAITestServer, *extra: str, config: str = CONFIG
 ) -> subprocess.CompletedProcess[str]:
     (tmp_path / "promptfooconfig.yaml").write_text(config)
-    env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
-    cmd = assay_cmd("run", "promptfooconfig.yaml", "-o", "runs", "-q", *extra)
-    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    env = {"OPENAI_BASE_URL": server.base_url, "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
+    return assay_in_process("run", "promptfooconfig.yaml", "-o", "runs", "-q", *extra, cwd=tmp_path, env=env)
 
 
 def test_cost_checks_use_the_runs_prices(tmp_path: Path) -> None:

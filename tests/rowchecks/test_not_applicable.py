@@ -10,7 +10,8 @@ from typing import Any
 import yaml
 
 from assay.testing.server import OpenAITestServer
-from tests.e2e.e2e_support import only_run_dir, run_cli, sample_lines
+from tests.e2e.e2e_support import only_run_dir, sample_lines
+from tests.support import run_cli_in_process
 
 N = 10
 
@@ -65,7 +66,7 @@ def check(run_dir: Path, stdout: str) -> None:
 def test_rows_without_a_target_are_not_applicable_on_the_per_sample_path(tmp_path: Path) -> None:
     task = write(tmp_path)
     with OpenAITestServer(reply) as server:
-        proc = run_cli(
+        proc = run_cli_in_process(
             "run", str(task), "--model", "openai:assay-test", "--base-url", server.base_url, "-o", "out", cwd=tmp_path
         )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -74,7 +75,7 @@ def test_rows_without_a_target_are_not_applicable_on_the_per_sample_path(tmp_pat
 
 def test_rows_without_a_target_are_not_applicable_on_the_batch_path(tmp_path: Path) -> None:
     task = write(tmp_path)
-    proc = run_cli("run", str(task), "--model", "predictions:preds.jsonl", "-o", "out", cwd=tmp_path)
+    proc = run_cli_in_process("run", str(task), "--model", "predictions:preds.jsonl", "-o", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     check(only_run_dir(tmp_path / "out"), proc.stdout)
 
@@ -84,7 +85,7 @@ def test_a_missing_expected_field_is_not_applicable_not_an_error(tmp_path: Path)
     config = yaml.safe_load(task.read_text())
     config["evaluators"] = [{"name": "exact_match", "strip": True, "expected": "doc.target"}]
     task.write_text(yaml.safe_dump(config, sort_keys=False))
-    proc = run_cli("run", str(task), "--model", "predictions:preds.jsonl", "-o", "out", cwd=tmp_path)
+    proc = run_cli_in_process("run", str(task), "--model", "predictions:preds.jsonl", "-o", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     em = figures(only_run_dir(tmp_path / "out"), "exact_match")
     assert (em["mean"], em["n_scored"], em["n_errored"], em["n_not_applicable"]) == (0.8, 5, 0, 5)

@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from assay.testing.server import OpenAITestServer
-from tests.e2e.e2e_support import only_run_dir, run_cli, sample_lines
+from tests.e2e.e2e_support import only_run_dir, sample_lines
 from tests.rowchecks.test_graded_server import GradingServer, cosine, letter_vector
+from tests.support import run_cli_in_process
 
 PIRATE = {"type": "icontains", "value": "arrr"}
 ROWS: list[tuple[str, str, dict[str, Any]]] = [  # (id, the model's reply, what the row carries besides its question)
@@ -126,7 +127,7 @@ def check(run_dir: Path) -> None:
 def test_row_checks_on_the_per_sample_path(tmp_path: Path) -> None:
     with GradingServer(reply) as server:
         task = write(tmp_path, server)
-        proc = run_cli(
+        proc = run_cli_in_process(
             "run", str(task), "--model", "openai:student", "--base-url", server.base_url, "-o", "out", cwd=tmp_path
         )
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -136,7 +137,7 @@ def test_row_checks_on_the_per_sample_path(tmp_path: Path) -> None:
 def test_row_checks_on_the_batch_path(tmp_path: Path) -> None:
     with GradingServer(reply) as server:
         task = write(tmp_path, server)
-        proc = run_cli("run", str(task), "--model", "predictions:preds.jsonl", "-o", "out", cwd=tmp_path)
+        proc = run_cli_in_process("run", str(task), "--model", "predictions:preds.jsonl", "-o", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     check(only_run_dir(tmp_path / "out"))
 
@@ -149,7 +150,8 @@ def test_a_check_that_cannot_run_errors_its_row_naming_it(tmp_path: Path) -> Non
         json.dumps({"id": "rubric", "question": "Answer rubric", "assert": [{"type": "llm-rubric", "value": "x"}]}),
     ]
     (tmp_path / "rows.jsonl").write_text("\n".join(rows) + "\n")
-    proc = run_cli("run", str(task), "--model", "predictions:preds.jsonl", "-o", "out", cwd=tmp_path)
+    proc = run_cli_in_process("run", str(task), "--model", "predictions:preds.jsonl", "-o", "out", cwd=tmp_path)
+    assert (tmp_path / "out").is_dir(), proc.stdout + proc.stderr  # a run that never began says why
     errors = {
         r["sample_id"]: r["filters"]["none"]["verdicts"]["row_checks"][0]["error"]
         for r in sample_lines(only_run_dir(tmp_path / "out"))

@@ -3,11 +3,10 @@ with the count before anything is built, and a config over the default cap runs 
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
-from tests.e2e.e2e_support import assay_cmd
+from tests.support import assay_in_process
 
 BIG = """
 prompts: ["{{a}} {{b}} {{c}}"]
@@ -28,10 +27,8 @@ def _config(tmp_path: Path, per_var: int) -> Path:
 
 
 def _run(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
-    env.pop("ASSAY_PROMPTFOO_MAX_TESTS", None)
-    cmd = assay_cmd("run", "promptfooconfig.yaml", "-o", "runs", "-q", *extra)
-    return subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    env = {"ASSAY_CACHE_DIR": str(tmp_path / "cache"), "ASSAY_PROMPTFOO_MAX_TESTS": None}
+    return assay_in_process("run", "promptfooconfig.yaml", "-o", "runs", "-q", *extra, cwd=tmp_path, env=env)
 
 
 def test_a_million_combinations_are_refused_with_the_count(tmp_path: Path) -> None:

@@ -4,7 +4,6 @@ equivalent refused by name (a clear error, exit 1, no traceback)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from assay.tasks.importers.promptfoo.csvtests import assertion_from_string
 from assay.tasks.importers.promptfoo.reader import read_config
 from assay.tasks.importers.promptfoo.where import At
 from assay.testing.server import OpenAITestServer
-from tests.e2e.e2e_support import assay_cmd
+from tests.support import assay_in_process
 
 REPLIES = {"Hello world": "Ahoy, world", "I'm hungry": "Arr, grub!", "Output the story of your life in json": "{}"}
 
@@ -23,15 +22,8 @@ def reply(request: dict[str, Any]) -> str:
 
 
 def run(work: Path, server: OpenAITestServer) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "ASSAY_CACHE_DIR": str(work / "cache")}
-    return subprocess.run(
-        assay_cmd("run", "promptfooconfig.yaml", "-o", "runs"),
-        cwd=work,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    env = {"OPENAI_BASE_URL": server.base_url, "ASSAY_CACHE_DIR": str(work / "cache")}
+    return assay_in_process("run", "promptfooconfig.yaml", "-o", "runs", cwd=work, env=env)
 
 
 def test_tests_from_a_csv_glob_with_expected_columns(tmp_path: Path) -> None:

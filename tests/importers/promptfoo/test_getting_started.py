@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from assay.testing.server import OpenAITestServer
-from tests.e2e.e2e_support import assay_cmd, sample_lines
+from tests.e2e.e2e_support import sample_lines
+from tests.support import assay_in_process
 
 FIXTURE = Path(__file__).parent / "getting_started"
 # (model, prompt's first word, input) -> reply; icontains ignores case, contains does not
@@ -37,10 +38,9 @@ def reply(request: dict[str, Any]) -> str:
 def _run(tmp_path: Path, server: OpenAITestServer, *args: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     work = tmp_path / "getting-started"
     shutil.copytree(FIXTURE, work, dirs_exist_ok=True)
-    env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
-    env.setdefault("OPENAI_API_KEY", "EMPTY")
-    cmd = assay_cmd("run", "promptfooconfig.yaml", "-o", "runs", *args)
-    return subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=300), work / "runs"
+    env = {"OPENAI_BASE_URL": server.base_url, "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
+    env["OPENAI_API_KEY"] = os.environ.get("OPENAI_API_KEY", "EMPTY")
+    return assay_in_process("run", "promptfooconfig.yaml", "-o", "runs", *args, cwd=work, env=env), work / "runs"
 
 
 def _means(run_dir: Path) -> dict[str, float]:

@@ -5,7 +5,6 @@ checks and a $ref template; the figures computed by hand."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -13,8 +12,9 @@ from typing import Any
 import pytest
 
 from assay.testing.server import OpenAITestServer
-from tests.e2e.e2e_support import assay_cmd, sample_lines
+from tests.e2e.e2e_support import sample_lines
 from tests.rowchecks.test_graded_server import GradingServer, cosine, letter_vector
+from tests.support import assay_in_process
 
 FIXTURE = Path(__file__).parent / "simple_test"
 HELLO = "Ahoy, world!" + " " * 300  # over 300 characters: the python check's max(0, len(output) - 300) is 12
@@ -40,15 +40,10 @@ def reply(request: dict[str, Any]) -> str:
 
 
 def run(tmp_path: Path, server: OpenAITestServer) -> tuple[Any, Path]:
-    import subprocess
-
     work = tmp_path / "simple-test"
     shutil.copytree(FIXTURE, work)
-    env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
-    env["COLUMNS"] = "200"
-    cmd = assay_cmd("run", "promptfooconfig.yaml", "-o", "runs")
-    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=300)
-    return proc, work / "runs"
+    env = {"OPENAI_BASE_URL": server.base_url, "ASSAY_CACHE_DIR": str(tmp_path / "cache"), "COLUMNS": "200"}
+    return assay_in_process("run", "promptfooconfig.yaml", "-o", "runs", cwd=work, env=env), work / "runs"
 
 
 def test_simple_test_runs_unchanged_with_every_figure_right(tmp_path: Path) -> None:
