@@ -161,7 +161,7 @@ def test_the_readers_read_big_integers_and_nan_as_before(tmp_path: Path) -> None
     from assay.data.formats import jsonl_row
     from assay.data.lazy import JsonlRows
     from assay.models.predictions import PredictionsModel
-    from assay.runner.rescore import iter_sample_lines_of
+    from assay.runner.logged import iter_sample_lines_of
 
     expected = json.loads(BIG_LINE)
     assert same(jsonl_row(BIG_LINE + b"\n", 1, "d"), expected)

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from assay.errors import AssayError, ConfigError
 from assay.models.base import Model
-from assay.runner.session import RUNTIME_SETTINGS, RunOutcome, RunSettings, execute
+from assay.runner.session import RunOutcome, RunSettings, execute
+from assay.runner.settings import RUNTIME_SETTINGS
 from assay.secrets import REDACTED
 from assay.store.rundir import read_manifest
 from assay.tasks.importers.lmeval.settings import KEYWORDS as LMEVAL_KEYWORDS

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from assay.runner.executors import RayOptions, make_executor
+from assay.runner.executors import RayOptions
+from assay.runner.executors.choose import make_executor
 from assay.runner.session import RunSettings
 from tests.e2e.e2e_support import write_task
 

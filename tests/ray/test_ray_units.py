@@ -62,7 +62,7 @@ def test_resources_are_how_a_task_runs_not_what_it_evaluates() -> None:
 
 def test_a_predictions_run_on_ray_goes_to_the_offline_workers(tmp_path: Path) -> None:
     from assay.models.predictions import PredictionsModel
-    from assay.runner.executors import make_executor
+    from assay.runner.executors.choose import make_executor
     from assay.runner.executors.ray_offline import RayOfflineExecutor
     from assay.runner.progress import RunProgress
     from assay.runner.scheduler import SchedulerConfig

@@ -86,7 +86,8 @@ async def test_the_lines_ray_workers_get_make_the_local_rescores_answered_sample
     """A re-score on Ray sends logged lines unparsed with the sample the driver found by their first keys; a
     worker makes of them what the local re-score makes of the parsed records (lines in another layout, a sample
     the dataset no longer has at that place, a torn tail: all alike)."""
-    from assay.runner.rescore import _answered, _chunks, _logged_lines, _string, answered_from_line
+    from assay.runner.logged import answered_from_line, answered_from_record
+    from assay.runner.rescore import _chunks, _logged_lines, _string
 
     rows, preds = write_inputs(tmp_path)
     task = load_task(task_config(rows))
@@ -102,7 +103,7 @@ async def test_the_lines_ray_workers_get_make_the_local_rescores_answered_sample
     by_name = {task.name: task}
     samples = {task.name: task.samples()}
 
-    local = [_answered(r, samples[task.name]) for _, records in _chunks(path, by_name) for r in records]
+    local = [answered_from_record(r, samples[task.name]) for _, records in _chunks(path, by_name) for r in records]
     sent = [item for _, items in _logged_lines(path, by_name, samples, 7) for item in items]
     on_worker = [answered_from_line(item, str(path)) for item in sent]
     assert len(on_worker) == len(local) == N
@@ -113,7 +114,7 @@ async def test_the_lines_ray_workers_get_make_the_local_rescores_answered_sample
 
 
 def test_a_corrupt_line_sent_to_a_ray_worker_is_an_error_naming_it(tmp_path: Path) -> None:
-    from assay.runner.rescore import answered_from_line
+    from assay.runner.logged import answered_from_line
 
     with pytest.raises(DataError, match=r"samples.jsonl:7: corrupt sample line"):
         answered_from_line(

@@ -423,7 +423,7 @@ class Engine:
 
 
 def _runtime(settings: dict[str, Any]) -> dict[str, Any]:
-    from assay.runner.session import RUNTIME_SETTINGS
+    from assay.runner.settings import RUNTIME_SETTINGS
 
     return {k: v for k, v in settings.items() if k in RUNTIME_SETTINGS} | {"progress": False}
 

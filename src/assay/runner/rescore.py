@@ -21,17 +21,18 @@ from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError, DataError
 from assay.gcpause import gc_paused
-from assay.jsonfast import loads
-from assay.models.base import Response
 from assay.record import RunManifest
+from assay.runner.evaluatorhooks import close_evaluators, task_judges
 from assay.runner.executors import EXECUTORS, RayOptions, require_ray
 from assay.runner.executors.processes import can_fork, default_processes
 from assay.runner.executors.shards import encode, verdict_error
 from assay.runner.lock import run_lock
-from assay.runner.offline import CHUNK, Answered, score_records
+from assay.runner.logged import LoggedLine, answered_from_record, iter_sample_lines_of
+from assay.runner.offline import CHUNK, score_records
 from assay.runner.pending import runs
 from assay.runner.scheduler import RunStats
-from assay.runner.session import RESULTS_OPTIONS, close_evaluators, new_run_dir, task_judges
+from assay.runner.session import new_run_dir
+from assay.runner.settings import RESULTS_OPTIONS
 from assay.store.rundir import (
     SAMPLES,
     SampleWriter,
@@ -61,33 +62,6 @@ class Rescored:
     first_evaluator_error: str | None = None
 
 
-def _sample_for(record: dict[str, Any], samples: Sequence[Sample]) -> Sample:
-    """The task's sample behind a logged record (its input is not logged), else one rebuilt from the record."""
-    from assay.tasks import Sample
-
-    doc_id, sample_id = record.get("doc_id"), str(record.get("sample_id"))
-    if isinstance(doc_id, int) and 0 <= doc_id < len(samples) and samples[doc_id].id == sample_id:
-        return samples[doc_id]
-    return Sample(
-        doc_id=doc_id if isinstance(doc_id, int) else -1,
-        id=sample_id,
-        doc=record.get("doc") or {},
-        input=None,
-        target=record.get("target"),
-        metadata=record.get("metadata") or {},
-    )
-
-
-def _answered(record: dict[str, Any], samples: Sequence[Sample], sample: Sample | None = None) -> Answered:
-    responses = [None if r is None else Response.model_validate(r) for r in record.get("responses") or []]
-    errors = list(record.get("response_errors") or [None] * len(responses))
-    return Answered(sample or _sample_for(record, samples), responses, errors, logged=record)
-
-
-# a logged line on its way to a Ray worker: the task's sample when the driver found it (else the worker rebuilds it
-# from the record), the line (its bytes; parsed when its first keys are not where SampleRecord writes them), and
-# its line number
-LoggedLine = tuple["Sample | None", "bytes | dict[str, Any]", int]
 _STR = rb'("(?:[^"\\]|\\.)*")'
 _HEAD = re.compile(  # a record's first keys as SampleRecord.model_dump_json (or json.dumps) writes them
     rb'\{\s*"task"\s*:\s*' + _STR + rb'\s*,\s*"task_hash"\s*:\s*"[^"\\]*"\s*,\s*"doc_id"\s*:\s*(-?\d+)\s*,'
@@ -130,25 +104,6 @@ def _tasked_lines(
 def _string(quoted: bytes) -> Any:
     """A JSON string literal's value (without the JSON parser when it has no escapes)."""
     return quoted[1:-1].decode("utf-8") if b"\\" not in quoted else json.loads(quoted)
-
-
-def iter_sample_lines_of(lines: list[bytes], path: Path | str, first: int) -> Iterator[dict[str, Any]]:
-    """Parsed records of ``lines`` (numbered from ``first`` in ``path``); a corrupt one is a DataError naming it."""
-    for lineno, raw in enumerate(lines, first):
-        try:
-            record = loads(raw, json.loads)
-        except (json.JSONDecodeError, UnicodeDecodeError) as err:
-            raise DataError(f"{path}:{lineno}: corrupt sample line: {err}") from None
-        if not isinstance(record, dict):
-            raise DataError(f"{path}:{lineno}: corrupt sample line: not a JSON object")
-        yield record
-
-
-def answered_from_line(item: LoggedLine, source: str) -> Answered:
-    """A logged line as a Ray worker scores it (the :class:`Answered` the local re-score makes of it)."""
-    sample, line, lineno = item
-    record = line if isinstance(line, dict) else next(iter_sample_lines_of([line], source, lineno))
-    return _answered(record, [], sample)
 
 
 def _chunks(path: Path, by_name: dict[str, Task]) -> Iterator[tuple[Task, list[dict[str, Any]]]]:
@@ -218,7 +173,7 @@ async def _rescore_next(
     if chunk is None:
         return None
     task, records = chunk
-    scored = await score_records(task, [_answered(r, samples[task.name]) for r in records])
+    scored = await score_records(task, [answered_from_record(r, samples[task.name]) for r in records])
     writer.write_lines([encode(record) for record in scored])
     for record in scored:
         model_error = next((e for e in record.get("response_errors") or [] if e), None)

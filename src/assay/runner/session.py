@@ -17,15 +17,14 @@ from assay.gcpause import gc_paused
 from assay.models.base import Model
 from assay.record import RunManifest
 from assay.runner.ending import Ending, drive, is_disk_full
-from assay.runner.executors import make_executor, require_ray
-from assay.runner.gitinfo import GitHash as GitHash  # re-exported: it used to live here
-from assay.runner.gitinfo import git_hash
+from assay.runner.evaluatorhooks import close_evaluators, share_run_cache, share_run_prices, task_judges
+from assay.runner.executors import require_ray
+from assay.runner.executors.choose import make_executor
+from assay.runner.gitinfo import GitHash, git_hash
 from assay.runner.lock import run_lock
 from assay.runner.pending import PendingWork
 from assay.runner.progress import RunProgress
 from assay.runner.scheduler import RunStats, Scheduler, SchedulerConfig
-from assay.runner.settings import RESULTS_OPTIONS as RESULTS_OPTIONS  # re-exported: settings used to live here
-from assay.runner.settings import RUNTIME_SETTINGS as RUNTIME_SETTINGS
 from assay.runner.settings import RunOutcome, RunSettings
 from assay.secrets import redact_spec
 from assay.store.rundir import (
@@ -74,42 +73,6 @@ def _check_unique_names(tasks: list[Task]) -> None:
         if task.name in seen:
             raise ConfigError(f"two tasks are named {task.name!r}; task names must be unique within a run")
         seen.add(task.name)
-
-
-def task_judges(task: Task) -> list[dict[str, Any]]:
-    """The judge models a task's evaluators call (each names its role), for the manifest."""
-    found: list[dict[str, Any]] = []
-    for metric in task.metrics:
-        judges = getattr(metric.evaluator, "judges", None)
-        if callable(judges):
-            found.extend({**j, "metric": metric.name, "task": task.name} for j in judges())
-    return found
-
-
-def share_run_cache(tasks: list[Task], enabled: bool, path: Path | None) -> None:
-    """Hand the run's cache switch (one for every cache, off by default) to the evaluators that keep one of their
-    own (a judge's answers), so they follow it unless their options say otherwise."""
-    for task in tasks:
-        for metric in task.metrics:
-            use = getattr(metric.evaluator, "use_run_cache", None)
-            if callable(use):
-                use(enabled, path)
-
-
-def share_run_prices(tasks: list[Task], prices: dict[str, dict[str, float]] | None) -> None:
-    """Hand the run's price table (``--prices``) to the evaluators that judge cost (promptfoo's ``cost`` check)."""
-    for task in tasks:
-        for metric in task.metrics:
-            use = getattr(metric.evaluator, "use_run_prices", None)
-            if callable(use):
-                use(prices or {})
-
-
-async def close_evaluators(tasks: list[Task]) -> None:
-    """Release what the tasks' evaluators hold (judge connections)."""
-    for task in tasks:
-        for metric in task.metrics:
-            await metric.evaluator.aclose()
 
 
 def start_manifest(

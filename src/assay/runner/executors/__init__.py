@@ -1,24 +1,18 @@
 """Who runs the work of a run: ``local`` (this process, the default) or ``ray`` (a Ray cluster).
 
-The session hands an executor the pending (task, sample) pairs and the run folder's writer; the executor returns
-finished records to that writer, so the driver stays the single writer of the run folder whatever runs the work.
-Nothing here imports ``ray``: only choosing ``executor="ray"`` does.
+The session hands an executor (:func:`~assay.runner.executors.choose.make_executor`) the pending (task, sample)
+pairs and the run folder's writer; the executor returns finished records to that writer, so the driver stays the
+single writer of the run folder whatever runs the work. Nothing here imports ``ray``: only choosing
+``executor="ray"`` does.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from assay.errors import ConfigError
-
-if TYPE_CHECKING:
-    from assay.models.base import Model
-    from assay.models.cache import ResponseCache
-    from assay.runner.progress import RunProgress
-    from assay.runner.scheduler import Scheduler, SchedulerConfig
-    from assay.store.rundir import SampleWriter
 
 ExecutorName = Literal["local", "ray"]
 EXECUTORS: tuple[str, ...] = ("local", "ray")
@@ -49,42 +43,3 @@ def require_ray() -> None:
         raise ConfigError(
             f"--executor ray needs Ray, which cannot be imported here ({err}): pip install 'assay[ray]'"
         ) from None
-
-
-def make_executor(
-    name: str,
-    model: Model,
-    writer: SampleWriter,
-    config: SchedulerConfig,
-    *,
-    cache: ResponseCache | None,
-    progress: RunProgress,
-    ray: RayOptions | None = None,
-    offline: bool = False,
-    processes: int | None = None,
-) -> Scheduler:
-    """The executor called ``name``, with the scheduler's interface (``run(work)``, ``stats``, ``cache_failures``).
-
-    ``offline`` (the answers exist: a predictions run) goes through the chunked batch scorer: here, in
-    ``processes`` forked worker processes (None: one per CPU), or on Ray workers fed shards of answered samples."""
-    if name == "local":
-        if offline:
-            from assay.runner.executors.processes import ProcessOfflineExecutor, default_processes
-
-            return ProcessOfflineExecutor(
-                model, writer, config, cache=cache, progress=progress, processes=processes or default_processes()
-            )
-        from assay.runner.executors.local import LocalExecutor
-
-        return LocalExecutor(model, writer, config, cache=cache, progress=progress)
-    if name == "ray":
-        if offline:
-            from assay.runner.executors.ray_offline import RayOfflineExecutor
-
-            return RayOfflineExecutor(
-                model, writer, config, cache=cache, progress=progress, options=ray or RayOptions()
-            )
-        from assay.runner.executors.ray import RayExecutor
-
-        return RayExecutor(model, writer, config, cache=cache, progress=progress, options=ray or RayOptions())
-    raise ValueError(f"unknown executor {name!r}; known: {', '.join(EXECUTORS)}")

@@ -112,7 +112,7 @@ def _score_in_worker(task_name: str, items: Any, started_at: float, source: str 
 
 def _score_chunk(task_name: str, items: Any, started_at: float, source: str | None, before: int) -> Done:
     """:func:`_score_in_worker`'s work, with the GC off."""
-    from assay.runner.rescore import answered_from_line
+    from assay.runner.logged import answered_from_line
 
     state = cast(_Inherited, _INHERITED)
     task = state.tasks[task_name]

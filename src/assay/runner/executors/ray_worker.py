@@ -24,7 +24,7 @@ from assay.runner.scheduler import Scheduler, SchedulerConfig
 from assay.store.rundir import SampleWriter
 
 if TYPE_CHECKING:
-    from assay.runner.rescore import LoggedLine
+    from assay.runner.logged import LoggedLine
     from assay.tasks import Sample, Task
 
 
@@ -185,7 +185,7 @@ class ShardWorker:
 
     async def close(self) -> None:
         """Release the model's and evaluators' connections."""
-        from assay.runner.session import close_evaluators
+        from assay.runner.evaluatorhooks import close_evaluators
 
         await self.model.aclose()
         await close_evaluators(list(self.tasks.values()))
@@ -223,7 +223,7 @@ class OfflineWorker:
 
     async def rescore(self, task_name: str, items: list[LoggedLine], source: str) -> Scored:
         """The logged lines of ``source`` (a run's samples file) scored again, in shard order."""
-        from assay.runner.rescore import answered_from_line
+        from assay.runner.logged import answered_from_line
 
         return await self._scored(task_name, [answered_from_line(item, source) for item in items], 0.0, 0.0)
 
@@ -239,6 +239,6 @@ class OfflineWorker:
 
     async def close(self) -> None:
         """Release the evaluators' connections (judges)."""
-        from assay.runner.session import close_evaluators
+        from assay.runner.evaluatorhooks import close_evaluators
 
         await close_evaluators(list(self.tasks.values()))
