@@ -12,10 +12,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from assay.testing.evaltest import EvalAssertionError as EvalAssertionError
     from assay.testing.evaltest import SampleCase as SampleCase
     from assay.testing.evaltest import aassert_eval as aassert_eval
     from assay.testing.evaltest import assert_eval as assert_eval
+    from assay.testing.failure import EvalAssertionError as EvalAssertionError
     from assay.testing.scripted import Conversation as Conversation
     from assay.testing.scripted import ConversationReplies as ConversationReplies
     from assay.testing.scripted import tool_then_answer as tool_then_answer
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "assert_eval": "evaltest",
     "aassert_eval": "evaltest",
-    "EvalAssertionError": "evaltest",
+    "EvalAssertionError": "failure",
     "SampleCase": "evaltest",
     "OpenAITestServer": "server",
     "FaultPlan": "server",

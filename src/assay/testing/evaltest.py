@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from assay.errors import AssayError, ConfigError
 from assay.secrets import redact_text
+from assay.testing.failure import EvalAssertionError
 
 if TYPE_CHECKING:
     from assay.models.base import Request
@@ -36,17 +37,6 @@ RUNS_DIR: ContextVar[Path | None] = ContextVar("assay_runs_dir", default=None)
 ON_RUN: ContextVar[Any] = ContextVar("assay_on_run", default=None)
 ON_EVAL: ContextVar[Any] = ContextVar("assay_on_eval", default=None)
 ISOLATION: ContextVar[str | None] = ContextVar("assay_isolation", default=None)
-
-
-class EvalAssertionError(AssertionError):
-    """An evaluation fell short; the message lists the metrics below their thresholds and the failing samples."""
-
-    def __init__(self, message: str, run_dir: Path | None = None) -> None:
-        super().__init__(redact_text(message))
-        self.run_dir = run_dir
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (str(self), self.run_dir))
 
 
 def _clip(value: Any) -> str:

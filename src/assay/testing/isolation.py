@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from assay.testing.evaltest import EvalAssertionError
+from assay.testing.failure import EvalAssertionError
 
 T = TypeVar("T")
 MODES = ("fork", "none")
