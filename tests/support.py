@@ -37,6 +37,13 @@ def wait_for(
         time.sleep(interval)
 
 
+def lines_written(root: Path, pattern: str = "*/samples.jsonl") -> int:
+    """The whole lines of the first file matching ``pattern`` under ``root`` (0 while there is none): how far a
+    run has got."""
+    found = sorted(root.glob(pattern)) if root.exists() else []
+    return found[0].read_bytes().count(b"\n") if found else 0
+
+
 async def await_for(predicate: Callable[[], T], timeout: float, what: str, *, interval: float = 0.01) -> T:
     """:func:`wait_for` inside an event loop: the loop runs while it waits."""
     deadline = time.monotonic() + timeout

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from agent_support import write_agent_task
 
 from assay.testing.server import Conversation, ConversationReplies, OpenAITestServer
 from tests.e2e.e2e_support import assay_cmd, only_run_dir, sample_lines
+from tests.support import lines_written, wait_for
 
 HERE = Path(__file__).parent
 
@@ -39,12 +39,7 @@ def test_sigkill_mid_run_then_resume_runs_every_trajectory_once(tmp_path: Path) 
         cmd = assay_cmd("run", str(task), *model, "-o", "runs", "-q", "-c", "2", "--no-cache")
         proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         runs = tmp_path / "runs"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            found = list(runs.glob("*/samples.jsonl")) if runs.exists() else []
-            if found and len(found[0].read_bytes().splitlines()) >= 8:
-                break
-            time.sleep(0.01)
+        wait_for(lambda: lines_written(runs) >= 8, 60, "8 samples written", interval=0.01, proc=proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         run_dir = only_run_dir(runs)

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from assay.api import arun_outcome
 from assay.errors import ConfigError
 from assay.testing.server import OpenAITestServer, tool_then_answer
 from tests.e2e.e2e_support import arithmetic_reply, assay_cmd, only_run_dir, run_cli, sample_lines, write_task
+from tests.support import lines_written, wait_for
 
 AGENT = """
 def answer(doc):
@@ -48,12 +48,7 @@ def test_sigkill_with_two_tasks_and_repeats_then_resume(tmp_path: Path) -> None:
         cmd = assay_cmd("run", str(first), str(second), *model_args(srv), "-o", "runs", "-q", "-c", "4", "--no-cache")
         proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         samples = tmp_path / "runs"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            found = list(samples.glob("*/samples.jsonl")) if samples.exists() else []
-            if found and len(found[0].read_bytes().splitlines()) >= 15:
-                break
-            time.sleep(0.02)
+        wait_for(lambda: lines_written(samples) >= 15, 60, "15 samples written", proc=proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         run_dir = only_run_dir(samples)
@@ -102,12 +97,7 @@ def test_sigkill_an_agent_task_then_resume_from_the_run_folder_alone(tmp_path: P
         cmd = assay_cmd("run", str(task), *model_args(srv), "-o", "runs", "-q", "-c", "2", "--no-cache")
         proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         runs = tmp_path / "runs"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            found = list(runs.glob("*/samples.jsonl")) if runs.exists() else []
-            if found and found[0].read_bytes().count(b"\n") >= 6:
-                break
-            time.sleep(0.01)
+        wait_for(lambda: lines_written(runs) >= 6, 60, "6 samples written", interval=0.01, proc=proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         run_dir = only_run_dir(runs)

@@ -7,7 +7,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from assay.results import load_run
 from assay.testing.server import OpenAITestServer
 from tests.e2e.e2e_support import assay_cmd, run_cli, sample_lines
 from tests.matrix.matrix_support import EXPECTED, N, models, reply, write_task
+from tests.support import lines_written, wait_for
 
 
 def only_matrix(root: Path) -> Path:
@@ -101,15 +101,9 @@ def test_killed_matrix_resumes_without_asking_again(tmp_path: Path) -> None:
         env = {**os.environ, "ASSAY_CACHE_DIR": str(tmp_path / "cache")}
         cmd = assay_cmd("run", str(task), *models(srv.base_url), "-o", "runs", "-q", "-c", "2", "--no-cache")
         proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        deadline = time.monotonic() + 60
-        second = None
-        while time.monotonic() < deadline:  # kill it inside the second cell
-            found = sorted((tmp_path / "runs").glob("*/*/samples.jsonl")) if (tmp_path / "runs").exists() else []
-            second = next((p for p in found if p.parent.name == "alpha__verbose"), None)
-            if second is not None and second.read_bytes().count(b"\n") >= 3:
-                break
-            time.sleep(0.01)
-        proc.send_signal(signal.SIGKILL)
+        second = lambda: lines_written(tmp_path / "runs", "*/alpha__verbose/samples.jsonl")  # noqa: E731
+        wait_for(lambda: second() >= 3, 60, "3 samples of the second cell", interval=0.01, proc=proc)
+        proc.send_signal(signal.SIGKILL)  # inside the second cell
         proc.wait(timeout=10)
         matrix_dir = only_matrix(tmp_path / "runs")
         had = {

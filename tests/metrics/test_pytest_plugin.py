@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from assay.testing import EvalAssertionError, assert_eval
+from tests.support import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 TASK = REPO / "examples" / "qa_tools" / "task.yaml"
@@ -169,7 +170,6 @@ def test_without_fork_an_agents_keyboard_interrupt_still_fails_only_its_test(tmp
 
 def test_a_real_ctrl_c_still_stops_the_session(tmp_path: Path) -> None:
     import signal
-    import time
 
     (tmp_path / "test_slow.py").write_text(
         "import time\nfrom pathlib import Path\nfrom assay.testing import assert_eval\n"
@@ -187,9 +187,7 @@ def test_a_real_ctrl_c_still_stops_the_session(tmp_path: Path) -> None:
         text=True,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # even where these tests run ignoring it
     )
-    deadline = time.monotonic() + 60
-    while not (tmp_path / "started").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for((tmp_path / "started").exists, 60, "the slow fixture to start", interval=0.05, proc=proc)
     proc.send_signal(signal.SIGINT)  # as a terminal's Ctrl-C reaches pytest
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 2, out  # pytest's "interrupted"

@@ -8,7 +8,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from assay.testing.server import OpenAITestServer
 from tests.e2e.e2e_support import assay_cmd, only_run_dir, sample_lines
 from tests.importers.lmeval.parity import registry_copy
 from tests.importers.lmeval.sweep.test_generate_core import chat_reply
+from tests.support import lines_written, wait_for
 
 pytest.importorskip("lm_eval", reason="lm-eval is not installed")
 
@@ -45,12 +45,7 @@ def test_sigkill_then_resume_answers_every_document_once(tmp_path: Path) -> None
         whole = subprocess.run(_cmd(path, server, "-o", "whole", "--no-cache"), cwd=tmp_path, env=env, timeout=300)
         assert whole.returncode == 0
         proc = subprocess.Popen(_cmd(path, server, "-o", "runs", "-c", "2", "--no-cache"), cwd=tmp_path, env=env)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            found = list((tmp_path / "runs").glob("*/samples.jsonl"))
-            if found and found[0].read_bytes().count(b"\n") >= 12:
-                break
-            time.sleep(0.02)
+        wait_for(lambda: lines_written(tmp_path / "runs") >= 12, 120, "12 samples written", proc=proc)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         run_dir = only_run_dir(tmp_path / "runs")
