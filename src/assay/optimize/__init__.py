@@ -12,7 +12,8 @@ import types
 from typing import Any
 
 from assay.optimize.candidate import Candidate
-from assay.optimize.driver import OptimizationResult, aoptimize, optimize
+from assay.optimize.driver import aoptimize, optimize
+from assay.optimize.result import OptimizationResult
 from assay.optimize.spec import OptimizeSpec
 
 __all__ = ["Candidate", "OptimizationResult", "OptimizeSpec", "aoptimize", "optimize"]

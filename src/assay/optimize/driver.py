@@ -12,7 +12,6 @@ import json
 import secrets
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,35 +32,11 @@ from assay.optimize.manifest import (
     write_manifest,
 )
 from assay.optimize.outputs import write_outputs
+from assay.optimize.result import OptimizationResult
 from assay.optimize.spec import OptimizeSpec, parse_spec
 from assay.optimize.splits import make_splits
 
-__all__ = ["MANIFEST", "OptimizationResult", "aoptimize", "optimize"]
-
-
-@dataclass
-class OptimizationResult:
-    """How an optimisation ended: the best candidate against the original on the test split, and what it cost."""
-
-    folder: Path
-    strategy: str
-    status: str
-    baseline: str
-    best: str
-    val: dict[str, float | None]
-    test: dict[str, Any]
-    improved: bool
-    summary: str
-    calls: dict[str, Any]
-    cost_usd: dict[str, float | None] = field(default_factory=dict)
-    pareto: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)  # things the user must know (e.g. a bootstrap fallback)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A JSON-safe dict."""
-        out = asdict(self)
-        out["folder"] = str(self.folder)
-        return out
+__all__ = ["aoptimize", "optimize"]
 
 
 def _new_folder(output_dir: Path, name: str) -> Path:

@@ -18,10 +18,10 @@ from assay.optimize.candidate import apply
 from assay.optimize.journal import JOURNAL
 from assay.optimize.manifest import recorded_config
 from assay.optimize.readout import interval
+from assay.optimize.result import OptimizationResult
 
 if TYPE_CHECKING:
     from assay.optimize.candidate import Candidate
-    from assay.optimize.driver import OptimizationResult
     from assay.optimize.engine import Engine, Evaluation
 
 TRIAL_COLUMNS = (
@@ -175,8 +175,6 @@ def write_outputs(
     manifest: dict[str, Any],
 ) -> OptimizationResult:
     """Write the tables, the winning task and the summary; return the result."""
-    from assay.optimize.driver import OptimizationResult
-
     tables = read_tables(folder)
     write_trials_csv(folder, tables["trials"])
     val_means = {cid: ev.mean for cid, (_, ev) in val.items()}

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from assay.optimize.driver import MANIFEST
+from assay.optimize.manifest import MANIFEST
 from assay.optimize.outputs import read_tables
 
 
