@@ -70,7 +70,7 @@ def feedback_command(
 
     if (base_url or api_key_env) and not (summarize_with or write_with):
         raise click.UsageError("--base-url and --api-key-env need --summarize-with or --write-with")
-    from assay.commands.report import UsageFailure
+    from assay.commands.usage import UsageFailure
 
     try:
         report = build_report(run_dir, examples=examples, include_errors=not no_errors, tasks=tasks or None)

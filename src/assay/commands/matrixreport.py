@@ -35,7 +35,7 @@ def report_matrix(
 ) -> None:
     """``assay report MATRIX_DIR``: the table, and with ``--html`` a page with one column per cell. Bad input (a
     damaged matrix.json, a cell folder that is not a run) is a usage error, exit 2."""
-    from assay.commands.report import UsageFailure
+    from assay.commands.usage import UsageFailure
 
     if gated:
         raise UsageFailure(

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from assay.commands.report import UsageFailure, _console, _load
+from assay.commands.report import _console, _load
 from assay.commands.run import _prices
+from assay.commands.usage import UsageFailure
 from assay.errors import ConfigError
 
 if TYPE_CHECKING:

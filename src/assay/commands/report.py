@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from assay.commands.usage import UsageFailure
 from assay.errors import AssayError
 from assay.report.pageselect import MAX_PAGE_SAMPLES
 
@@ -28,12 +29,6 @@ if TYPE_CHECKING:
     from assay.results.loader import MetricRow, Run
 
 FORMATS = ("rich", "markdown", "json")
-
-
-class UsageFailure(click.ClickException):
-    """A problem with what was asked (not a run folder, unknown metric): exit code 2, like click's usage errors."""
-
-    exit_code = 2
 
 
 def _console() -> Console:
