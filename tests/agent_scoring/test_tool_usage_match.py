@@ -193,9 +193,9 @@ def test_batch_equals_per_sample_and_config_round_trips():
     outputs = [made(ADD_CALL, MUL_CALL), made(MUL_CALL), made(), made(("add", {"x": 2, "y": 2}), MUL_CALL)]
     batch = e.evaluate_batch(outputs)
     assert [v.to_dict() for v in batch] == [e.evaluate(o).to_dict() for o in outputs]
-    from assay.evaluators.base import Evaluator
+    from assay.evaluators.registry import from_config
 
-    again = Evaluator.from_config(e.to_config())
+    again = from_config(e.to_config())
     assert again == e and [again.evaluate(o).to_dict() for o in outputs] == [v.to_dict() for v in batch]
 
 

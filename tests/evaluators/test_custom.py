@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from assay import evaluators
 from assay.errors import ConfigError
 from assay.evaluators._custom import dotted_path, import_object
-from assay.evaluators.base import Evaluator
+from assay.evaluators.registry import from_config
 from assay.verdict import SCORE_TOLERANCE, Verdict
 
 
@@ -300,7 +300,7 @@ def test_config_round_trip(fn, options, path):
     ev = custom(fn, **options)
     config = json.loads(json.dumps(ev.to_config()))
     assert config == {"name": "custom", "fn": path, **options}
-    rebuilt = Evaluator.from_config(config)
+    rebuilt = from_config(config)
     assert rebuilt == ev
     assert rebuilt.evaluate("a b", "a b") == ev.evaluate("a b", "a b")
 

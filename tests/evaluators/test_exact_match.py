@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import assay
 from assay import evaluators
 from assay.errors import ConfigError
+from assay.evaluators.registry import from_config
 
 
 def test_lookup_by_name_with_options():
@@ -97,7 +97,7 @@ def test_config_round_trip():
     ev = evaluators.get("exact_match", ignore_case=True, regexes_to_ignore=["x"])
     cfg = ev.to_config()
     assert cfg == {"name": "exact_match", "ignore_case": True, "regexes_to_ignore": ["x"]}
-    assert assay.Evaluator.from_config(cfg) == ev
+    assert from_config(cfg) == ev
 
 
 @given(st.text())

@@ -11,8 +11,8 @@ from pydantic import BaseModel, Field
 
 from assay import evaluators
 from assay.errors import ConfigError
-from assay.evaluators.base import Evaluator
 from assay.evaluators.jsonparse import JSONExtractError, extract_json, json_path
+from assay.evaluators.registry import from_config
 from assay.evaluators.structured import KeyMatcher, apply_masks, field_stems
 from assay.models.base import Response
 
@@ -534,7 +534,7 @@ def test_json_match_config_round_trip(options):
     ev = jm(**options)
     config = json.loads(json.dumps(ev.to_config()))
     assert config["name"] == "json_match"
-    rebuilt = Evaluator.from_config(config)
+    rebuilt = from_config(config)
     assert rebuilt == ev
     sample = ('{"answer": "x", "trace_id": 1, "b": [2, 1]}', {"answer": "x", "trace_id": 2, "b": [1, 2]})
     assert rebuilt.evaluate(*sample) == ev.evaluate(*sample)
@@ -630,7 +630,7 @@ def test_schema_model_by_dotted_path_and_round_trip():
     ev = evaluators.get("schema", model=Person)
     config = json.loads(json.dumps(ev.to_config()))
     assert config == {"name": "schema", "model": f"{Person.__module__}:Person"}
-    rebuilt = Evaluator.from_config(config)
+    rebuilt = from_config(config)
     assert rebuilt == ev and rebuilt.model_class is Person
     assert not rebuilt.evaluate({"name": "A", "age": -1}).passed
 
@@ -649,7 +649,7 @@ def test_schema_local_model_cannot_be_saved():
 def test_schema_json_schema_round_trip():
     ev = evaluators.get("schema", json_schema=PERSON_SCHEMA, check_formats=True, extract="fenced")
     config = json.loads(json.dumps(ev.to_config()))
-    rebuilt = Evaluator.from_config(config)
+    rebuilt = from_config(config)
     assert rebuilt == ev and rebuilt != evaluators.get("schema", json_schema=PERSON_SCHEMA)
 
 

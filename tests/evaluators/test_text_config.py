@@ -6,7 +6,7 @@ import pytest
 
 from assay import evaluators
 from assay.errors import ConfigError
-from assay.evaluators.base import Evaluator
+from assay.evaluators.registry import from_config
 
 # (name, options, a probe pair whose verdict must survive the round trip)
 CONFIGS = [
@@ -56,7 +56,7 @@ def test_round_trip_through_json(name, options, probe):
     ev = evaluators.get(name, **options)
     config = ev.to_config()
     assert config == {"name": name, **options}  # only what differs from the defaults, under the option names
-    rebuilt = Evaluator.from_config(json.loads(json.dumps(config)))
+    rebuilt = from_config(json.loads(json.dumps(config)))
     assert rebuilt == ev and type(rebuilt) is type(ev) and rebuilt.options == ev.options
     assert rebuilt.evaluate(*probe).to_dict() == ev.evaluate(*probe).to_dict()
 
@@ -69,6 +69,6 @@ def test_defaults_are_omitted_and_explicit_defaults_compare_equal():
 
 def test_from_config_reports_bad_options_by_name():
     with pytest.raises(ConfigError, match="fuzzy_match: option 'threshold'"):
-        Evaluator.from_config({"name": "fuzzy_match", "threshold": 3})
+        from_config({"name": "fuzzy_match", "threshold": 3})
     with pytest.raises(ConfigError, match="regex: option 'group'"):
-        Evaluator.from_config({"name": "regex", "pattern": "a", "group": 1})
+        from_config({"name": "regex", "pattern": "a", "group": 1})

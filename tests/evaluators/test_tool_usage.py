@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from assay import evaluators
 from assay.errors import ConfigError
-from assay.evaluators.base import Evaluator
+from assay.evaluators.registry import from_config
 from assay.models.base import Response, ToolCall
 
 
@@ -376,7 +376,7 @@ def test_expected_calls_option():
     assert loose.evaluate(calls("search", "weather", "book", search={"q": "Paris"})).passed
     per_sample = [{"name": "weather"}]  # a per-sample list of calls is more specific than the option
     assert ev.evaluate(calls("weather"), per_sample).passed
-    assert Evaluator.from_config(ev.to_config()) == ev and ev.to_config()["expected_calls"] == expected_calls
+    assert from_config(ev.to_config()) == ev and ev.to_config()["expected_calls"] == expected_calls
     with pytest.raises(ConfigError, match="option 'expected_calls': tool call 0 has no name"):
         tu(expected_calls=[{"arguments": {}}])
 
@@ -439,7 +439,7 @@ def test_config_round_trip(options):
     ev = tu(**options)
     config = json.loads(json.dumps(ev.to_config()))
     assert config == {"name": "tool_usage", **options}
-    rebuilt = Evaluator.from_config(config)
+    rebuilt = from_config(config)
     assert rebuilt == ev
     sample = calls("search", "book", text="booked", search={"q": "Paris"})
     assert rebuilt.evaluate(sample) == ev.evaluate(sample)

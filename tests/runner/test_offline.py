@@ -128,15 +128,15 @@ async def test_a_crashed_offline_run_resumes_to_the_same_records(tmp_path: Path)
 
 
 def test_the_text_evaluators_are_given_texts_and_the_others_responses() -> None:
-    from assay.evaluators.base import Evaluator
+    from assay.evaluators.registry import from_config
     from assay.runner.offline import has_fast_batch, reads_text
 
     for name in ("exact_match", "token_f1", "fuzzy_match", "contains", "regex", "numeric"):
         options = {"pattern": "x"} if name == "regex" else {"substrings": ["x"]} if name == "contains" else {}
-        evaluator = Evaluator.from_config({"name": name, **options})
+        evaluator = from_config({"name": name, **options})
         batched = name in ("exact_match", "token_f1", "fuzzy_match")  # the others judge pair by pair (issue 41)
         assert reads_text(evaluator) and has_fast_batch(evaluator) == batched, name
-    assert not reads_text(Evaluator.from_config({"name": "tool_usage", "required": ["f"]}))
+    assert not reads_text(from_config({"name": "tool_usage", "required": ["f"]}))
 
 
 async def test_offline_records_are_valid_sample_records(tmp_path: Path) -> None:

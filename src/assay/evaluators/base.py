@@ -95,18 +95,8 @@ class Evaluator(ABC):
         return BatchResult.from_verdicts(self.name, verdicts)
 
     def to_config(self) -> dict[str, Any]:
-        """A JSON-safe dict from which :meth:`from_config` rebuilds an equal evaluator."""
+        """A JSON-safe dict from which :func:`assay.evaluators.registry.from_config` rebuilds an equal evaluator."""
         return {"name": self.name, **self.options.model_dump(mode="json", exclude_defaults=True)}
-
-    @staticmethod
-    def from_config(config: dict[str, Any]) -> Evaluator:
-        """Build an evaluator from ``{"name": ..., **options}``."""
-        from assay.evaluators.registry import get
-
-        if not isinstance(config, dict) or "name" not in config:
-            raise ConfigError(f"evaluator config needs a 'name' key, got {config!r}")
-        options = {k: v for k, v in config.items() if k != "name"}
-        return get(config["name"], **options)
 
     def _config_or_none(self) -> dict[str, Any] | None:
         """The config, or None when an option cannot be serialised (a lambda, a class defined in a function)."""

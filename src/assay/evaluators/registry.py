@@ -106,3 +106,11 @@ def get_class(name: str) -> type[Evaluator]:
 def get(name: str, **options: Any) -> Evaluator:
     """Build the evaluator registered under ``name`` with ``options``."""
     return get_class(name)(**options)
+
+
+def from_config(config: dict[str, Any]) -> Evaluator:
+    """Build an evaluator from ``{"name": ..., **options}`` (what :meth:`Evaluator.to_config` gives)."""
+    if not isinstance(config, dict) or "name" not in config:
+        raise ConfigError(f"evaluator config needs a 'name' key, got {config!r}")
+    options = {k: v for k, v in config.items() if k != "name"}
+    return get(config["name"], **options)

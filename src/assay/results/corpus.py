@@ -107,13 +107,13 @@ def corpus_figures(
     confidence: float,
 ) -> dict[str, Any]:
     """The corpus figure of a metric with its bootstrap interval and the library's signature."""
-    from assay.evaluators.base import Evaluator
     from assay.evaluators.generation import CorpusEvaluator
+    from assay.evaluators.registry import from_config
 
     out: dict[str, Any] = {"aggregation": "corpus", "value": None, "ci_bootstrap": None, "stderr": None}
     out["n_without_stats"] = acc.n_without_stats
     try:  # e.g. reading a run on a machine without assay[metrics]: no figure, and the reason, never a wrong one
-        evaluator = Evaluator.from_config(dict(evaluator_config))
+        evaluator = from_config(dict(evaluator_config))
         if not isinstance(evaluator, CorpusEvaluator):
             raise ConfigError(f"evaluator {evaluator.name!r} has no corpus aggregation (use aggregation: mean)")
         matrix = acc.matrix()

@@ -9,6 +9,7 @@ from typing import Any
 
 from assay.errors import ConfigError, DataError
 from assay.evaluators.base import Evaluator
+from assay.evaluators.registry import from_config
 from assay.metricnames import metric_name_problem
 from assay.tasks.sample import Sample, get_path
 from assay.tasks.taskfile import ConfigContext, KeyPath, did_you_mean
@@ -175,7 +176,7 @@ def _from_mapping(entry: dict[str, Any], path: KeyPath, ctx: ConfigContext) -> M
         )
     options = _resolve_paths({k: v for k, v in entry.items() if k not in METRIC_KEYS}, ctx)
     try:
-        evaluator = Evaluator.from_config({"name": name, **options})
+        evaluator = from_config({"name": name, **options})
     except ConfigError as err:
         raise _evaluator_error(err, entry, path, ctx) from None
     metric = entry.get("metric", name)
