@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from assay.evaluators.registry import get as create
+from assay.forking import default_processes
 from assay.models.predictions import PredictionsModel
-from assay.runner.executors.processes import ProcessOfflineExecutor, can_fork, default_processes
+from assay.runner.executors.processes import ProcessOfflineExecutor, can_fork
 from assay.runner.exits import EXIT_STOPPED, exit_code
 from assay.runner.offline import OfflineScheduler
 from assay.runner.rescore import rescore
@@ -210,7 +211,7 @@ async def test_a_dataset_read_on_demand_is_scored_in_processes_as_in_memory(
 
 
 def test_a_containers_cpu_quota_bounds_the_default_processes(tmp_path: Path) -> None:
-    from assay.runner.executors.processes import cgroup_cpu_quota
+    from assay.forking import cgroup_cpu_quota
 
     path = tmp_path / "cpu.max"
     path.write_text("150000 100000\n")

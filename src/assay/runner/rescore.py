@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError, DataError
+from assay.forking import default_processes
 from assay.gcpause import gc_paused
 from assay.record import RunManifest
 from assay.runner.evaluatorhooks import close_evaluators, task_judges
 from assay.runner.executors import EXECUTORS, RayOptions, require_ray
-from assay.runner.executors.processes import can_fork, default_processes
+from assay.runner.executors.processes import can_fork
 from assay.runner.executors.shards import encode, verdict_error
 from assay.runner.lock import run_lock
 from assay.runner.logged import LoggedLine, answered_from_record, iter_sample_lines_of

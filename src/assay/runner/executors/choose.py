@@ -32,7 +32,8 @@ def make_executor(
     ``processes`` forked worker processes (None: one per CPU), or on Ray workers fed shards of answered samples."""
     if name == "local":
         if offline:
-            from assay.runner.executors.processes import ProcessOfflineExecutor, default_processes
+            from assay.forking import default_processes
+            from assay.runner.executors.processes import ProcessOfflineExecutor
 
             return ProcessOfflineExecutor(
                 model, writer, config, cache=cache, progress=progress, processes=processes or default_processes()

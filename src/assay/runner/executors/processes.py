@@ -27,13 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
-from assay.forking import (  # re-exported: they used to live here
-    MAX_PROCESSES,
-    cgroup_cpu_quota,
-    default_processes,
-    fork_available,
-    worker_start,
-)
+from assay.forking import fork_available, worker_start
 from assay.gcpause import gc_paused
 from assay.runner.executors.shards import OfflineShard, Scored, encode, scored
 from assay.runner.offline import OfflineScheduler, answer_all, first_errors, score_records
@@ -41,15 +35,7 @@ from assay.runner.outcomes import WorkerLost
 from assay.runner.pending import PendingWork, runs, tasks_of
 from assay.store.rundir import CHUNKS_PREFIX
 
-__all__ = [
-    "MAX_PROCESSES",
-    "ProcessOfflineExecutor",
-    "ProcessPool",
-    "ScoringProcessDied",
-    "can_fork",
-    "cgroup_cpu_quota",
-    "default_processes",
-]
+__all__ = ["ProcessOfflineExecutor", "ProcessPool", "ScoringProcessDied", "can_fork"]
 
 if TYPE_CHECKING:
     from assay.models.predictions import PredictionsModel
