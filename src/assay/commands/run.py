@@ -117,7 +117,7 @@ _RESUME_RUNTIME = {
 }
 _RESUME_FIXED = (
     "limit", "output_dir", "error_policy", "bootstrap_iters", "seed", "cluster_key", "repeat_reduction",
-    "prices_file", "feedback_model",
+    "prices_file", "feedback_model", "decide", "decide_alpha", "decide_baseline",
 )  # fmt: skip
 
 
@@ -373,6 +373,17 @@ class _TaskSource(click.ParamType):
     help="A model that writes feedback for failing verdicts: a spec as --model, or JSON such as "
     '\'{"provider": "openai", "model": "m", "base_url": "http://…/v1"}\'.',
 )
+@click.option(
+    "--decide",
+    metavar="CLAIM",
+    help="Stop as soon as CLAIM is decided at --decide-alpha: METRIC>=VALUE (e.g. exact_match>=0.8), or "
+    "METRIC>=baseline-D with --decide-baseline (not worse by more than D). Samples run in a random order; exit 0 "
+    "holds, 1 fails, 4 undecided at the data's end.",
+)
+@click.option("--decide-alpha", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.05,
+              show_default=True, help="--decide's error rate (each wrong decision at most half of it).")  # fmt: skip
+@click.option("--decide-baseline", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="The run a METRIC>=baseline-D claim pairs with, by sample id.")  # fmt: skip
 @executor_options
 @lmeval_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar and no table (for CI logs).")
@@ -414,6 +425,9 @@ def run_command(
     ray_shard_size: int | None,
     ray_start_timeout: float | None,
     processes: int | None,
+    decide: str | None,
+    decide_alpha: float,
+    decide_baseline: Path | None,
     lmeval: dict[str, Any] | None,
     quiet: bool,
     fmt: str,
@@ -456,6 +470,7 @@ def run_command(
             repeat_reduction=repeat_reduction,
             prices=_prices(prices_file),
             feedback_model=_spec_arg(feedback_model),
+            **({"decide": decide, "decide_alpha": decide_alpha, "decide_baseline": decide_baseline} if decide else {}),
         )
     elif lmeval:
         raise click.UsageError("a resumed run's lm-eval tasks keep the lm-eval options they started with")
@@ -492,6 +507,9 @@ def run_command(
         _print_results(outcome.run_dir, fmt, say)
     line = summary_line(outcome)
     say.print(say.escape(line), line)
+    if outcome.decision:
+        decided = outcome.decision["sentence"]
+        say.print(say.escape(decided), decided)
     if outcome.first_error:
         say.print(f"[yellow]first error:[/] {say.escape(outcome.first_error)}", f"first error: {outcome.first_error}")
     if outcome.first_evaluator_error:

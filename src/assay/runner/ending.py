@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from assay.runner.outcomes import ErrorRateExceeded, ModelAccessError, ToolsUnavailable, WorkerLost
+from assay.runner.outcomes import (
+    Decided,
+    ErrorRateExceeded,
+    ModelAccessError,
+    OutOfScale,
+    ToolsUnavailable,
+    WorkerLost,
+)
 from assay.runner.scheduler import RunStats, Scheduler
 
 if TYPE_CHECKING:
@@ -79,6 +86,12 @@ async def drive(scheduler: Scheduler, work: Sequence[tuple[Task, Sample]], endin
         return scheduler.stats
     except ToolsUnavailable as err:
         ending.stop("failed", "tools", str(err))  # it ends with the server's own words: nothing said after them
+        return scheduler.stats
+    except Decided as err:  # --decide: the evidence decided the claim; the samples so far are the run
+        ending.stop("finished", None, str(err))
+        return scheduler.stats
+    except OutOfScale as err:
+        ending.stop("failed", "decide", str(err))
         return scheduler.stats
     except (asyncio.CancelledError, KeyboardInterrupt):
         ending.stop("interrupted", None, f"interrupted; finished samples are saved in {ending.run_dir}")

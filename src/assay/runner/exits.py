@@ -7,6 +7,8 @@ Exit codes (documented in the README, consistent with ``assay compare`` and ``as
 - 2: nothing was run: a bad task, option or parameter, or another process holds the run folder;
 - 3: the run stopped before its end and can be resumed once the cause is fixed (the model refused the key or
   does not exist: 401/403/404; the disk is full; scoring processes or Ray workers died; an unexpected error);
+- 4: ``--decide``'s claim is undecided: the data ran out before the evidence decided it (0 when it holds, 1 when it
+  fails);
 - 130: interrupted (Ctrl-C); finished samples are kept.
 
 ``assay score`` applies the same limit to the re-scored samples (:func:`error_rate_problem`; by default the limit
@@ -24,6 +26,8 @@ EXIT_OK = 0
 EXIT_TOO_MANY_ERRORS = 1
 EXIT_USAGE = 2
 EXIT_STOPPED = 3
+EXIT_UNDECIDED = 4  # --decide: the data ran out first
+EXIT_CLAIM_FAILS = 1  # --decide: the claim fails (as a missed --fail-under)
 EXIT_INTERRUPTED = 130
 
 # A run whose share of failed samples (model or evaluator errors) is above this fails (exit 1). 10 %: a few flaky
@@ -58,6 +62,9 @@ def exit_code(outcome: Any) -> int:
         return EXIT_TOO_MANY_ERRORS
     if outcome.stopped_by is not None or outcome.status != "finished":
         return EXIT_STOPPED
+    decision = getattr(outcome, "decision", None)
+    if decision:  # --decide: the exit code is the decision
+        return {"holds": EXIT_OK, "fails": EXIT_CLAIM_FAILS}.get(decision["state"], EXIT_UNDECIDED)
     return EXIT_OK
 
 

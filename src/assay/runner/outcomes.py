@@ -38,3 +38,11 @@ class RequestOutcome:
     response: Response | None
     error: str | None
     cached: bool
+
+
+class Decided(StopRun):
+    """The claim of ``--decide`` was decided (:mod:`assay.runner.decide`): the run stops, its samples so far kept."""
+
+
+class OutOfScale(StopRun):
+    """``--decide`` met a metric value outside [0, 1], which its confidence sequence cannot take."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import random
 import re
 import secrets
 import sys
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
     from assay.models.cache import ResponseCache
     from assay.results.scanahead import ScanAhead
+    from assay.runner.decide import Gate
     from assay.tasks import Sample, Task
 
 
@@ -293,6 +295,7 @@ async def _execute(
     with gc_paused():  # a resume's pass over the samples makes many small objects: no full collections meanwhile
         work = PendingWork(tasks, settings.limit, resumed.done - resumed.retry)  # made as reached: memory flat
     offline = is_offline(model, settings.feedback_model)  # answers exist: scored in chunks, no request loop
+    gate = _gate(tasks, settings, resumed, run_dir, offline, work)
     feedback_model = _check_before_writing(work, model, settings, offline)
     if resumed.retry and run_dir is not None:
         drop_samples(run_dir, resumed.retry)  # after every check: the error records are replaced by the new answers
@@ -323,6 +326,7 @@ async def _execute(
         feedback_model=feedback_model,
         max_response_chars=settings.max_response_chars,
         prior=resumed.prior,
+        observe=gate.observe if gate is not None else None,
     )
     ending = Ending(run_dir)
     started = time.perf_counter()
@@ -338,7 +342,14 @@ async def _execute(
                 scheduler.scan_ahead = ahead
             progress.start(already_done=work.skipped)
             try:
-                stats = await drive(scheduler, work, ending)
+                if gate is None:
+                    stats = await drive(scheduler, work, ending)
+                elif gate.decided is None:  # --decide: in a random order (seeded), so each sample is a fair draw
+                    order = list(work)
+                    random.Random(settings.seed).shuffle(order)
+                    stats = await drive(scheduler, order, ending)
+                else:  # a resumed run whose samples already decided the claim
+                    ending.stop("finished", None, gate.sentence(gate.decided))
             finally:
                 progress.stop()
     except OSError as err:  # closing the samples file on a full disk
@@ -347,6 +358,8 @@ async def _execute(
         ending.disk_full(err)
     finally:
         await _release(tasks, model, feedback_model, cache)
+        if gate is not None:
+            manifest.config["decision"] = gate.summary()
         _record_ending(run_dir, manifest, ending, started, console)
     if scheduler is not None and scheduler.cache_failures:
         failures = scheduler.cache_failures
@@ -375,7 +388,30 @@ async def _execute(
         first_evaluator_error=stats.first_evaluator_error,
         stopped_by=ending.stopped_by,
         resume_command=ending.resume_command,
+        decision=gate.summary() if gate is not None else None,
     )
+
+
+def _gate(
+    tasks: list[Task], settings: RunSettings, resumed: _Resumed, run_dir: Path | None, offline: bool, work: PendingWork
+) -> Gate | None:
+    """The ``--decide`` gate (None without one): checked before anything is written; a resumed run's records are
+    replayed into it first, in the order written."""
+    from assay.runner.decide import make_gate
+
+    recorded = resumed.manifest.config if resumed.manifest is not None else {}
+    if not (settings.decide or recorded.get("decide")):
+        return None
+    prior: list[dict[str, Any]] = []
+    if run_dir is not None:
+        from assay.store.sampleindex import index_samples, iter_dicts
+
+        prior = [rec for _, rec in iter_dicts(index_samples(run_dir))]
+
+    def selected(name: str) -> int:
+        return sum(1 for task, _ in work if task.name == name) + sum(1 for task, _ in resumed.done if task == name)
+
+    return make_gate(tasks, settings, recorded=recorded, offline=offline, selected=selected, prior=prior)
 
 
 def _scan_ahead(run_dir: Path, manifest: RunManifest, settings: RunSettings) -> ScanAhead | None:

@@ -82,6 +82,10 @@ class RunSettings(BaseModel):
     # processes scoring offline work (a predictions run) with the local executor, and scanning a large
     # samples.jsonl for the results; None: one per CPU (at most 8)
     processes: int | None = Field(default=None, ge=1)
+    # stop as soon as this claim is decided (``METRIC>=VALUE`` or ``METRIC>=baseline-D``; see runner.decide)
+    decide: str | None = None
+    decide_alpha: float = Field(default=0.05, gt=0, lt=1)  # each wrong decision's chance is at most half of it
+    decide_baseline: Path | None = None  # the run a ``>=baseline-D`` claim pairs with, by sample id
 
     @field_validator("name")
     @classmethod
@@ -145,3 +149,4 @@ class RunOutcome(BaseModel):
     # error); None when it succeeded or was interrupted
     stopped_by: str | None = None
     resume_command: str | None = None
+    decision: dict[str, Any] | None = None  # what --decide decided (runner.decide.Gate.summary)

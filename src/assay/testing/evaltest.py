@@ -257,6 +257,9 @@ def _finish(run: Run, min_score: Mapping[str, float] | None, use: str, max_error
     if callback is not None:
         callback(run.path)
     problems = check_run(run, min_score or {}, use=use, max_errors=max_errors, gate=gate)
+    decision = run.manifest.config.get("decision")
+    if isinstance(decision, Mapping) and decision.get("state") != "holds":  # decide=: the claim must hold
+        problems.insert(0, str(decision.get("sentence")))
     if problems:
         message = "evaluation below threshold\n" + "\n".join(problems) + f"\nrun folder: {run.path}"
         raise EvalAssertionError(message, run.path)
@@ -328,7 +331,9 @@ def assert_eval(
     (the default) asks the figure over the samples to clear it (``use="ci_low"``: its interval's lower bound);
     ``gate="each"`` asks every sample to clear it on its own. Raises :class:`EvalAssertionError` naming each metric
     that falls short, its interval, the failing samples' reasons and feedback, and the run folder (kept). Returns the
-    :class:`~assay.results.Run` when it passes. ``settings`` are :func:`assay.run`'s keywords.
+    :class:`~assay.results.Run` when it passes. ``settings`` are :func:`assay.run`'s keywords; with
+    ``decide="METRIC>=VALUE"`` the run stops as soon as the claim is decided (:mod:`assay.runner.decide`) and the
+    assertion fails unless it holds.
     """
     __tracebackhide__ = True
     task = _as_task(task_or_cases, evaluators)
