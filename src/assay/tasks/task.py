@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from assay.evaluators.base import Evaluator
     from assay.record import FilterRecord, TaskInfo
 
-HASH_SCHEMA = identity.HASH_SCHEMA  # re-exported: it used to live here
-
 
 class Task:
     """An evaluation task, defined in YAML (:meth:`from_yaml`, :func:`assay.tasks.load_task`) or in Python.
