@@ -13,7 +13,8 @@ import pytest
 
 from assay.report import svg
 from assay.report.html import csp_hash, embed_json, render_html, write_html
-from assay.report.viewmodel import TEXT_CAP, MetricIndex, latencies, pack_sample, sample_input
+from assay.report.samples import TEXT_CAP, MetricIndex, pack_sample, sample_input
+from assay.report.viewmodel import latencies
 from assay.results import compare_runs, load_run
 from tests.browser.report_runs import PAYLOADS, TEMPLATE_HEAD, XSS_TASK, make_record, make_run, read_results
 

@@ -2,7 +2,8 @@
 
 Figures come from the results code (``Run.metric_rows``, ``Run.operational``, ``compare_runs``) and the
 feedback grouping; this module only selects, formats and packs them. The per-sample data for the browser is
-packed compactly (short keys, capped texts) so a page for 50,000 samples stays small; see ``sample_data``.
+packed compactly (short keys, capped texts) so a page for 50,000 samples stays small; see
+:func:`assay.report.samples.sample_data`.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from assay.report import svg
-from assay.report.compareview import ChangeView, CompareView, DeltaView, compare_view  # noqa: F401
-from assay.report.fmt import (  # noqa: F401 - re-exported
+from assay.report.compareview import CompareView, compare_view
+from assay.report.fmt import (
     fmt_int,
     fmt_interval,
     fmt_percent,
@@ -26,22 +27,13 @@ from assay.report.fmt import (  # noqa: F401 - re-exported
     fmt_time,
     fmt_value,
     raw,
-    sample_href,
 )
 from assay.report.methods import MethodUses, method_name
 from assay.report.pageselect import MAX_PAGE_SAMPLES, PageSelection, select_samples
-from assay.report.samples import (  # noqa: F401 - re-exported: the sample browser's data lived here
+from assay.report.samples import (
     RUN_CSS,
-    TEXT_CAP,
-    MetricIndex,
     SamplePositions,
-    cap_text,
-    clip,
-    input_field,
     iter_samples,
-    pack_sample,
-    sample_data,
-    sample_input,
     sample_meta,
 )
 from assay.report.themeview import ThemeView, theme_section
