@@ -292,7 +292,7 @@ class SamplePositions:
 
     def get(self, key: tuple[int, str, str]) -> int | None:
         """The position of ``(run index, task, sample_id)``, or None when that run has no such sample."""
-        from assay.results.columns import hash64
+        from assay.results.accumulators import hash64
 
         found = self._tasks.get((key[0], key[1]))
         if found is None:

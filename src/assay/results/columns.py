@@ -16,39 +16,9 @@ from dataclasses import dataclass
 from assay.errors import AssayError
 from assay.gcpause import gc_paused
 from assay.record import RunManifest, TaskInfo
-from assay.results.accumulators import (  # re-exported: they used to live here
-    MetricAcc,
-    StringColumn,
-    TaskAcc,
-    TaskColumns,
-    doc_hash64,
-    finish_task,
-    hash64,
-)
+from assay.results.accumulators import MetricAcc, TaskAcc, TaskColumns, doc_hash64, finish_task, hash64
 from assay.results.aggregate import record_error, record_value
-from assay.results.sources import (  # re-exported: the sources used to live here
-    FileSource,
-    ListSource,
-    RecordDict,
-    RecordSource,
-    SampleLogSink,
-    SamplesRewritten,
-    StreamSource,
-)
-
-__all__ = [
-    "FileSource",
-    "ListSource",
-    "RecordDict",
-    "RecordSource",
-    "SampleLogSink",
-    "SamplesRewritten",
-    "StreamSource",
-    "StringColumn",
-    "TaskColumns",
-    "doc_hash64",
-    "hash64",
-]
+from assay.results.sources import RecordDict, RecordSource, SampleLogSink
 
 
 def _declared_keys(info: TaskInfo) -> tuple[list[str], list[str]]:

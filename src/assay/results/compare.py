@@ -37,9 +37,8 @@ import numpy.typing as npt
 
 from assay.errors import AssayError
 from assay.results import stats
-from assay.results.accumulators import all_distinct
+from assay.results.accumulators import TaskColumns, all_distinct
 from assay.results.aggregate import task_rng
-from assay.results.columns import TaskColumns
 from assay.results.loader import Run, load_run, read_columns
 
 MIN_PAIRED = 0.5  # share of the smaller run's samples that must pair for a comparison to mean anything

@@ -12,9 +12,8 @@ from typing import Any
 
 from assay.errors import DataError
 from assay.record import RunManifest, SampleRecord
-from assay.results.accumulators import Int64Array
+from assay.results.accumulators import Int64Array, TaskColumns
 from assay.results.aggregate import SampleValues, sample_values
-from assay.results.columns import TaskColumns
 from assay.store.rundir import MANIFEST, SAMPLES, SampleIndex, index_samples, read_manifest
 
 RESULTS = "results.json"
@@ -129,7 +128,8 @@ class Run:
         self.__dict__["columns"] = self._scan_columns(observers)  # what the cached property would have read
 
     def _scan_columns(self, observers: Sequence[Callable[[dict[str, Any]], None]]) -> dict[str, TaskColumns]:
-        from assay.results.columns import FileSource, scan
+        from assay.results.columns import scan
+        from assay.results.sources import FileSource
 
         policy, reduction, per_task = self._settings_for_scan()
         return scan(
@@ -147,7 +147,7 @@ class Run:
         """The parsed ``results.json``, or results computed now with the run's configured settings."""
         if self.stored_results is not None:
             return self.stored_results
-        from assay.results.columns import FileSource
+        from assay.results.sources import FileSource
         from assay.results.writer import compute_results
 
         cfg = self.manifest.config

@@ -305,7 +305,7 @@ def _pread(fd: int, start: int, end: int) -> bytes:
 
 
 class SampleLogSpool:
-    """The sample logs of a run being scanned (a :class:`assay.results.columns.SampleLogSink`): lines are spooled
+    """The sample logs of a run being scanned (a :class:`assay.results.sources.SampleLogSink`): lines are spooled
     as records pass, :meth:`commit` puts them in place, :meth:`discard` removes every trace (on any error)."""
 
     def __init__(self, root: Path, tasks: Iterable[str]) -> None:

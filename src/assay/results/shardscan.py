@@ -20,9 +20,10 @@ import numpy as np
 
 from assay.forking import fork_available, other_threads, worker_start
 from assay.record import RunManifest
-from assay.results.columns import ScanPartial, ScanResult, StreamSource, merge_partials, scan_partial
+from assay.results.columns import ScanPartial, ScanResult, merge_partials, scan_partial
 from assay.results.runfigures import RunFigures
 from assay.results.samplelog import SampleLogSpool, SpoolFiles
+from assay.results.sources import StreamSource
 from assay.store.sampleindex import SAMPLES, SampleStream, rewritten_lines
 
 MIN_BYTES_PER_PROCESS = 32 << 20  # a smaller range is scanned as quickly in this process as by forking

@@ -20,6 +20,7 @@ from assay.errors import AssayError, ConfigError
 from assay.metricnames import metric_name_problem
 from assay.record import RunManifest, SampleRecord
 from assay.results import corpus, schema
+from assay.results.accumulators import TaskColumns
 from assay.results.aggregate import (
     ERROR_POLICIES,
     GROUP_WEIGHTINGS,
@@ -29,12 +30,13 @@ from assay.results.aggregate import (
     summarize_metric,
     task_rng,
 )
-from assay.results.columns import ListSource, RecordSource, SampleLogSink, ScanResult, TaskColumns, scan
+from assay.results.columns import ScanResult, scan
 from assay.results.document import groups_figures, json_safe, lm_eval_document, put_metric
 from assay.results.independence import independence_warning
 from assay.results.operational import validate_prices
 from assay.results.runfigures import RunFigures
 from assay.results.samplelog import SampleLogSpool
+from assay.results.sources import ListSource, RecordSource, SampleLogSink
 from assay.results.testfigures import tests_block
 
 if TYPE_CHECKING:
@@ -382,7 +384,7 @@ def write_results(
     :mod:`assay.results.shardscan`). ``ahead``: the scan an offline run made as it scored (see
     :mod:`assay.results.scanahead`), used instead of reading the file when it covers all of it with these
     options."""
-    from assay.results.columns import FileSource, SamplesRewritten, StreamSource
+    from assay.results.sources import FileSource, SamplesRewritten, StreamSource
     from assay.store.rundir import SampleStream, read_manifest
 
     root = Path(run_dir)
