@@ -11,9 +11,9 @@ from pydantic import BaseModel, Field
 
 from assay import evaluators
 from assay.errors import ConfigError
+from assay.evaluators.jsoncompare import KeyMatcher, apply_masks, field_stems
 from assay.evaluators.jsonparse import JSONExtractError, extract_json, json_path
 from assay.evaluators.registry import from_config
-from assay.evaluators.structured import KeyMatcher, apply_masks, field_stems
 from assay.models.base import Response
 
 

@@ -24,7 +24,6 @@ from assay.evaluators.jsoncompare import (
     apply_masks,
     count_leaves,
     f1_from_counts,
-    field_stems,
     field_token_counts,
     leaves,
 )
@@ -48,7 +47,7 @@ EXTRACT_DESCRIPTION = (
     "where to find the JSON in a text output: 'strict' the whole text only, 'fenced' also a Markdown code fence, "
     "'anywhere' also the first JSON object or array inside prose"
 )
-__all__ = ["JsonMatch", "KeyMatcher", "apply_masks", "field_stems"]  # the masks, re-exported for users
+__all__ = ["JsonMatch"]
 
 _TYPE_FIX = {
     "number": "a JSON number without quotes",
