@@ -71,3 +71,43 @@ def test_graded_values_and_bad_input():
         cs.update(1.5)
     with pytest.raises(ValueError, match="threshold"):
         BettingSequence(threshold=2.0)
+
+
+def _sequential(rng: np.random.Generator, p: float, runs: int, n_max: int, threshold: float = 0.7):
+    """Each run stops at its decision or at n_max: (states, samples used)."""
+    states, used = [], []
+    for row in _stream(rng, p, runs * n_max).reshape(runs, n_max):
+        cs = BettingSequence(threshold, alpha=0.05, bounds=False)  # the decision alone (the same as with bounds)
+        for x in row:
+            cs.update(float(x))
+            if cs.decision().state != "undecided":
+                break
+        states.append(cs.decision().state)
+        used.append(cs.n)
+    return np.array(states), np.array(used)
+
+
+@pytest.mark.parametrize("p", [0.6, 0.65, 0.7, 0.75, 0.8])
+def test_wrong_decisions_stay_at_or_below_alpha_under_optional_stopping(p: float):
+    """The claim mean >= 0.7, checked after every sample: wrong decisions at most alpha (each side alpha / 2),
+    exactly at the threshold too (where "fails" is the wrong decision)."""
+    states, _ = _sequential(np.random.default_rng(int(p * 100)), p, runs=400, n_max=1_500)
+    wrong = np.mean(states == ("holds" if p < 0.7 else "fails"))
+    assert wrong <= 0.05 / 2 + 2 * math.sqrt(0.025 * 0.975 / 400)
+
+
+def test_samples_used_against_a_fixed_n_test_of_the_same_power():
+    """A 10-point effect: the gate decides it in every run, with fewer samples on average than a fixed-n test needs
+    for the same power (a z test at the same alpha / 2 per side)."""
+    from statistics import NormalDist
+
+    for p in (0.6, 0.8):
+        states, used = _sequential(np.random.default_rng(9), p, runs=400, n_max=1_500)
+        power = float(np.mean(states == ("fails" if p < 0.7 else "holds")))
+        z = NormalDist().inv_cdf
+        fixed_n = ((z(1 - 0.025) + z(min(power, 0.99))) * math.sqrt(p * (1 - p)) / 0.1) ** 2
+        print(
+            f"p={p}: power {power:.3f}, mean samples used {used.mean():.0f}, fixed-n test at that power {fixed_n:.0f}"
+        )  # noqa: E501
+        assert power >= 0.98
+        assert used.mean() < fixed_n

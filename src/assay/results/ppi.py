@@ -100,17 +100,18 @@ def corrected_mean(
                 f"the judge goes against the people on the labelled samples (correlation {corr:.2f}): its scores "
                 "cannot correct anything; fix the judge"
             )
+    # the conventions of the reference implementation (ppi_py's ppi_mean_ci), so the figures agree with it: the
+    # covariance over n, the judge's variance over every sample with n - 1, the standard errors over n
     var_f = float(np.var(np.concatenate([f, g]), ddof=1))
     if tuned:
-        cov = float(np.cov(y, f, ddof=1)[0, 1]) if n > 1 else 0.0
+        cov = float(np.mean((y - y.mean()) * (f - f.mean())))
         lam = 0.0 if var_f == 0 else cov / ((1 + n / big_n) * var_f)
         lam = min(max(lam, 0.0), 1.0)
     else:
         lam = 1.0
     rect = y - lam * f
     estimate = lam * float(g.mean()) + float(rect.mean())
-    var_g = float(np.var(g, ddof=1)) if big_n > 1 else 0.0
-    se = math.sqrt(lam**2 * var_g / big_n + float(np.var(rect, ddof=1)) / n)
+    se = math.sqrt(float(np.var(lam * g)) / big_n + float(np.var(rect)) / n)
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     return CorrectedMean(
         estimate=estimate,
