@@ -77,8 +77,8 @@ def _line(i: int) -> str:
 def make_run(root: Path, n: int) -> Path:
     """A run folder with ``run.json`` and ``n`` sample lines."""
     from assay.record import MetricInfo, RunManifest, TaskInfo
-    from assay.store.rundir import SAMPLES as SAMPLES_FILE
     from assay.store.rundir import write_manifest
+    from assay.store.sampleindex import SAMPLES as SAMPLES_FILE
 
     metrics = [MetricInfo(name=m, evaluator={"name": m}) for m in ("exact_match", "json_match")]
     metrics.append(MetricInfo(name="judge", evaluator={"name": "llm_judge", "criteria": "Names the city."}))

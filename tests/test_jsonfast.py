@@ -177,8 +177,7 @@ def test_the_readers_read_big_integers_and_nan_as_before(tmp_path: Path) -> None
 
 def test_sample_records_read_as_before(tmp_path: Path) -> None:
     from assay.record import SampleRecord
-    from assay.store.rundir import SAMPLES, finished_keys, index_samples, iter_dicts
-    from assay.store.sampleindex import SampleStream
+    from assay.store.sampleindex import SAMPLES, SampleStream, finished_keys, index_samples, iter_dicts
 
     lines = [
         SampleRecord(task="t", task_hash="h", doc_id=i, sample_id=f"s{i}", doc=doc, prompt="p", messages=[])

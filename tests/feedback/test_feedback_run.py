@@ -13,7 +13,7 @@ from click.testing import CliRunner
 import assay.api
 from assay.cli import main
 from assay.feedback.themes import build_report
-from assay.store.rundir import read_records
+from assay.store.sampleindex import read_records
 from assay.testing.server import OpenAITestServer
 
 CAPITALS = {"France": "Paris", "Italy": "Rome", "Spain": "Madrid", "Peru": "Lima", "Chile": "Santiago"}

@@ -4,7 +4,8 @@ import pytest
 
 from assay.feedback.themes import ThemeReport, group_failures, reason_pattern
 from assay.record import FilterRecord, MetricInfo, RunManifest, SampleRecord, TaskInfo
-from assay.store.rundir import SAMPLES, SampleWriter, write_manifest
+from assay.store.rundir import SampleWriter, write_manifest
+from assay.store.sampleindex import SAMPLES
 from assay.verdict import Verdict
 
 

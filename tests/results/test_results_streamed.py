@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from assay.results import build_results, write_results
-from assay.store.rundir import read_manifest, read_samples
+from assay.store.rundir import read_manifest
+from assay.store.sampleindex import read_samples
 from tests.results import streaming_cases
 
 REFERENCE = Path(__file__).parent / "data" / "streaming"

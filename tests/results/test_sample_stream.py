@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from assay.store.rundir import SampleStream, index_samples, iter_dicts
+from assay.store.sampleindex import SampleStream, index_samples, iter_dicts
 from tests.results import runfactory as rf
 
 

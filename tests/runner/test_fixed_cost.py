@@ -7,11 +7,11 @@ import time
 
 import pytest
 
+from assay.atomicfile import atomic_write_text
 from assay.record import SampleRecord
 from assay.runner import gitinfo
 from assay.runner.gitinfo import GitHash
 from assay.store import rundir
-from assay.store.rundir import atomic_write_text
 
 
 def record(i: int) -> SampleRecord:

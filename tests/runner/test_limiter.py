@@ -12,7 +12,8 @@ from assay.models.retry import RetryPolicy
 from assay.runner.limiter import AttemptLimiter
 from assay.runner.progress import RunProgress
 from assay.runner.scheduler import Scheduler, SchedulerConfig
-from assay.store.rundir import SAMPLES, SampleWriter, read_records
+from assay.store.rundir import SampleWriter
+from assay.store.sampleindex import SAMPLES, read_records
 from assay.tasks import Task
 from assay.testing.server import FaultPlan, OpenAITestServer
 

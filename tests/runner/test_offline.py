@@ -12,7 +12,8 @@ import pytest
 from assay.models.predictions import PredictionsModel
 from assay.runner.offline import OfflineScheduler, is_offline
 from assay.runner.session import RunSettings, execute
-from assay.store.rundir import MANIFEST, SAMPLES
+from assay.store.rundir import MANIFEST
+from assay.store.sampleindex import SAMPLES
 from assay.tasks import load_task
 from tests.runner.offline_support import Delegate, N, task_config, write_inputs
 

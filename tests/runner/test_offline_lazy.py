@@ -13,7 +13,8 @@ from assay.data import readers as readers_module
 from assay.models.predictions import PredictionsModel
 from assay.runner.offline import OfflineScheduler
 from assay.runner.session import execute
-from assay.store.rundir import MANIFEST, SAMPLES
+from assay.store.rundir import MANIFEST
+from assay.store.sampleindex import SAMPLES
 from assay.tasks import load_task
 from tests.runner.offline_support import Delegate, N, task_config, write_inputs
 from tests.runner.test_offline import figures, records, settings

@@ -20,7 +20,8 @@ from assay.runner.exits import EXIT_STOPPED, exit_code
 from assay.runner.offline import OfflineScheduler
 from assay.runner.rescore import rescore
 from assay.runner.session import RunSettings, execute
-from assay.store.rundir import MANIFEST, SAMPLES
+from assay.store.rundir import MANIFEST
+from assay.store.sampleindex import SAMPLES
 from assay.tasks import load_task
 from tests.runner.offline_support import N, task_config, write_inputs
 

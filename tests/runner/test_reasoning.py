@@ -14,7 +14,7 @@ import assay.api
 from assay.record import SampleRecord
 from assay.report.samples import MetricIndex, pack_sample
 from assay.runner.rescore import rescore
-from assay.store.rundir import SAMPLES
+from assay.store.sampleindex import SAMPLES
 from assay.tasks import load_task
 from assay.testing.server import OpenAITestServer
 from tests.evaluators.judge.judge_support import blocks, judge_spec

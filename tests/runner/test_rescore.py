@@ -13,7 +13,8 @@ from assay.models.predictions import PredictionsModel
 from assay.runner.lock import RunLockedError, run_lock
 from assay.runner.rescore import rescore
 from assay.runner.session import execute
-from assay.store.rundir import MANIFEST, SAMPLES
+from assay.store.rundir import MANIFEST
+from assay.store.sampleindex import SAMPLES
 from assay.tasks import load_task
 from tests.runner.offline_support import N, task_config, write_inputs
 from tests.runner.test_offline import figures, records, settings

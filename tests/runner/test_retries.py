@@ -19,7 +19,8 @@ from assay.models.openai_compat import OpenAIModel, parse_retry_after
 from assay.models.retry import RetryPolicy
 from assay.runner.progress import RunProgress
 from assay.runner.scheduler import Scheduler, SchedulerConfig
-from assay.store.rundir import SAMPLES, SampleWriter, read_records
+from assay.store.rundir import SampleWriter
+from assay.store.sampleindex import SAMPLES, read_records
 from assay.tasks import Task
 from assay.testing.server import OpenAITestServer
 

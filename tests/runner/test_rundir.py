@@ -5,16 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from assay.atomicfile import atomic_write_text
 from assay.errors import DataError
 from assay.record import SampleRecord
-from assay.store.rundir import (
-    SAMPLES,
-    SampleWriter,
-    atomic_write_text,
-    finished_keys,
-    read_records,
-    repair_torn_tail,
-)
+from assay.store.rundir import SampleWriter, repair_torn_tail
+from assay.store.sampleindex import SAMPLES, finished_keys, read_records
 
 
 def record(i: int, task: str = "t") -> SampleRecord:
@@ -100,7 +95,8 @@ def test_atomic_write_replaces_whole_file(tmp_path):
 def test_drop_samples_rewrites_the_file_without_them_keeping_the_rest_byte_for_byte(tmp_path):
     import os
 
-    from assay.store.rundir import SAMPLES, drop_samples
+    from assay.store.rundir import drop_samples
+    from assay.store.sampleindex import SAMPLES
 
     lines = [json.dumps({"task": "t", "sample_id": f"s{i}", "x": "é" * i}, ensure_ascii=False) for i in range(6)]
     path = tmp_path / SAMPLES

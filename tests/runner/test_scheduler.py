@@ -16,7 +16,8 @@ from assay.record import SampleRecord
 from assay.runner.outcomes import ErrorRateExceeded
 from assay.runner.progress import RunProgress
 from assay.runner.scheduler import Scheduler, SchedulerConfig
-from assay.store.rundir import SAMPLES, SampleWriter, read_records
+from assay.store.rundir import SampleWriter
+from assay.store.sampleindex import SAMPLES, read_records
 from assay.tasks import Task
 from assay.verdict import Verdict
 

@@ -320,7 +320,7 @@ def _evaluator_configs(manifest: RunManifest | None) -> dict[tuple[str, str], di
 
 def iter_record_dicts(run_dir: Path) -> Iterator[dict[str, Any]]:
     """The sample records of a run folder as JSON dicts, one line at a time (a torn last line is skipped)."""
-    from assay.store.rundir import SAMPLES, iter_sample_lines
+    from assay.store.sampleindex import SAMPLES, iter_sample_lines
 
     path = run_dir / SAMPLES
     if not path.is_file():

@@ -26,7 +26,7 @@ from assay.evaluators.judge.calibration.collect import (
 from assay.evaluators.judge.calibration.labels import run_labels
 from assay.record import RunManifest
 from assay.results.ppi import CorrectionRefused, corrected_difference, corrected_mean
-from assay.store.rundir import LABELS
+from assay.store.jsonlfiles import LABELS
 from assay.store.sampleindex import index_samples, iter_dicts
 
 

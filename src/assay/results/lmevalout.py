@@ -28,11 +28,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from assay.atomicfile import atomic_write_text
 from assay.errors import DataError
 from assay.models.base import Message, Response
 from assay.models.loglikelihood import METADATA_KEY
 from assay.record import FilterRecord, MetricInfo, RunManifest, SampleRecord, TaskInfo
-from assay.store.rundir import SAMPLES, SampleWriter, atomic_write_text, write_manifest
+from assay.store.rundir import SampleWriter, write_manifest
+from assay.store.sampleindex import SAMPLES
 from assay.tasks.importers.lmeval.scoring import value_verdict
 from assay.verdict import Verdict
 

@@ -14,7 +14,8 @@ from assay.errors import DataError
 from assay.record import RunManifest, SampleRecord
 from assay.results.accumulators import Int64Array, TaskColumns
 from assay.results.aggregate import SampleValues, sample_values
-from assay.store.rundir import MANIFEST, SAMPLES, SampleIndex, index_samples, read_manifest
+from assay.store.rundir import MANIFEST, read_manifest
+from assay.store.sampleindex import SAMPLES, SampleIndex, index_samples
 
 RESULTS = "results.json"
 
@@ -94,7 +95,7 @@ class Run:
 
     def iter_records(self) -> Iterator[SampleRecord]:
         """Every record, in the order written, read one at a time."""
-        from assay.store.rundir import iter_records
+        from assay.store.sampleindex import iter_records
 
         return iter_records(self.index)
 
@@ -189,7 +190,7 @@ class Run:
     def task_records(self, task: str, picks: Int64Array | None = None) -> Iterator[SampleRecord]:
         """The records of one task, by doc_id, read one at a time; only those at ``picks`` (ascending indices in
         the task's columns) when given."""
-        from assay.store.rundir import iter_indexed
+        from assay.store.sampleindex import iter_indexed
 
         positions = self._task_positions(task, picks)
         return iter(()) if positions is None else (rec for _, rec in iter_indexed(self.index, positions))

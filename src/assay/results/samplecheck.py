@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import DataError
-from assay.store.rundir import SAMPLES
+from assay.store.sampleindex import SAMPLES
 
 if TYPE_CHECKING:
     from assay.results.loader import Run

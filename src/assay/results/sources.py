@@ -54,20 +54,20 @@ class FileSource:
     dropped (no SampleRecord is built: a scan reads only the fields it needs)."""
 
     def __init__(self, index: Any) -> None:
-        self.index = index  # assay.store.rundir.SampleIndex
+        self.index = index  # assay.store.sampleindex.SampleIndex
 
     def scan(self) -> Iterator[tuple[int, RecordDict]]:
-        from assay.store.rundir import iter_dicts
+        from assay.store.sampleindex import iter_dicts
 
         return iter_dicts(self.index)
 
     def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
-        from assay.store.rundir import iter_indexed
+        from assay.store.sampleindex import iter_indexed
 
         return iter_indexed(self.index, positions)
 
     def explain(self, position: int) -> None:
-        from assay.store.rundir import iter_indexed
+        from assay.store.sampleindex import iter_indexed
 
         for _ in iter_indexed(self.index, np.asarray([position], dtype=np.int64)):
             pass  # parsing the line as a SampleRecord raises the DataError that names file, line and key
@@ -79,11 +79,11 @@ class SamplesRewritten(Exception):
 
 class StreamSource:
     """A run folder's ``samples.jsonl`` read without an index made beforehand: each scan indexes the lines as it
-    parses them (:class:`assay.store.rundir.SampleStream`); valid as a source when no sample was written twice
+    parses them (:class:`assay.store.sampleindex.SampleStream`); valid as a source when no sample was written twice
     (``stream.rewritten`` after a scan), else read through ``FileSource(stream.index())``."""
 
     def __init__(self, stream: Any) -> None:
-        self.stream = stream  # assay.store.rundir.SampleStream
+        self.stream = stream  # assay.store.sampleindex.SampleStream
 
     def scan(self) -> Iterator[tuple[int, RecordDict]]:
         yield from self.stream
@@ -91,7 +91,7 @@ class StreamSource:
             raise SamplesRewritten(f"{self.stream.path}: a sample was written twice")
 
     def fetch(self, positions: Int64Array) -> Iterator[tuple[int, SampleRecord]]:
-        from assay.store.rundir import iter_indexed
+        from assay.store.sampleindex import iter_indexed
 
         return iter_indexed(self.stream.index(), positions)
 

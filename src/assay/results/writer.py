@@ -385,7 +385,8 @@ def write_results(
     :mod:`assay.results.scanahead`), used instead of reading the file when it covers all of it with these
     options."""
     from assay.results.sources import FileSource, SamplesRewritten, StreamSource
-    from assay.store.rundir import SampleStream, read_manifest
+    from assay.store.rundir import read_manifest
+    from assay.store.sampleindex import SampleStream
 
     root = Path(run_dir)
     started = time.perf_counter()

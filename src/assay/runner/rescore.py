@@ -34,14 +34,8 @@ from assay.runner.pending import runs
 from assay.runner.scheduler import RunStats
 from assay.runner.session import new_run_dir
 from assay.runner.settings import RESULTS_OPTIONS
-from assay.store.rundir import (
-    SAMPLES,
-    SampleWriter,
-    iter_sample_lines,
-    read_manifest,
-    remove_leftovers,
-    write_manifest,
-)
+from assay.store.rundir import SampleWriter, read_manifest, remove_leftovers, write_manifest
+from assay.store.sampleindex import SAMPLES, iter_sample_lines
 
 if TYPE_CHECKING:
     from assay.tasks import Sample, Task

@@ -29,17 +29,14 @@ from assay.runner.scheduler import RunStats, Scheduler, SchedulerConfig
 from assay.runner.settings import RunOutcome, RunSettings
 from assay.secrets import redact_spec
 from assay.store.rundir import (
-    SAMPLES,
     SampleWriter,
     drop_samples,
-    error_counts,
-    errored_keys,
-    finished_keys,
     read_manifest,
     remove_leftovers,
     repair_torn_tail,
     write_manifest,
 )
+from assay.store.sampleindex import SAMPLES, error_counts, errored_keys, finished_keys
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -1,7 +1,6 @@
 """The run folder: ``run.json`` (written atomically) and ``samples.jsonl`` (append-only, resumable).
 
-Writing lives here; reading ``samples.jsonl`` (index, streams, resume keys) in :mod:`assay.store.sampleindex`,
-re-exported from here so that this stays the one module callers name for a run folder."""
+Writing lives here; reading ``samples.jsonl`` (index, streams, resume keys) in :mod:`assay.store.sampleindex`."""
 
 from __future__ import annotations
 
@@ -20,47 +19,18 @@ from assay.atomicfile import NEW_FILE_MODE, atomic_file, atomic_write_text, kern
 from assay.errors import DataError
 from assay.record import RunManifest, SampleRecord
 from assay.store.jsonlfiles import CALIBRATIONS, LABELS, append_jsonl, iter_jsonl  # labels, calibration records
-from assay.store.sampleindex import (  # re-exported: reading samples.jsonl lives there
-    SAMPLES,
-    SampleIndex,
-    SampleStream,
-    error_counts,
-    errored_keys,
-    finished_keys,
-    index_samples,
-    iter_dicts,
-    iter_indexed,
-    iter_records,
-    iter_sample_lines,
-    parse_record,
-    read_records,
-    read_samples,
-)
+from assay.store.sampleindex import SAMPLES
 
 __all__ = [
     "CALIBRATIONS",
     "LABELS",
     "MANIFEST",
-    "SAMPLES",
-    "SampleIndex",
-    "SampleStream",
     "SampleWriter",
     "append_jsonl",
-    "atomic_write_text",
     "drop_samples",
-    "error_counts",
-    "errored_keys",
-    "finished_keys",
-    "index_samples",
-    "iter_dicts",
-    "iter_indexed",
     "iter_jsonl",
-    "iter_records",
-    "iter_sample_lines",
-    "parse_record",
     "read_manifest",
-    "read_records",
-    "read_samples",
+    "remove_leftovers",
     "repair_torn_tail",
     "sync_file",
     "write_manifest",

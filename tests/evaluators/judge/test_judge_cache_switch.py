@@ -14,7 +14,7 @@ import yaml
 
 import assay
 from assay.evaluators.judge.evaluator import LLMJudge
-from assay.store.rundir import read_records
+from assay.store.sampleindex import read_records
 from assay.testing.server import OpenAITestServer
 from tests.evaluators.judge.judge_support import blocks, judge_spec
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import assay.api
 from assay.feedback.themes import build_report
-from assay.store.rundir import read_manifest, read_records
+from assay.store.rundir import read_manifest
+from assay.store.sampleindex import read_records
 from assay.testing.server import OpenAITestServer
 from tests.evaluators.judge.judge_support import blocks
 
