@@ -94,12 +94,12 @@ def make_run(root: Path, n: int) -> Path:
 
 _CHILD = {  # (imports, timed work)
     "read lines": (
-        "import json\nfrom assay.store.rundir import SAMPLES",
+        "import json\nfrom assay.store.sampleindex import SAMPLES",
         "n = 0\nwith open(RUN / SAMPLES, encoding='utf-8') as fh:\n    for line in fh:\n        json.loads(line)\n"
         "        n += 1\nOUT = n",
     ),
     "themes": ("from assay.feedback.themes import build_report", "OUT = len(build_report(RUN).themes)"),
-    "load all": ("from assay.store.rundir import read_records", "OUT = len(read_records(RUN))"),
+    "load all": ("from assay.store.sampleindex import read_records", "OUT = len(read_records(RUN))"),
 }
 
 

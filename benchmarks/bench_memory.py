@@ -144,7 +144,7 @@ STEPS = {
     "JUnit XML": "from assay.report.junit import write_junit; from assay.results import load_run;"
     "write_junit(load_run(A), OUT / 'junit.xml')",
 }
-LIST_BASELINE = "from assay.store.rundir import read_samples; records, _ = read_samples(A)"
+LIST_BASELINE = "from assay.store.sampleindex import read_samples; records, _ = read_samples(A)"
 
 
 def _measure(code: str, a: Path, b: Path, out: Path) -> tuple[float, float, float]:

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from assay.cli import main
 from assay.runner.decide import parse_decide
-from assay.store.rundir import SAMPLES
+from assay.store.sampleindex import SAMPLES
 from assay.testing.server import OpenAITestServer
 
 N = 400
