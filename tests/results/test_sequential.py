@@ -108,6 +108,6 @@ def test_samples_used_against_a_fixed_n_test_of_the_same_power():
         fixed_n = ((z(1 - 0.025) + z(min(power, 0.99))) * math.sqrt(p * (1 - p)) / 0.1) ** 2
         print(
             f"p={p}: power {power:.3f}, mean samples used {used.mean():.0f}, fixed-n test at that power {fixed_n:.0f}"
-        )  # noqa: E501
+        )
         assert power >= 0.98
         assert used.mean() < fixed_n

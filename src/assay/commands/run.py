@@ -114,6 +114,7 @@ _RESUME_RUNTIME = {
     "executor": "executor",
     "processes": "processes",
     "name": "name",
+    "budget_usd": "budget_usd",
 }
 _RESUME_FIXED = (
     "limit", "output_dir", "error_policy", "bootstrap_iters", "seed", "cluster_key", "repeat_reduction",
@@ -374,6 +375,12 @@ class _TaskSource(click.ParamType):
     '\'{"provider": "openai", "model": "m", "base_url": "http://…/v1"}\'.',
 )
 @click.option(
+    "--budget-usd",
+    type=click.FloatRange(0, min_open=True),
+    help="The most the run may spend, in US dollars at --prices: refused when estimated above it, stopped (exit 3, "
+    "resumable with more) when its measured spend reaches it or a provider reports no usage.",
+)
+@click.option(
     "--decide",
     metavar="CLAIM",
     help="Stop as soon as CLAIM is decided at --decide-alpha: METRIC>=VALUE (e.g. exact_match>=0.8), or "
@@ -425,6 +432,7 @@ def run_command(
     ray_shard_size: int | None,
     ray_start_timeout: float | None,
     processes: int | None,
+    budget_usd: float | None,
     decide: str | None,
     decide_alpha: float,
     decide_baseline: Path | None,
@@ -455,6 +463,7 @@ def run_command(
         "executor": executor,
         "processes": processes,
         "name": name,
+        **({"budget_usd": budget_usd} if budget_usd is not None else {}),
     }
     ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus, ray_shard_size, ray_start_timeout)
     if ray:

@@ -23,6 +23,7 @@ from assay.results.sequential import BettingSequence, Decision
 from assay.runner.outcomes import Decided, OutOfScale
 
 if TYPE_CHECKING:
+    from assay.record import SampleRecord
     from assay.runner.settings import RunSettings
     from assay.tasks import Task
 
@@ -149,6 +150,10 @@ class Gate:
         if decision.state != "undecided":
             self.decided = decision
             raise Decided(self.sentence(decision))
+
+    def observe_record(self, record: SampleRecord) -> None:
+        """:meth:`observe` of a finished sample's record."""
+        self.observe(record.task, record.sample_id, {name: fr.scores for name, fr in record.filters.items()})
 
     def decision(self) -> Decision:
         """The decision now (undecided until the sequence decides)."""

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from assay.runner.outcomes import (
+    BudgetSpent,
+    BudgetUnmeasured,
     Decided,
     ErrorRateExceeded,
     ModelAccessError,
@@ -92,6 +94,9 @@ async def drive(scheduler: Scheduler, work: Sequence[tuple[Task, Sample]], endin
         return scheduler.stats
     except OutOfScale as err:
         ending.stop("failed", "decide", str(err))
+        return scheduler.stats
+    except (BudgetSpent, BudgetUnmeasured) as err:  # --budget-usd: resumable with a larger (or measurable) budget
+        ending.stop("failed", "budget", str(err))
         return scheduler.stats
     except (asyncio.CancelledError, KeyboardInterrupt):
         ending.stop("interrupted", None, f"interrupted; finished samples are saved in {ending.run_dir}")

@@ -46,3 +46,11 @@ class Decided(StopRun):
 
 class OutOfScale(StopRun):
     """``--decide`` met a metric value outside [0, 1], which its confidence sequence cannot take."""
+
+
+class BudgetSpent(StopRun):
+    """``--budget-usd`` was reached (:mod:`assay.runner.budget`): the run stops; a larger budget resumes it."""
+
+
+class BudgetUnmeasured(StopRun):
+    """A provider reported no usage under ``--budget-usd``: the spend cannot be measured, so the run stops."""

@@ -37,8 +37,8 @@ class SchedulerConfig:
     fsync_every: int = 200
     max_response_chars: int | None = DEFAULT_MAX_RESPONSE_CHARS  # what samples.jsonl keeps of each answer
     prior: tuple[int, int, int] = (0, 0, 0)  # a resumed run's samples already written: (done, model, evaluator errors)
-    # told of each written sample (task, sample id, filter -> metric -> score); may stop the run (runner.decide)
-    observe: Callable[[str, str, dict[str, dict[str, Any]]], None] | None = None
+    # told of each written sample; may stop the run by raising a StopRun (runner.decide, runner.budget)
+    observe: Callable[[SampleRecord], None] | None = None
 
 
 @dataclass
@@ -223,7 +223,7 @@ class Scheduler:
         self.progress.advance(error=failed, cache_hits=record.cache_hits + judged)
         self._check_error_rate()
         if self.config.observe is not None:
-            self.config.observe(record.task, record.sample_id, {name: fr.scores for name, fr in record.filters.items()})
+            self.config.observe(record)
 
     def _check_error_rate(self, *, final: bool = False) -> None:
         """Past ``max_error_rate`` the run fails: while running once enough samples are in (a few early failures

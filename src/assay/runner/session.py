@@ -39,10 +39,14 @@ from assay.store.rundir import (
 from assay.store.sampleindex import SAMPLES, error_counts, errored_keys, finished_keys
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from rich.console import Console
 
     from assay.models.cache import ResponseCache
+    from assay.record import SampleRecord
     from assay.results.scanahead import ScanAhead
+    from assay.runner.budget import Budget
     from assay.runner.decide import Gate
     from assay.tasks import Sample, Task
 
@@ -293,6 +297,7 @@ async def _execute(
         work = PendingWork(tasks, settings.limit, resumed.done - resumed.retry)  # made as reached: memory flat
     offline = is_offline(model, settings.feedback_model)  # answers exist: scored in chunks, no request loop
     gate = _gate(tasks, settings, resumed, run_dir, offline, work)
+    budget = _budget(tasks, model, settings, run_dir, offline, work)
     feedback_model = _check_before_writing(work, model, settings, offline)
     if resumed.retry and run_dir is not None:
         drop_samples(run_dir, resumed.retry)  # after every check: the error records are replaced by the new answers
@@ -323,7 +328,7 @@ async def _execute(
         feedback_model=feedback_model,
         max_response_chars=settings.max_response_chars,
         prior=resumed.prior,
-        observe=gate.observe if gate is not None else None,
+        observe=_observers(gate, budget),
     )
     ending = Ending(run_dir)
     started = time.perf_counter()
@@ -357,6 +362,8 @@ async def _execute(
         await _release(tasks, model, feedback_model, cache)
         if gate is not None:
             manifest.config["decision"] = gate.summary()
+        if budget is not None:
+            manifest.config["budget"] = budget.summary()
         _record_ending(run_dir, manifest, ending, started, console)
     if scheduler is not None and scheduler.cache_failures:
         failures = scheduler.cache_failures
@@ -387,6 +394,47 @@ async def _execute(
         resume_command=ending.resume_command,
         decision=gate.summary() if gate is not None else None,
     )
+
+
+def _observers(gate: Gate | None, budget: Budget | None) -> Callable[[SampleRecord], None] | None:
+    """What each finished sample is shown to: the --decide gate and the --budget-usd tally (either may stop the run)."""
+    watchers = [w for w in (budget.observe if budget else None, gate.observe_record if gate else None) if w]
+    if not watchers:
+        return None
+
+    def observe(record: SampleRecord) -> None:
+        for watch in watchers:
+            watch(record)
+
+    return observe
+
+
+def _budget(
+    tasks: list[Task], model: Model, settings: RunSettings, run_dir: Path | None, offline: bool, work: PendingWork
+) -> Budget | None:
+    """The ``--budget-usd`` tally (None without one): a resumed run's spend replayed, then the rest estimated; a run
+    estimated past the budget is refused before anything is written."""
+    if settings.budget_usd is None:
+        return None
+    from assay.models.base import display_name
+    from assay.runner.budget import Budget
+    from assay.runner.evaluatorhooks import task_judges
+    from assay.runner.outcomes import BudgetSpent, BudgetUnmeasured
+
+    if offline or settings.executor != "local":
+        raise ConfigError("--budget-usd keeps a run that calls a model on the local executor within a sum")
+    judges = [str(j.get("name")) for task in tasks for j in task_judges(task)]
+    budget = Budget(settings.budget_usd, settings.prices, display_name(model.describe()), judges)
+    if run_dir is not None:
+        from assay.store.sampleindex import index_samples, iter_dicts
+
+        try:
+            for _, record in iter_dicts(index_samples(run_dir)):
+                budget.observe(record)
+        except (BudgetSpent, BudgetUnmeasured) as err:  # spent already, or not measurable: nothing more may run
+            raise ConfigError(str(err)) from None
+    budget.estimate_run(work)
+    return budget
 
 
 def _gate(

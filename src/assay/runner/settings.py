@@ -24,6 +24,7 @@ RUNTIME_SETTINGS = frozenset(
         "retry_deadline_s",
         "retry_budget",
         "max_error_rate",
+        "budget_usd",  # a run stopped at its budget resumes with a larger one
         "cache",
         "cache_path",
         "name",
@@ -86,6 +87,7 @@ class RunSettings(BaseModel):
     decide: str | None = None
     decide_alpha: float = Field(default=0.05, gt=0, lt=1)  # each wrong decision's chance is at most half of it
     decide_baseline: Path | None = None  # the run a ``>=baseline-D`` claim pairs with, by sample id
+    budget_usd: float | None = Field(default=None, gt=0)  # the most the run may spend, at ``prices`` (runner.budget)
 
     @field_validator("name")
     @classmethod
