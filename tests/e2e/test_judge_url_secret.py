@@ -15,7 +15,7 @@ import yaml
 
 from assay.testing.server import OpenAITestServer
 from tests.e2e.e2e_support import arithmetic_reply, assay_cmd, only_run_dir, sample_lines, write_task
-from tests.judge.judge_support import blocks
+from tests.evaluators.judge.judge_support import blocks
 
 KEY = "JUDGEKEY0123456789"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 
 from tests.e2e.e2e_support import only_run_dir, run_cli, sample_lines
-from tests.judge.judge_support import blocks
+from tests.evaluators.judge.judge_support import blocks
 from tests.rag.rag_support import ScriptedJudge, purpose
 
 FIXTURE = Path(__file__).parent / "fixtures" / "deepeval_faithfulness"

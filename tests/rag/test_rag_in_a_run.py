@@ -9,7 +9,7 @@ from typing import Any
 import assay.api
 from assay.evaluators import get
 from assay.store.sampleindex import read_records
-from tests.judge.judge_support import blocks
+from tests.evaluators.judge.judge_support import blocks
 from tests.rag.rag_support import ScriptedJudge, judge_spec
 
 ROWS = [

@@ -9,7 +9,7 @@ import pytest
 
 from assay.errors import ConfigError
 from assay.evaluators import get
-from tests.judge.judge_support import blocks
+from tests.evaluators.judge.judge_support import blocks
 from tests.rag.rag_support import ScriptedJudge, judge_spec, purpose
 
 QUESTION = "What is the refund policy?"
