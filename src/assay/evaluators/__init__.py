@@ -15,13 +15,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from assay.evaluators.base import BatchResult, Evaluator, Options
-from assay.evaluators.registry import ENTRY_POINT_GROUP, get, get_class, names, register
+from assay.evaluators.registry import ENTRY_POINT_GROUP, from_config, get, get_class, names, register
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "BatchResult",
     "Evaluator",
     "Options",
+    "from_config",
     "get",
     "get_class",
     "names",
