@@ -8,6 +8,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from assay.report.corrected import CORRECTED_HEADERS, corrected_cells, corrected_table
+
 if TYPE_CHECKING:
     from rich.console import RenderableType
     from rich.table import Table
@@ -224,9 +226,9 @@ def _notes(results: dict[str, Any]) -> list[str]:
                 why = uncalibrated_note(entry)
                 if why:
                     notes.append(f"{task}/{metric}: uncalibrated judge ({why}); see assay judge calibrate")
-                corrected = correction_note(task, metric, entry)
-                if corrected:
-                    notes.append(corrected)
+                fig = entry.get("judge_corrected")
+                if isinstance(fig, dict) and "refused" in fig:  # a corrected figure is a table of its own
+                    notes.append(str(correction_note(task, metric, entry)))
     tests_note = _tests_note(_tests_rows(_split(results)[0]), _confidence(results))
     if tests_note:
         notes.append(tests_note)
@@ -273,6 +275,9 @@ def build_tables(obj: Run | dict[str, Any], width: int | None = None) -> list[Ta
     pass_k = _pass_k_table(tasks)
     if pass_k is not None:
         tables.append(pass_k)
+    corrected = corrected_table(tasks, _confidence(results))
+    if corrected is not None:
+        tables.append(corrected)
     headline = _tests_table(_tests_rows(tasks), results)  # headline: tests tasks lead with their tests
     return tables if headline is None else [headline, *tables]
 
@@ -429,6 +434,10 @@ def render_table(run_or_results: Run | dict[str, Any], fmt: str = "rich") -> str
         pass_k = _pass_k_cells(tasks)
         if pass_k:
             parts.append("pass@k / pass^k over repeats:\n\n" + _markdown(PASS_K_HEADERS, pass_k))
+        corrected = corrected_cells(tasks)
+        if corrected:
+            header = [h if h != "CI" else conf for h in CORRECTED_HEADERS]
+            parts.append("Judge figures corrected by people's labels:\n\n" + _markdown(header, corrected))
         if notes:
             parts.append("\n".join(f"- {n}" for n in notes))
         return "\n\n".join(parts)
