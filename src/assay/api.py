@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -168,6 +168,18 @@ def split_options(options: dict[str, Any], *, call: str = "assay.run") -> tuple[
         settings["prices"] = _prices_option(settings["prices"])
     check_settings(settings, call=call, also=[k for k in run_keywords() if k not in DISPLAY_OPTIONS])
     return settings, overrides
+
+
+def resumed_settings(recorded: Mapping[str, Any], given: Mapping[str, Any]) -> dict[str, Any]:
+    """A resumed run's settings: those it recorded, with the runtime ones given now on top. A ``ray`` given now
+    changes only the Ray options it names (a new start timeout keeps the recorded cluster address)."""
+    known = {k: v for k, v in recorded.items() if k in RunSettings.model_fields}
+    merged = {**known, **given}
+    if isinstance(known.get("ray"), Mapping) and given.get("ray") is not None:
+        ray = given["ray"]
+        named = ray.model_dump(exclude_unset=True) if hasattr(ray, "model_dump") else dict(ray)
+        merged["ray"] = {**known["ray"], **named}
+    return merged
 
 
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
@@ -403,8 +415,7 @@ async def arun_outcome(
                 f"a resumed run keeps the settings it started with; only {', '.join(sorted(RUNTIME_SETTINGS))} "
                 f"can change (got {', '.join(fixed)})"
             )
-        known = {k: v for k, v in manifest.config.items() if k in RunSettings.model_fields}
-        recorded = _settings({**known, **settings})
+        recorded = _settings(resumed_settings(manifest.config, settings))
         task_objs = resume_tasks(tasks, manifest, run_dir)
         model_obj = _resume_model(model, manifest.model, run_dir, settings.get("timeout_s"), model_options)
         return await execute(task_objs, model_obj, recorded, run_dir=run_dir, retry_errors=retry_errors)
