@@ -40,7 +40,7 @@ LAYERS: list[list[str]] = [
     ["assay.tasks"],
     ["assay.results"],
     ["assay.runner"],
-    ["assay.report"],
+    ["assay.report", "assay.audit"],
     ["assay.api"],
     ["assay.optimize", "assay.demo"],
     ["assay.reference", "assay.commands", "assay.cli", "assay.__main__", "assay"],

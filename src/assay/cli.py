@@ -22,6 +22,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
         "assay.commands.report:compare_command",
         "Compare two runs with paired tests on shared samples.",
     ),
+    "audit": (
+        "assay.commands.audit:audit_command",
+        "Score degenerate answers through tasks' scoring, with no model: can they be gamed?",
+    ),
     "plan": (
         "assay.commands.plan:plan_command",
         "Plan the samples, repeats and cost a difference needs, from a pilot run.",

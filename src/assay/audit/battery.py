@@ -1,0 +1,245 @@
+"""Score the probe battery (:mod:`assay.audit.probes`) and the row's own target through a task's real scoring, with
+no model: the filters, evaluators and batch paths a run uses (:func:`assay.runner.offline.score_chunk`).
+
+Per (filter, metric, probe): how many samples the probe passed where its text is not itself a right answer, against
+chance (0 for a degenerate answer; 1 / k for always answering one of k letters, flagged only when a one-sided
+binomial test says it beats chance at 0.01). The oracle check scores each row's target as the answer: a correct
+answer that fails points at a broken filter, regex or choice mapping. Judge metrics call a model and are left out
+(listed as such); log-likelihood tasks score choices, not text, and are left out too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import string
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from assay.audit.probes import Probe, ProbeContext, legitimate, letter_probes, probes, target_texts
+from assay.models.base import Response
+
+if TYPE_CHECKING:
+    from assay.tasks import Sample, Task
+
+CHUNK = 8_192
+EXAMPLE_CHARS = 200
+
+
+@dataclass
+class ProbeFigure:
+    """One probe against one metric under one filter."""
+
+    probe: str
+    about: str
+    filter: str
+    metric: str
+    applicable: int  # samples the probe applied to and the metric judged
+    legitimate: int  # of those, samples where the probe's text is a right answer (not counted)
+    passed: int  # unearned passes
+    mean_score: float | None  # over the counted samples
+    chance: float
+    flagged: bool = False
+    example: dict[str, Any] | None = None  # the first unearned pass: sample id, answer, score, reason
+
+    @property
+    def share(self) -> float:
+        """Unearned passes over the samples counted."""
+        counted = self.applicable - self.legitimate
+        return self.passed / counted if counted else 0.0
+
+
+@dataclass
+class OracleFigure:
+    """The row's own target scored as the answer, under one filter and metric."""
+
+    filter: str
+    metric: str
+    applicable: int
+    failed: int
+    examples: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class TaskAudit:
+    """What the battery found on one task."""
+
+    task: str
+    samples: int
+    probes: list[ProbeFigure] = field(default_factory=list)
+    oracle: list[OracleFigure] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # metric -> why it was not audited
+    note: str | None = None
+
+    @property
+    def flagged(self) -> list[ProbeFigure]:
+        """Probes that earned credit they should not."""
+        return [p for p in self.probes if p.flagged]
+
+    @property
+    def broken_oracle(self) -> list[OracleFigure]:
+        """Metrics under which a correct answer fails."""
+        return [o for o in self.oracle if o.failed]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe, with each probe's share."""
+        out = asdict(self)
+        for fig, data in zip(self.probes, out["probes"], strict=True):
+            data["share"] = fig.share
+        return out
+
+
+def _binomial_above(passes: int, n: int, p: float) -> float:
+    """One-sided p-value of ``passes`` or more in ``n`` draws at chance ``p``."""
+    if n == 0:
+        return 1.0
+    if n <= 2_000:
+        return min(1.0, sum(math.comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(passes, n + 1)))
+    sd = math.sqrt(n * p * (1 - p)) or 1.0
+    return 0.5 * math.erfc((passes - 0.5 - n * p) / (sd * math.sqrt(2)))
+
+
+def _letters(samples: Sequence[Sample]) -> list[str]:
+    """The letters of a letter-answer multiple-choice task (every target one capital letter, two or more seen)."""
+    seen = {t.strip() for s in samples for t in target_texts(s.target)}
+    if len(seen) < 2 or not all(len(t) == 1 and t in string.ascii_uppercase[:10] for t in seen):
+        return []
+    top = max(string.ascii_uppercase.index(t) for t in seen)
+    return list(string.ascii_uppercase[: top + 1])
+
+
+def _skipped(task: Task, judges: bool) -> dict[str, str]:
+    from assay.evaluators.judge.calibration.identity import is_judge
+
+    out = {}
+    for metric in task.metrics:
+        if not judges and is_judge(metric.evaluator.to_config()):
+            out[metric.name] = "a judge metric calls a model: audit it with --judges"
+        elif type(metric.evaluator).__module__.startswith("assay.evaluators.agent"):
+            out[metric.name] = "it judges an agent's tool calls, not its text: the probes are text"
+    return out
+
+
+async def _score(task: Task, samples: Sequence[Sample], texts: Sequence[str], prompts: Sequence[str]) -> list[Any]:
+    from assay.runner.offline import Answered, score_chunk
+
+    answered = [
+        Answered(s, [Response(text=t) for _ in range(task.repeats)], [None] * task.repeats)
+        for s, t in zip(samples, texts, strict=True)
+    ]
+    return await score_chunk(task, answered, prompts)
+
+
+def _verdict(record: dict[str, Any], filter_name: str, metric: str) -> dict[str, Any] | None:
+    verdicts = ((record.get(filter_name) or {}).get("verdicts") or {}).get(metric)
+    if not verdicts:
+        return None
+    first = verdicts[0]
+    return None if first.get("error") is not None else first
+
+
+class _Tally:
+    def __init__(self, probe: Probe, filter_name: str, metric: str, chance: float) -> None:
+        self.fig = ProbeFigure(probe.name, probe.about, filter_name, metric, 0, 0, 0, None, chance)
+        self.total = 0.0
+
+    def add(self, sample: Sample, text: str, verdict: dict[str, Any], letter: bool) -> None:
+        fig = self.fig
+        fig.applicable += 1
+        if not letter and legitimate(text, sample.target):
+            fig.legitimate += 1
+            return
+        score = verdict.get("score")
+        self.total += float(score) if isinstance(score, int | float) else 0.0
+        if verdict.get("passed"):
+            fig.passed += 1
+            if fig.example is None:
+                reason = verdict.get("reason") or ""
+                fig.example = {"sample_id": sample.id, "answer": text[:EXAMPLE_CHARS], "score": score,
+                               "reason": str(reason)[:EXAMPLE_CHARS]}  # fmt: skip
+
+    def finish(self, max_credit: float) -> ProbeFigure:
+        fig = self.fig
+        counted = fig.applicable - fig.legitimate
+        fig.mean_score = self.total / counted if counted else None
+        if fig.chance > 0:  # always one letter: flagged when it beats chance beyond doubt
+            fig.flagged = fig.share > fig.chance and _binomial_above(fig.passed, counted, fig.chance) < 0.01
+        else:
+            fig.flagged = fig.share > max_credit
+        return fig
+
+
+def audit_task(task: Task, *, limit: int | None = None, max_credit: float = 0.0, judges: bool = False) -> TaskAudit:
+    """Run the battery and the oracle check on ``task``'s samples (the first ``limit``)."""
+    return asyncio.run(aaudit_task(task, limit=limit, max_credit=max_credit, judges=judges))
+
+
+async def aaudit_task(
+    task: Task, *, limit: int | None = None, max_credit: float = 0.0, judges: bool = False
+) -> TaskAudit:
+    """:func:`audit_task`, for a running event loop."""
+    from assay.runner.offline import prompt_of, render
+
+    samples = list(task.samples(limit))
+    audit = TaskAudit(task.name, len(samples), skipped=_skipped(task, judges))
+    if getattr(task, "output_type", "generate_until") != "generate_until":
+        audit.note = f"a {task.output_type} task scores choices, not text: the text battery does not apply"
+        return audit
+    metrics = [m for m in task.metrics if m.name not in audit.skipped]
+    letters = _letters(samples[:1_000])
+    battery = [*probes(), *letter_probes(letters)]
+    targets = list(dict.fromkeys(t for s in samples[:200] for t in target_texts(s.target)))[:50]
+    tallies: dict[tuple[str, str, str], _Tally] = {}
+    oracle: dict[tuple[str, str], OracleFigure] = {}
+    for start in range(0, len(samples), CHUNK):
+        chunk = samples[start : start + CHUNK]
+        prompts = [prompt_of(render(task, s)) for s in chunk]
+        contexts = [ProbeContext(p, targets, letters) for p in prompts]
+        for pr in battery:
+            picked = [
+                (s, t, p) for s, c, p in zip(chunk, contexts, prompts, strict=True) if (t := pr.fn(s, c)) is not None
+            ]
+            if not picked:
+                continue
+            records = await _score(task, [x[0] for x in picked], [x[1] for x in picked], [x[2] for x in picked])
+            for (sample, text, _), record in zip(picked, records, strict=True):
+                for pipeline in task.pipelines:
+                    for metric in metrics:
+                        verdict = _verdict(record, pipeline.name, metric.name)
+                        if verdict is None:
+                            continue
+                        key = (pr.name, pipeline.name, metric.name)
+                        if key not in tallies:
+                            chance = 1 / len(letters) if pr.letter else 0.0
+                            tallies[key] = _Tally(pr, pipeline.name, metric.name, chance)
+                        tallies[key].add(sample, text, verdict, pr.letter is not None)
+        await _oracle(task, chunk, prompts, metrics, oracle)
+    audit.probes = [t.finish(max_credit) for t in tallies.values()]
+    audit.oracle = list(oracle.values())
+    return audit
+
+
+async def _oracle(
+    task: Task, chunk: Sequence[Sample], prompts: Sequence[str], metrics: Sequence[Any], out: dict[Any, OracleFigure]
+) -> None:
+    """Score each row's own target (its first acceptable answer) as the answer."""
+    own = [(s, target_texts(s.target)[0], p) for s, p in zip(chunk, prompts, strict=True) if target_texts(s.target)]
+    if not own:
+        return
+    records = await _score(task, [x[0] for x in own], [x[1] for x in own], [x[2] for x in own])
+    for (sample, text, _), record in zip(own, records, strict=True):
+        for pipeline in task.pipelines:
+            for metric in metrics:
+                if metric.expected != "target":
+                    continue
+                verdict = _verdict(record, pipeline.name, metric.name)
+                if verdict is None:
+                    continue
+                fig = out.setdefault((pipeline.name, metric.name), OracleFigure(pipeline.name, metric.name, 0, 0))
+                fig.applicable += 1
+                if not verdict.get("passed"):
+                    fig.failed += 1
+                    if len(fig.examples) < 3:
+                        reason = str(verdict.get("reason") or "")[:EXAMPLE_CHARS]
+                        fig.examples.append({"sample_id": sample.id, "answer": text[:EXAMPLE_CHARS], "reason": reason})

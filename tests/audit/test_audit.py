@@ -1,0 +1,116 @@
+"""``assay audit``: deliberately flawed tasks are each caught, named with the probe and an example; the bundled
+example and well-made tasks raise no alarm; the exit code is the finding."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from assay.audit import audit_task
+from assay.cli import main
+from assay.tasks import load_task
+
+ROOT = Path(__file__).resolve().parents[2]
+CAPITALS = [("France", "Paris"), ("Japan", "Tokyo"), ("Kenya", "Nairobi"), ("Canada", "Ottawa"), ("Peru", "Lima"),
+            ("Egypt", "Cairo"), ("Norway", "Oslo"), ("Vietnam", "Hanoi")]  # fmt: skip
+
+FLAWED_CHECKS = '''
+import math
+
+
+def nan_passes(output, expected):
+    """Compares numbers, but a NaN answer compares as equal to everything."""
+    try:
+        value = float(output)
+    except ValueError:
+        return False
+    return math.isnan(value) or value == float(expected)
+'''
+
+
+def _task(tmp_path: Path, name: str, rows: list[dict[str, Any]], **config: Any) -> Path:
+    path = tmp_path / f"{name}.yaml"
+    task = {"name": name, "dataset": rows, "fields": {"input": "question", "target": "answer"},
+            "template": "{{ question }}", **config}  # fmt: skip
+    path.write_text(yaml.safe_dump(task), encoding="utf-8")
+    return path
+
+
+def _capitals(tmp_path: Path, name: str, **config: Any) -> Path:
+    rows = [{"question": f"What is the capital of {c}?", "answer": a} for c, a in CAPITALS]
+    return _task(tmp_path, name, rows, **config)
+
+
+def _flagged(path: Path) -> dict[tuple[str, str], Any]:
+    audit = audit_task(load_task(path))
+    return {(f.metric, f.probe): f for f in audit.flagged}
+
+
+def test_a_contains_check_that_an_answer_listing_every_candidate_passes(tmp_path: Path):
+    found = _flagged(_capitals(tmp_path, "lax_contains", evaluators=["contains"]))
+    fig = found[("contains", "every-answer")]
+    assert fig.passed == len(CAPITALS) and fig.example is not None and "Paris" in fig.example["answer"]
+
+
+def test_a_regex_that_passes_an_empty_answer(tmp_path: Path):
+    found = _flagged(_capitals(tmp_path, "lax_regex", evaluators=[{"name": "regex", "pattern": "^[A-Za-z ]*$"}]))
+    assert ("regex", "empty") in found and found[("regex", "empty")].example["answer"] == ""
+
+
+def test_a_numeric_check_that_passes_nan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    (tmp_path / "flawed_checks.py").write_text(FLAWED_CHECKS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    rows = [{"question": f"{i} + {i}?", "answer": str(2 * i)} for i in range(1, 9)]
+    path = _task(tmp_path, "nan_numbers", rows, evaluators=[{"name": "custom", "fn": "flawed_checks:nan_passes"}])
+    found = _flagged(path)
+    assert set(found) == {("custom", "NaN")} and found[("custom", "NaN")].passed == 8
+
+
+def test_always_a_beats_chance_where_the_gold_letter_is_unbalanced(tmp_path: Path):
+    golds = ["A"] * 30 + ["B", "C", "D"] * 4  # 30 of 42 golds are A: always-A scores 71 % against 25 % chance
+    rows = [{"question": f"Question {i}: A, B, C or D?", "answer": g} for i, g in enumerate(golds)]
+    found = _flagged(_task(tmp_path, "unbalanced_mc", rows, evaluators=["exact_match"]))
+    assert set(found) == {("exact_match", "choice:A")}
+    assert found[("exact_match", "choice:A")].chance == pytest.approx(0.25)
+    balanced = [{"question": f"Question {i}: A, B, C or D?", "answer": "ABCD"[i % 4]} for i in range(40)]
+    assert not _flagged(_task(tmp_path, "balanced_mc", balanced, evaluators=["exact_match"]))
+
+
+def test_a_filter_under_which_the_true_target_fails(tmp_path: Path):
+    filters = [{"name": "number", "steps": [{"type": "regex", "pattern": r"(\d+)", "fallback": "[invalid]"}]}]
+    audit = audit_task(load_task(_capitals(tmp_path, "bad_filter", evaluators=["exact_match"], filters=filters)))
+    (broken,) = audit.broken_oracle
+    assert broken.filter == "number" and broken.failed == len(CAPITALS)
+    assert broken.examples[0]["answer"] == "Paris"
+
+
+def test_a_json_check_that_an_empty_object_passes(tmp_path: Path):
+    rows = [{"question": f"Describe {c} as JSON.", "answer": json.dumps({"country": c, "capital": a})}
+            for c, a in CAPITALS]  # fmt: skip
+    lax = {"name": "schema", "json_schema": {"type": "object"}}  # no required keys: {} is a valid object
+    found = _flagged(_task(tmp_path, "lax_schema", rows, evaluators=[lax]))
+    assert ("schema", "json:{}") in found and ("schema", "json-keys") in found
+
+
+def test_well_made_tasks_raise_no_alarm(tmp_path: Path):
+    assert not _flagged(_capitals(tmp_path, "strict", evaluators=["exact_match", "token_f1"]))
+    audit = audit_task(load_task(ROOT / "examples" / "qa_tools" / "task.yaml"))
+    assert audit.flagged == [] and audit.broken_oracle == []
+    assert "tool_usage" in audit.skipped  # it judges tool calls, not text
+
+
+def test_the_command_names_the_probe_and_exits_1_on_a_finding(tmp_path: Path):
+    flawed = _capitals(tmp_path, "lax_contains", evaluators=["contains"])
+    result = CliRunner().invoke(main, ["audit", str(flawed)])
+    out = " ".join(result.output.split())
+    assert result.exit_code == 1 and "gameable none/contains: every-answer" in out and "sample" in out
+    clean = CliRunner().invoke(main, ["audit", str(_capitals(tmp_path, "strict", evaluators=["exact_match"]))])
+    assert clean.exit_code == 0 and "0 finding(s)" in clean.output
+    data = json.loads(CliRunner().invoke(main, ["audit", str(flawed), "--format", "json"]).output)
+    assert any(p["probe"] == "every-answer" and p["flagged"] for p in data[0]["probes"])
+    assert CliRunner().invoke(main, ["audit", str(tmp_path / "missing.yaml")]).exit_code == 2
