@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from assay.audit.probes import Probe, ProbeContext, legitimate, letter_probes, probes, target_texts
+from assay.audit.probes import Probe, ProbeContext, judge_probes, legitimate, letter_probes, probes, target_texts
 from assay.models.base import Response
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ async def aaudit_task(
         return audit
     metrics = [m for m in task.metrics if m.name not in audit.skipped]
     letters = _letters(samples[:1_000])
-    battery = [*probes(), *letter_probes(letters)]
+    battery = [*probes(), *letter_probes(letters), *(judge_probes() if judges else ())]
     targets = list(dict.fromkeys(t for s in samples[:200] for t in target_texts(s.target)))[:50]
     tallies: dict[tuple[str, str, str], _Tally] = {}
     oracle: dict[tuple[str, str], OracleFigure] = {}
