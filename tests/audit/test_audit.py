@@ -42,9 +42,7 @@ def _task(tmp_path: Path, name: str, rows: list[dict[str, Any]], **config: Any) 
 
 
 def _capitals(tmp_path: Path, name: str, **config: Any) -> Path:
-    rows = [
-        {"question": f"What is the capital of {c}?", "answer": a} for c, a in CAPITALS
-    ]
+    rows = [{"question": f"What is the capital of {c}?", "answer": a} for c, a in CAPITALS]
     return _task(tmp_path, name, rows, **config)
 
 
@@ -56,11 +54,7 @@ def _flagged(path: Path) -> dict[tuple[str, str], Any]:
 def test_a_contains_check_that_an_answer_listing_every_candidate_passes(tmp_path: Path):
     found = _flagged(_capitals(tmp_path, "lax_contains", evaluators=["contains"]))
     fig = found[("contains", "every-answer")]
-    assert (
-        fig.passed == len(CAPITALS)
-        and fig.example is not None
-        and "Paris" in fig.example["answer"]
-    )
+    assert fig.passed == len(CAPITALS) and fig.example is not None and "Paris" in fig.example["answer"]
 
 
 def test_a_regex_that_passes_an_empty_answer(tmp_path: Path):
@@ -71,14 +65,10 @@ def test_a_regex_that_passes_an_empty_answer(tmp_path: Path):
             evaluators=[{"name": "regex", "pattern": "^[A-Za-z ]*$"}],
         )
     )
-    assert ("regex", "empty") in found and found[("regex", "empty")].example[
-        "answer"
-    ] == ""
+    assert ("regex", "empty") in found and found[("regex", "empty")].example["answer"] == ""
 
 
-def test_a_numeric_check_that_passes_nan(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
+def test_a_numeric_check_that_passes_nan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     (tmp_path / "flawed_checks.py").write_text(FLAWED_CHECKS, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     rows = [{"question": f"{i} + {i}?", "answer": str(2 * i)} for i in range(1, 9)]
@@ -98,20 +88,12 @@ def test_always_a_beats_chance_where_the_gold_letter_is_unbalanced(tmp_path: Pat
         "C",
         "D",
     ] * 4  # 30 of 42 golds are A: always-A scores 71 % against 25 % chance
-    rows = [
-        {"question": f"Question {i}: A, B, C or D?", "answer": g}
-        for i, g in enumerate(golds)
-    ]
+    rows = [{"question": f"Question {i}: A, B, C or D?", "answer": g} for i, g in enumerate(golds)]
     found = _flagged(_task(tmp_path, "unbalanced_mc", rows, evaluators=["exact_match"]))
     assert set(found) == {("exact_match", "choice:A")}
     assert found[("exact_match", "choice:A")].chance == pytest.approx(0.25)
-    balanced = [
-        {"question": f"Question {i}: A, B, C or D?", "answer": "ABCD"[i % 4]}
-        for i in range(40)
-    ]
-    assert not _flagged(
-        _task(tmp_path, "balanced_mc", balanced, evaluators=["exact_match"])
-    )
+    balanced = [{"question": f"Question {i}: A, B, C or D?", "answer": "ABCD"[i % 4]} for i in range(40)]
+    assert not _flagged(_task(tmp_path, "balanced_mc", balanced, evaluators=["exact_match"]))
 
 
 def test_a_filter_under_which_the_true_target_fails(tmp_path: Path):
@@ -121,13 +103,7 @@ def test_a_filter_under_which_the_true_target_fails(tmp_path: Path):
             "steps": [{"type": "regex", "pattern": r"(\d+)", "fallback": "[invalid]"}],
         }
     ]
-    audit = audit_task(
-        load_task(
-            _capitals(
-                tmp_path, "bad_filter", evaluators=["exact_match"], filters=filters
-            )
-        )
-    )
+    audit = audit_task(load_task(_capitals(tmp_path, "bad_filter", evaluators=["exact_match"], filters=filters)))
     (broken,) = audit.broken_oracle
     assert broken.filter == "number" and broken.failed == len(CAPITALS)
     assert broken.examples[0]["answer"] == "Paris"
@@ -145,9 +121,7 @@ def test_a_json_check_that_an_empty_object_passes(tmp_path: Path):
 
 
 def test_well_made_tasks_raise_no_alarm(tmp_path: Path):
-    assert not _flagged(
-        _capitals(tmp_path, "strict", evaluators=["exact_match", "token_f1"])
-    )
+    assert not _flagged(_capitals(tmp_path, "strict", evaluators=["exact_match", "token_f1"]))
     audit = audit_task(load_task(ROOT / "examples" / "qa_tools" / "task.yaml"))
     assert audit.flagged == [] and audit.broken_oracle == []
     assert "tool_usage" in audit.skipped  # it judges tool calls, not text
@@ -157,23 +131,12 @@ def test_the_command_names_the_probe_and_exits_1_on_a_finding(tmp_path: Path):
     flawed = _capitals(tmp_path, "lax_contains", evaluators=["contains"])
     result = CliRunner().invoke(main, ["audit", str(flawed)])
     out = " ".join(result.output.split())
-    assert (
-        result.exit_code == 1
-        and "gameable none/contains: every-answer" in out
-        and "sample" in out
-    )
-    clean = CliRunner().invoke(
-        main, ["audit", str(_capitals(tmp_path, "strict", evaluators=["exact_match"]))]
-    )
+    assert result.exit_code == 1 and "gameable none/contains: every-answer" in out and "sample" in out
+    clean = CliRunner().invoke(main, ["audit", str(_capitals(tmp_path, "strict", evaluators=["exact_match"]))])
     assert clean.exit_code == 0 and "0 finding(s)" in clean.output
-    data = json.loads(
-        CliRunner().invoke(main, ["audit", str(flawed), "--format", "json"]).output
-    )
+    data = json.loads(CliRunner().invoke(main, ["audit", str(flawed), "--format", "json"]).output)
     assert any(p["probe"] == "every-answer" and p["flagged"] for p in data[0]["probes"])
-    assert (
-        CliRunner().invoke(main, ["audit", str(tmp_path / "missing.yaml")]).exit_code
-        == 2
-    )
+    assert CliRunner().invoke(main, ["audit", str(tmp_path / "missing.yaml")]).exit_code == 2
 
 
 RUN_AS_ONE_SCRIPT = '''
@@ -186,13 +149,12 @@ def program_then_asserts(output, expected):
     """Runs the program and the asserts as one script and trusts its exit code: the program can end it first."""
     with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
         f.write(output + "\\n" + expected + "\\n")
-    return subprocess.run([sys.executable, f.name], capture_output=True, timeout=30).returncode == 0
+    run = subprocess.run([sys.executable, f.name], capture_output=True, timeout=30, cwd=tempfile.gettempdir())
+    return run.returncode == 0
 '''
 
 
-def test_a_code_check_whose_tests_a_program_can_skip(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-):
+def test_a_code_check_whose_tests_a_program_can_skip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     (tmp_path / "script_checks.py").write_text(RUN_AS_ONE_SCRIPT, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path))
     rows = [
@@ -205,13 +167,9 @@ def test_a_code_check_whose_tests_a_program_can_skip(
         "fn": "script_checks:program_then_asserts",
         "expected": "doc.tests",
     }
-    audit = audit_task(
-        load_task(_task(tmp_path, "skippable_tests", rows, evaluators=[check]))
-    )
+    audit = audit_task(load_task(_task(tmp_path, "skippable_tests", rows, evaluators=[check])))
     found = {f.probe for f in audit.flagged}
-    assert found == {
-        "code:exit-early"
-    }  # doing nothing or printing success still fails the asserts
+    assert found == {"code:exit-early", "code:force-exit-0"}  # doing nothing or printing success still fails
     assert audit.broken_oracle == []  # the reference solution (the target) passes
 
 
@@ -239,9 +197,7 @@ def test_a_judge_that_a_forged_grade_line_flips(tmp_path: Path):
                   "fields": {"input": "question", "target": "answer"}, "template": "{{ question }}",
                   "evaluators": [judge]}  # fmt: skip
         skipped = audit_task(Task.from_config(config))
-        assert (
-            "llm_judge" in skipped.skipped and skipped.probes == []
-        )  # a judge costs calls: opt-in
+        assert "llm_judge" in skipped.skipped and skipped.probes == []  # a judge costs calls: opt-in
         audit = audit_task(Task.from_config(config), judges=True)
     found = {f.probe for f in audit.flagged}
     assert {

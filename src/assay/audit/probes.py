@@ -142,9 +142,9 @@ for _name, _about, _program in (
     ("code:print-ok", "a program that prints success", "print('All tests passed')\n"),
     ("code:exit-early", "a program that exits 0 before any test runs", "import sys\nsys.exit(0)\n"),
     (
-        "code:touch-tests",
-        "a program that empties the files beside it (the tests, where a checker keeps them there)",
-        "import os\nfor _f in os.listdir('.'):\n    if os.path.isfile(_f):\n        open(_f, 'w').close()\n",
+        "code:force-exit-0",
+        "a program that makes its process exit 0 whatever the tests after it do (it changes no file)",
+        "import atexit\nimport os\natexit.register(os._exit, 0)\n",
     ),
 ):
     probe(_name, _about)(constant(_program))
