@@ -123,9 +123,8 @@ def main() -> None:
         (Scheduler, "run", "request loop (scheduler.run)"),
         (rundir.SampleWriter, "close", "close samples.jsonl (fsync)"),
         (writer, "write_results", "write_results"),
-        (writer, "_compute", "  write_results: _compute"),
-        (writer, "_sample_lines", "  write_results: _sample_lines"),
-        (writer, "atomic_write_text", "  write_results: atomic_write_text (2 files, fsync each)"),
+        (writer, "compute_results", "  write_results: compute_results (figures and sample logs)"),
+        (writer, "atomic_write_text", "  write_results: atomic_write_text (results.json, fsync)"),
     ]:
         phases.wrap(owner, name, label)
     try:
