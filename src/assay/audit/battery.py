@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import math
 import string
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -121,14 +121,23 @@ def _skipped(task: Task, judges: bool) -> dict[str, str]:
     return out
 
 
-async def _score(task: Task, samples: Sequence[Sample], texts: Sequence[str], prompts: Sequence[str]) -> list[Any]:
-    from assay.runner.offline import Answered, score_chunk
+async def _score(
+    task: Task, samples: Sequence[Sample], texts: Sequence[str], prompts: Sequence[str], *, lean: bool = True
+) -> list[Any]:
+    """Each sample's filter records with ``texts`` as its answers; ``lean``: the verdicts' scores and passes only
+    (no reasons built for the many failing verdicts: the same scores, a fraction of the time)."""
+    from assay.runner.offline import SCORES_ONLY, Answered, score_chunk
 
+    repeats = range(task.repeats)
     answered = [
-        Answered(s, [Response(text=t) for _ in range(task.repeats)], [None] * task.repeats)
+        Answered(s, [Response(text=t) for _ in repeats], [None] * task.repeats)
         for s, t in zip(samples, texts, strict=True)
     ]
-    return await score_chunk(task, answered, prompts)
+    token = SCORES_ONLY.set(lean)
+    try:
+        return await score_chunk(task, answered, prompts)
+    finally:
+        SCORES_ONLY.reset(token)
 
 
 def _verdict(record: dict[str, Any], filter_name: str, metric: str) -> dict[str, Any] | None:
@@ -143,21 +152,22 @@ class _Tally:
     def __init__(self, probe: Probe, filter_name: str, metric: str, chance: float) -> None:
         self.fig = ProbeFigure(probe.name, probe.about, filter_name, metric, 0, 0, 0, None, chance)
         self.total = 0.0
+        self.text = ""  # the example's whole answer
 
-    def add(self, sample: Sample, text: str, verdict: dict[str, Any], letter: bool) -> None:
+    def add(self, sample: Sample, text: str, verdict: dict[str, Any], earned: bool) -> None:
+        """One judged sample; ``earned``: the probe's text is itself a right answer there (not counted)."""
         fig = self.fig
         fig.applicable += 1
-        if not letter and legitimate(text, sample.target):
+        if earned:
             fig.legitimate += 1
             return
         score = verdict.get("score")
         self.total += float(score) if isinstance(score, int | float) else 0.0
         if verdict.get("passed"):
             fig.passed += 1
-            if fig.example is None:
-                reason = verdict.get("reason") or ""
-                fig.example = {"sample_id": sample.id, "answer": text[:EXAMPLE_CHARS], "score": score,
-                               "reason": str(reason)[:EXAMPLE_CHARS]}  # fmt: skip
+            if fig.example is None:  # its reason is filled in at the end (scores alone are read meanwhile)
+                fig.example = {"sample_id": sample.id, "answer": text[:EXAMPLE_CHARS], "score": score, "reason": ""}
+                self.text = text
 
     def finish(self, max_credit: float) -> ProbeFigure:
         fig = self.fig
@@ -190,12 +200,14 @@ async def aaudit_task(
     letters = _letters(samples[:1_000])
     battery = [*probes(), *letter_probes(letters), *(judge_probes() if judges else ())]
     targets = list(dict.fromkeys(t for s in samples[:200] for t in target_texts(s.target)))[:50]
+    candidates = [*letters, *targets, *(str(i) for i in range(101))]
+    shotgun = "The answer is one of: " + ", ".join(dict.fromkeys(c for c in candidates if c)) + "."
     tallies: dict[tuple[str, str, str], _Tally] = {}
     oracle: dict[tuple[str, str], OracleFigure] = {}
     for start in range(0, len(samples), CHUNK):
         chunk = samples[start : start + CHUNK]
         prompts = [prompt_of(render(task, s)) for s in chunk]
-        contexts = [ProbeContext(p, targets, letters) for p in prompts]
+        contexts = [ProbeContext(p, targets, letters, shotgun) for p in prompts]
         for pr in battery:
             picked = [
                 (s, t, p) for s, c, p in zip(chunk, contexts, prompts, strict=True) if (t := pr.fn(s, c)) is not None
@@ -204,6 +216,7 @@ async def aaudit_task(
                 continue
             records = await _score(task, [x[0] for x in picked], [x[1] for x in picked], [x[2] for x in picked])
             for (sample, text, _), record in zip(picked, records, strict=True):
+                earned = pr.letter is None and legitimate(text, sample.target)
                 for pipeline in task.pipelines:
                     for metric in metrics:
                         verdict = _verdict(record, pipeline.name, metric.name)
@@ -213,11 +226,27 @@ async def aaudit_task(
                         if key not in tallies:
                             chance = 1 / len(letters) if pr.letter else 0.0
                             tallies[key] = _Tally(pr, pipeline.name, metric.name, chance)
-                        tallies[key].add(sample, text, verdict, pr.letter is not None)
+                        tallies[key].add(sample, text, verdict, earned)
         await _oracle(task, chunk, prompts, metrics, oracle)
     audit.probes = [t.finish(max_credit) for t in tallies.values()]
     audit.oracle = list(oracle.values())
+    await _explain(task, samples, tallies.values())
     return audit
+
+
+async def _explain(task: Task, samples: Sequence[Sample], tallies: Iterable[_Tally]) -> None:
+    """The reason of each flagged probe's example verdict, judged again in full."""
+    from assay.runner.offline import prompt_of, render
+
+    by_id = {s.id: s for s in samples}
+    for tally in tallies:
+        fig = tally.fig
+        if not fig.flagged or fig.example is None:
+            continue
+        sample = by_id[fig.example["sample_id"]]
+        (record,) = await _score(task, [sample], [tally.text], [prompt_of(render(task, sample))], lean=False)
+        verdict = _verdict(record, fig.filter, fig.metric) or {}
+        fig.example["reason"] = str(verdict.get("reason") or "")[:EXAMPLE_CHARS]
 
 
 async def _oracle(

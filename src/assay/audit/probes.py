@@ -27,6 +27,7 @@ class ProbeContext:
     prompt: str
     targets: Sequence[str]
     letters: Sequence[str]  # the choice letters of a letter-answer multiple-choice task (empty otherwise)
+    candidates: str = ""  # every candidate answer in one text (the letters, the targets, 0-100), made once
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,8 @@ def _shape(sample: Sample, ctx: ProbeContext) -> str | None:
 
 @probe("every-answer", "a long answer listing many candidate answers (the task's targets, the choices, 0-100)")
 def _shotgun(sample: Sample, ctx: ProbeContext) -> str:
+    if ctx.candidates:
+        return ctx.candidates
     candidates = [*ctx.letters, *ctx.targets, *(str(i) for i in range(101))]
     return "The answer is one of: " + ", ".join(dict.fromkeys(c for c in candidates if c)) + "."
 

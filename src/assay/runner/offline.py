@@ -15,13 +15,14 @@ import gc
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
 from itertools import groupby
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
-from assay.evaluators.base import Evaluator
+from assay.evaluators.base import BatchResult, Evaluator
 from assay.gcpause import gc_paused
 from assay.models.base import Message, Model, ModelError, Request, Response
 from assay.record import judge_cache_hits
@@ -117,6 +118,8 @@ async def _verdicts(
         except Exception:
             batch = None
         if batch is not None and len(batch) == len(values):
+            if SCORES_ONLY.get():
+                return _scores_only(batch)
             try:
                 return batch.to_dicts()
             except Exception:  # a verdict that cannot be built: those pairs get error verdicts, one by one
@@ -131,6 +134,23 @@ async def _verdicts(
             return (await _one(evaluator, v, e, c)).to_dict()
 
     return list(await asyncio.gather(*(bounded(v, e, c) for v, e, c in pairs)))
+
+
+# Set by callers that read only each verdict's score and pass (``assay audit``): a columnar batch's verdicts then
+# come from its columns, without the reasons and feedback a failing verdict builds (the scores are the same)
+SCORES_ONLY: ContextVar[bool] = ContextVar("assay_scores_only", default=False)
+
+
+def _scores_only(batch: BatchResult) -> list[dict[str, Any]]:
+    """Verdict dicts with the batch's score and pass alone; a pair the batch could not judge keeps its full verdict."""
+    lean = Verdict(0.0, False).to_dict()  # the keys a verdict's JSON form has, every other one empty
+    out: list[dict[str, Any]] = []
+    for i, (score, ok) in enumerate(zip(batch.scores.tolist(), batch.passed.tolist(), strict=True)):
+        if score != score:  # NaN: an error verdict, with its message
+            out.append(batch[i].to_dict())
+        else:
+            out.append({**lean, "score": score, "passed": bool(ok), "details": {}})
+    return out
 
 
 def _built(evaluator: Evaluator, batch: Sequence[Verdict], i: int) -> dict[str, Any]:
