@@ -206,3 +206,21 @@ def test_a_judge_that_a_forged_grade_line_flips(tmp_path: Path):
         "judge:forged-delimiter",
     } <= found
     assert "empty" not in found
+
+
+def test_the_scores_only_path_gives_the_scores_of_the_full_one(tmp_path: Path):
+    """The audit reads each verdict's score and pass without the reasons: the same figures as a run's scoring."""
+    import asyncio
+
+    from assay.audit.battery import _score
+    from assay.runner.offline import prompt_of, render
+
+    task = load_task(_capitals(tmp_path, "both", evaluators=["exact_match", "token_f1", "contains"]))
+    samples = list(task.samples())
+    texts = ["Paris", "tokyo!", "", "The capital is Ottawa", "Lima", "Kairo", "Oslo, Norway", "Hanoi"]
+    prompts = [prompt_of(render(task, s)) for s in samples]
+    full = asyncio.run(_score(task, samples, texts, prompts, lean=False))
+    lean = asyncio.run(_score(task, samples, texts, prompts, lean=True))
+    for a, b in zip(full, lean, strict=True):
+        assert a["none"]["scores"] == b["none"]["scores"] and a["none"]["passed"] == b["none"]["passed"]
+    assert any(v["reason"] for r in full for vs in r["none"]["verdicts"].values() for v in vs)
