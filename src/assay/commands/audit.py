@@ -1,7 +1,8 @@
-"""``assay audit TASK...``: score degenerate answers and each row's own target through the tasks' real scoring.
+"""``assay audit TASK... / RUN...``: score degenerate answers and each row's own target through the tasks' real
+scoring; scan finished runs for answers that won without solving.
 
-Exit codes: 0 no probe earned credit and every correct answer passed; 1 a probe earned credit above --max-credit
-(always one letter: beating chance beyond doubt), or a row's own target failed; 2 a usage error (a bad task file).
+Exit codes: 0 nothing found; 1 a probe earned credit above --max-credit (always one letter: beating chance beyond
+doubt), a row's own target failed, or a run holds a finding; 2 a usage error (a bad task file or run folder).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from assay.errors import AssayError
 
 if TYPE_CHECKING:
     from assay.audit import TaskAudit
+    from assay.audit.runscan import Finding
 
 
 def _print(audits: list[TaskAudit], max_credit: float) -> None:
@@ -66,8 +68,21 @@ def _print(audits: list[TaskAudit], max_credit: float) -> None:
     )
 
 
+def _print_findings(run: Path, findings: list[Finding]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    console.rule(f"audit of the run {escape(str(run))}")
+    for f in findings:
+        console.print(f"[red]{escape(f.kind)}[/red] {escape(f.task)}: {escape(f.what)} ({f.count} sample(s))")
+        for sample_id, link in zip(f.samples, f.links, strict=True):
+            console.print(f"    {escape(sample_id)}  {escape(link)}")
+    console.print(f"{len(findings)} finding(s) in the run")
+
+
 @click.command("audit")
-@click.argument("tasks", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("tasks", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--limit", type=click.IntRange(min=1), help="Audit only the first N samples of each task.")
 @click.option(
     "--max-credit",
@@ -80,17 +95,29 @@ def _print(audits: list[TaskAudit], max_credit: float) -> None:
 @click.option("--format", "fmt", type=click.Choice(["rich", "json"]), default="rich", show_default=True)
 def audit_command(tasks: tuple[Path, ...], limit: int | None, max_credit: float, judges: bool, fmt: str) -> None:
     """Score degenerate answers (empty, {}, NaN, every choice, the prompt echoed, regex bait...) and each row's own
-    target through TASKS' filters and evaluators, with no model: what passes is a scorer that can be gamed."""
+    target through TASKS' filters and evaluators, with no model: what passes is a scorer that can be gamed. A run
+    folder instead is scanned for answers that won without solving."""
     from assay.audit import audit_task
+    from assay.audit.runscan import findings_as_dicts, scan_run
     from assay.tasks import load_task
 
+    runs = [p for p in tasks if p.is_dir()]
     try:
-        audits = [audit_task(load_task(path), limit=limit, max_credit=max_credit, judges=judges) for path in tasks]
+        audits = [
+            audit_task(load_task(path), limit=limit, max_credit=max_credit, judges=judges)
+            for path in tasks
+            if not path.is_dir()
+        ]
+        scans = [(run, scan_run(run)) for run in runs]
     except AssayError as err:
         raise UsageFailure(str(err)) from None
     if fmt == "json":
-        click.echo(json.dumps([a.to_dict() for a in audits], indent=2, ensure_ascii=False, default=str))
+        doc = [a.to_dict() for a in audits] + [{"run": str(r), "findings": findings_as_dicts(f)} for r, f in scans]
+        click.echo(json.dumps(doc, indent=2, ensure_ascii=False, default=str))
     else:
-        _print(audits, max_credit)
-    if any(a.flagged or a.broken_oracle for a in audits):
+        if audits:
+            _print(audits, max_credit)
+        for run, findings in scans:
+            _print_findings(run, findings)
+    if any(a.flagged or a.broken_oracle for a in audits) or any(f for _, f in scans):
         sys.exit(1)
