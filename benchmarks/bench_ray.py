@@ -189,8 +189,7 @@ def _writer_ceiling(out: Path) -> None:
         for i in range(0, n, 64):
             executor._requests(_Shard(task, samples[i : i + 64]))
         for blob in blobs:
-            for done in pickle.loads(blob):
-                executor._account(done)
+            executor._account(pickle.loads(blob))  # a worker's message: a list of finished samples
         seconds = time.perf_counter() - started
     assert isinstance(executor, Scheduler)
     print(f"single writer (driver), {n} records: {n / seconds:,.0f} records/s ({1e6 * seconds / n:.0f} us/record)")
