@@ -54,7 +54,7 @@ def _flagged(path: Path) -> dict[tuple[str, str], Any]:
 def test_a_contains_check_that_an_answer_listing_every_candidate_passes(tmp_path: Path):
     found = _flagged(_capitals(tmp_path, "lax_contains", evaluators=["contains"]))
     fig = found[("contains", "every-answer")]
-    assert fig.passed == len(CAPITALS) and fig.example is not None and "Paris" in fig.example["answer"]
+    assert fig.passed == len(CAPITALS) and fig.example is not None and fig.example["sample_id"] == "0"
 
 
 def test_a_regex_that_passes_an_empty_answer(tmp_path: Path):

@@ -140,6 +140,15 @@ async def _score(
         SCORES_ONLY.reset(token)
 
 
+def _prompt(task: Task, sample: Sample) -> str:
+    """The sample's prompt as text (an lm-eval task's from its own request: it has no assay template)."""
+    from assay.runner.offline import prompt_of, render
+
+    if getattr(task, "prompt", None) is None:
+        return prompt_of(task.build_request(sample, 0).messages)
+    return prompt_of(render(task, sample))
+
+
 def _verdict(record: dict[str, Any], filter_name: str, metric: str) -> dict[str, Any] | None:
     verdicts = ((record.get(filter_name) or {}).get("verdicts") or {}).get(metric)
     if not verdicts:
@@ -189,7 +198,6 @@ async def aaudit_task(
     task: Task, *, limit: int | None = None, max_credit: float = 0.0, judges: bool = False
 ) -> TaskAudit:
     """:func:`audit_task`, for a running event loop."""
-    from assay.runner.offline import prompt_of, render
 
     samples = list(task.samples(limit))
     audit = TaskAudit(task.name, len(samples), skipped=_skipped(task, judges))
@@ -200,14 +208,13 @@ async def aaudit_task(
     letters = _letters(samples[:1_000])
     battery = [*probes(), *letter_probes(letters), *(judge_probes() if judges else ())]
     targets = list(dict.fromkeys(t for s in samples[:200] for t in target_texts(s.target)))[:50]
-    candidates = [*letters, *targets, *(str(i) for i in range(101))]
-    shotgun = "The answer is one of: " + ", ".join(dict.fromkeys(c for c in candidates if c)) + "."
+    candidates = tuple(dict.fromkeys(c for c in (*targets, *(str(i) for i in range(101))) if c))
     tallies: dict[tuple[str, str, str], _Tally] = {}
     oracle: dict[tuple[str, str], OracleFigure] = {}
     for start in range(0, len(samples), CHUNK):
         chunk = samples[start : start + CHUNK]
-        prompts = [prompt_of(render(task, s)) for s in chunk]
-        contexts = [ProbeContext(p, targets, letters, shotgun) for p in prompts]
+        prompts = [_prompt(task, s) for s in chunk]
+        contexts = [ProbeContext(p, targets, letters, candidates) for p in prompts]
         for pr in battery:
             picked = [
                 (s, t, p) for s, c, p in zip(chunk, contexts, prompts, strict=True) if (t := pr.fn(s, c)) is not None
@@ -236,7 +243,6 @@ async def aaudit_task(
 
 async def _explain(task: Task, samples: Sequence[Sample], tallies: Iterable[_Tally]) -> None:
     """The reason of each flagged probe's example verdict, judged again in full."""
-    from assay.runner.offline import prompt_of, render
 
     by_id = {s.id: s for s in samples}
     for tally in tallies:
@@ -244,7 +250,7 @@ async def _explain(task: Task, samples: Sequence[Sample], tallies: Iterable[_Tal
         if not fig.flagged or fig.example is None:
             continue
         sample = by_id[fig.example["sample_id"]]
-        (record,) = await _score(task, [sample], [tally.text], [prompt_of(render(task, sample))], lean=False)
+        (record,) = await _score(task, [sample], [tally.text], [_prompt(task, sample)], lean=False)
         verdict = _verdict(record, fig.filter, fig.metric) or {}
         fig.example["reason"] = str(verdict.get("reason") or "")[:EXAMPLE_CHARS]
 

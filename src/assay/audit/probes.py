@@ -27,7 +27,7 @@ class ProbeContext:
     prompt: str
     targets: Sequence[str]
     letters: Sequence[str]  # the choice letters of a letter-answer multiple-choice task (empty otherwise)
-    candidates: str = ""  # every candidate answer in one text (the letters, the targets, 0-100), made once
+    candidates: Sequence[str] = ()  # other rows' targets and 0-100, for the every-answer probe
 
 
 @dataclass(frozen=True)
@@ -115,12 +115,23 @@ def _shape(sample: Sample, ctx: ProbeContext) -> str | None:
     return None if shaped == texts[0] else shaped
 
 
-@probe("every-answer", "a long answer listing many candidate answers (the task's targets, the choices, 0-100)")
-def _shotgun(sample: Sample, ctx: ProbeContext) -> str:
-    if ctx.candidates:
-        return ctx.candidates
-    candidates = [*ctx.letters, *ctx.targets, *(str(i) for i in range(101))]
-    return "The answer is one of: " + ", ".join(dict.fromkeys(c for c in candidates if c)) + "."
+@probe(
+    "every-answer", "a long answer listing many candidates, the right one in the middle (other rows' targets, 0-100)"
+)
+def _shotgun(sample: Sample, ctx: ProbeContext) -> str | None:
+    """The right answer among many, neither first nor last, so a check that reads the first or the last candidate
+    is not fooled and one that accepts any mention is. Letter-answer tasks have their letter probes instead."""
+    if ctx.letters:
+        return None
+    own = target_texts(sample.target)
+    if not own:
+        return None
+    mine = {t.strip().casefold() for t in own}
+    others = [
+        c for c in (ctx.candidates or (*ctx.targets, *(str(i) for i in range(101)))) if c.strip().casefold() not in mine
+    ]
+    half = len(others) // 2
+    return "The answer is one of: " + ", ".join([*others[:half], own[0], *others[half:]]) + "."
 
 
 @probe("regex-bait", "final-answer markers with nothing in them (#### 0, \\boxed{}, Answer:)")

@@ -97,17 +97,15 @@ def audit_command(tasks: tuple[Path, ...], limit: int | None, max_credit: float,
     """Score degenerate answers (empty, {}, NaN, every choice, the prompt echoed, regex bait...) and each row's own
     target through TASKS' filters and evaluators, with no model: what passes is a scorer that can be gamed. A run
     folder instead is scanned for answers that won without solving."""
+    from assay.api import load_tasks
     from assay.audit import audit_task
     from assay.audit.runscan import findings_as_dicts, scan_run
-    from assay.tasks import load_task
 
     runs = [p for p in tasks if p.is_dir()]
-    try:
-        audits = [
-            audit_task(load_task(path), limit=limit, max_credit=max_credit, judges=judges)
-            for path in tasks
-            if not path.is_dir()
-        ]
+    files = [p for p in tasks if not p.is_dir()]
+    try:  # read as assay run reads them: assay's YAML, lm-eval task files (lm-eval's task layer), promptfoo configs
+        loaded = load_tasks(files, limit=limit) if files else []
+        audits = [audit_task(task, limit=limit, max_credit=max_credit, judges=judges) for task in loaded]
         scans = [(run, scan_run(run)) for run in runs]
     except AssayError as err:
         raise UsageFailure(str(err)) from None
