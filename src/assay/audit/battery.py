@@ -70,6 +70,7 @@ class TaskAudit:
     probes: list[ProbeFigure] = field(default_factory=list)
     oracle: list[OracleFigure] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # metric -> why it was not audited
+    unchecked: dict[str, int] = field(default_factory=dict)  # metric -> samples it checks nothing of (left out)
     note: str | None = None
 
     @property
@@ -138,6 +139,23 @@ async def _score(
         return await score_chunk(task, answered, prompts)
     finally:
         SCORES_ONLY.reset(token)
+
+
+def _unchecked(task: Task, chunk: Sequence[Sample], metrics: Sequence[Any]) -> dict[str, set[str]]:
+    """Per metric, the samples it checks nothing of: an empty list of checks (a promptfoo test with no ``assert``)
+    passes any answer, so no probe says anything about its scoring there."""
+    out: dict[str, set[str]] = {}
+    for metric in metrics:
+        if metric.expected == "none":
+            continue
+        empty = {s.id for s in chunk if _is_empty(task.expected_for(s, metric))}
+        if empty:
+            out[metric.name] = empty
+    return out
+
+
+def _is_empty(expected: Any) -> bool:
+    return isinstance(expected, list | tuple) and not expected
 
 
 def _prompt(task: Task, sample: Sample) -> str:
@@ -215,6 +233,9 @@ async def aaudit_task(
         chunk = samples[start : start + CHUNK]
         prompts = [_prompt(task, s) for s in chunk]
         contexts = [ProbeContext(p, targets, letters, candidates) for p in prompts]
+        unchecked = _unchecked(task, chunk, metrics)
+        for name, ids in unchecked.items():
+            audit.unchecked[name] = audit.unchecked.get(name, 0) + len(ids)
         for pr in battery:
             picked = [
                 (s, t, p) for s, c, p in zip(chunk, contexts, prompts, strict=True) if (t := pr.fn(s, c)) is not None
@@ -227,7 +248,7 @@ async def aaudit_task(
                 for pipeline in task.pipelines:
                     for metric in metrics:
                         verdict = _verdict(record, pipeline.name, metric.name)
-                        if verdict is None:
+                        if verdict is None or sample.id in unchecked.get(metric.name, ()):
                             continue
                         key = (pr.name, pipeline.name, metric.name)
                         if key not in tallies:

@@ -60,6 +60,11 @@ def _print(audits: list[TaskAudit], max_credit: float) -> None:
                     f"{ora.failed} of {ora.applicable} samples; e.g. sample {escape(str(ex['sample_id']))} answered "
                     f"{escape(repr(ex['answer']))}: {escape(ex['reason'] or 'failed')}"
                 )
+        for metric, count in audit.unchecked.items():
+            console.print(
+                f"[yellow]unchecked[/yellow] {escape(metric)}: {count} sample(s) have no check (any answer passes); "
+                "left out"
+            )
         for metric, why in audit.skipped.items():
             console.print(f"[yellow]skipped[/yellow] {escape(metric)}: {escape(why)}")
     found = sum(len(a.flagged) + len(a.broken_oracle) for a in audits)
