@@ -6,6 +6,7 @@ Run it from anywhere: ``python examples/python_task/capitals.py``; the run folde
 from __future__ import annotations
 
 import assay
+from assay.evaluators import exact_match
 
 ROWS = [
     {"id": "fr", "country": "France", "capital": "Paris"},
@@ -20,8 +21,8 @@ task = assay.Task(
     fields={"id": "id", "input": "country", "target": "capital"},
     template="What is the capital of {{ country }}? Answer with the city only.",
     evaluators=[
-        {"name": "exact_match", "ignore_case": True, "ignore_punctuation": True},
-        "token_f1",
+        exact_match(ignore_case=True, ignore_punctuation=True),  # a typed factory: its keywords are its options
+        "token_f1",  # or by name (with options: {"name": "token_f1", ...}), as a task file names it
     ],
     generation={"temperature": 0, "max_tokens": 16},
 )
