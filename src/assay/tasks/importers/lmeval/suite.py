@@ -159,7 +159,7 @@ def _apply_template(template: str, doc: dict[str, Any]) -> str:
 def templates_compiled_once() -> Iterator[None]:
     """lm-eval's ``apply_template`` (every ``doc_to_text``/``doc_to_choice``/``doc_to_target`` template, for every
     document and every time the task reads it) compiles its Jinja template on each call: 1.3 of 5.5 s of a 500-document
-    multiple-choice run on the tiny model (benchmarks/README.md). Within this block it compiles each template once."""
+    multiple-choice run on the tiny model (benchmarks/CHANGELOG.md). This block compiles each template once."""
     from lm_eval import utils
 
     original = utils.apply_template
