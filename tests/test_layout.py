@@ -1,7 +1,7 @@
 """The package's layers, read from the source: a subpackage imports only from its own layer or those below it.
 
 The layers are the architecture (docs/explanation/architecture.md): core helpers, then models and data, records,
-evaluators and run-folder storage, tools and feedback, agents, tasks, results, the runner, the report, the
+evaluators and run-folder storage, tools and feedback, agents, tasks, results, the runner, the report and the audit, the
 Python API, optimize, and the command line on top. An import from a lower layer up (or a circle between two
 subpackages) fails here and names the file that made it. No module may reach itself through imports either, inside
 a subpackage or across (function-level imports count: they run too). Imports under ``if TYPE_CHECKING:`` are types
