@@ -246,7 +246,6 @@ def test_the_page_reads_the_records_once_for_columns_themes_and_latencies(
 ) -> None:
     """At a million samples each read parses 1.5 GB: the columns, failure themes and latency histograms come from
     one pass, and say what separate passes over the records say."""
-    import assay.store.rundir as rundir
     import assay.store.sampleindex as sampleindex
     from assay.feedback.themes import group_failures
     from assay.report.html import _read_runs
@@ -259,7 +258,6 @@ def test_the_page_reads_the_records_once_for_columns_themes_and_latencies(
         return real(index)
 
     monkeypatch.setattr(sampleindex, "iter_dicts", counted)
-    monkeypatch.setattr(rundir, "iter_dicts", counted)
     assert render_html([runs[0]]) == page
     assert len(reads) == 1
 

@@ -442,11 +442,11 @@ def _gate(
 ) -> Gate | None:
     """The ``--decide`` gate (None without one): checked before anything is written; a resumed run's records are
     replayed into it first, in the order written."""
-    from assay.runner.decide import make_gate
-
     recorded = resumed.manifest.config if resumed.manifest is not None else {}
     if not (settings.decide or recorded.get("decide")):
-        return None
+        return None  # before importing the gate: it brings numpy, which a run's first request must not wait for
+    from assay.runner.decide import make_gate
+
     prior: list[dict[str, Any]] = []
     if run_dir is not None:
         from assay.store.sampleindex import index_samples, iter_dicts
