@@ -224,3 +224,17 @@ def test_the_scores_only_path_gives_the_scores_of_the_full_one(tmp_path: Path):
     for a, b in zip(full, lean, strict=True):
         assert a["none"]["scores"] == b["none"]["scores"] and a["none"]["passed"] == b["none"]["passed"]
     assert any(v["reason"] for r in full for vs in r["none"]["verdicts"].values() for v in vs)
+
+
+def test_a_metric_whose_every_verdict_errors_is_not_a_clean_bill(tmp_path: Path):
+    """A judge that refuses every call (401): nothing was judged, so the audit says so and exits 3, not 0."""
+    from assay.testing.server import OpenAITestServer
+    from tests.evaluators.judge.judge_support import judge_spec
+
+    with OpenAITestServer(lambda request: {"status": 401, "error": "invalid api key"}) as server:
+        judge = {"name": "llm_judge", "model": judge_spec(server), "criteria": "right?", "initial_backoff_s": 0}
+        path = _capitals(tmp_path, "refused_judge", evaluators=[judge])
+        result = CliRunner().invoke(main, ["audit", str(path), "--judges", "--limit", "2"])
+    out = " ".join(result.output.split())
+    assert result.exit_code == 3, out
+    assert "not audited llm_judge: all" in out and "401" in out

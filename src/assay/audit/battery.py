@@ -71,7 +71,15 @@ class TaskAudit:
     oracle: list[OracleFigure] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # metric -> why it was not audited
     unchecked: dict[str, int] = field(default_factory=dict)  # metric -> samples it checks nothing of (left out)
+    errored: dict[str, list[Any]] = field(default_factory=dict)  # metric -> [errored verdicts, the first error]
     note: str | None = None
+
+    @property
+    def unjudged(self) -> list[str]:
+        """Metrics the audit could not judge at all: every probe's verdict errored (a judge that cannot be reached,
+        an evaluator that raises), so no figure says anything about them."""
+        judged = {p.metric for p in self.probes if p.applicable}
+        return sorted(m for m in self.errored if m not in judged)
 
     @property
     def flagged(self) -> list[ProbeFigure]:
@@ -167,12 +175,20 @@ def _prompt(task: Task, sample: Sample) -> str:
     return prompt_of(render(task, sample))
 
 
-def _verdict(record: dict[str, Any], filter_name: str, metric: str) -> dict[str, Any] | None:
+def _verdict(
+    record: dict[str, Any], filter_name: str, metric: str, errored: dict[str, list[Any]] | None = None
+) -> dict[str, Any] | None:
+    """The first verdict of ``metric`` under ``filter_name``; an error verdict is counted in ``errored``, not read."""
     verdicts = ((record.get(filter_name) or {}).get("verdicts") or {}).get(metric)
     if not verdicts:
         return None
     first = verdicts[0]
-    return None if first.get("error") is not None else first
+    if first.get("error") is not None:
+        if errored is not None:
+            seen = errored.setdefault(metric, [0, str(first["error"])])
+            seen[0] += 1
+        return None
+    return first
 
 
 class _Tally:
@@ -247,7 +263,7 @@ async def aaudit_task(
                 earned = pr.letter is None and legitimate(text, sample.target)
                 for pipeline in task.pipelines:
                     for metric in metrics:
-                        verdict = _verdict(record, pipeline.name, metric.name)
+                        verdict = _verdict(record, pipeline.name, metric.name, audit.errored)
                         if verdict is None or sample.id in unchecked.get(metric.name, ()):
                             continue
                         key = (pr.name, pipeline.name, metric.name)

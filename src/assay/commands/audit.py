@@ -2,7 +2,8 @@
 scoring; scan finished runs for answers that won without solving.
 
 Exit codes: 0 nothing found; 1 a probe earned credit above --max-credit (always one letter: beating chance beyond
-doubt), a row's own target failed, or a run holds a finding; 2 a usage error (a bad task file or run folder).
+doubt), a row's own target failed, or a run holds a finding; 2 a usage error (a bad task file or run folder); 3 a
+metric could not be audited at all: every verdict errored (a judge that cannot be reached, an evaluator that raises).
 """
 
 from __future__ import annotations
@@ -60,6 +61,11 @@ def _print(audits: list[TaskAudit], max_credit: float) -> None:
                     f"{ora.failed} of {ora.applicable} samples; e.g. sample {escape(str(ex['sample_id']))} answered "
                     f"{escape(repr(ex['answer']))}: {escape(ex['reason'] or 'failed')}"
                 )
+        for metric in audit.unjudged:
+            count, first = audit.errored[metric]
+            console.print(
+                f"[red]not audited[/red] {escape(metric)}: all {count} verdict(s) errored (first: {escape(first)})"
+            )
         for metric, count in audit.unchecked.items():
             console.print(
                 f"[yellow]unchecked[/yellow] {escape(metric)}: {count} sample(s) have no check (any answer passes); "
@@ -124,3 +130,5 @@ def audit_command(tasks: tuple[Path, ...], limit: int | None, max_credit: float,
             _print_findings(run, findings)
     if any(a.flagged or a.broken_oracle for a in audits) or any(f for _, f in scans):
         sys.exit(1)
+    if any(a.unjudged for a in audits):
+        sys.exit(3)  # nothing found, but a metric said nothing either: not a clean bill
