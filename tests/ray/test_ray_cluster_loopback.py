@@ -51,22 +51,34 @@ def cluster() -> Iterator[LocalCluster]:
         started.stop()
 
 
-def test_every_process_of_the_test_cluster_listens_on_loopback_only(cluster: LocalCluster) -> None:
-    nodes = [cluster.head, *cluster.workers]
-    drivers = [  # one joins by the GCS address, one through Ray Client
-        subprocess.Popen(
+def _driver(cluster: LocalCluster, address: str, tries: int = 3) -> subprocess.Popen[str]:
+    """A driver joined to the cluster at ``address`` whose actors ran on both nodes. A Ray Client connection can be
+    refused while the head's client server starts a server for it ("Initialization failure from server", seen on a
+    loaded machine): the driver is started again then, up to ``tries`` times."""
+    for attempt in range(tries):
+        driver = subprocess.Popen(
             [sys.executable, "-c", _DRIVER, address],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=cluster.env(),
             text=True,
         )
-        for address in (cluster.address, cluster.client_address)
-    ]
+        assert driver.stdout is not None
+        line = driver.stdout.readline().strip()
+        if line == "2":
+            return driver
+        driver.kill()
+        driver.wait(timeout=30)
+        assert line == "" and attempt < tries - 1, f"a driver's actors did not run on both nodes ({line or 'none'})"
+    raise AssertionError("unreachable")
+
+
+def test_every_process_of_the_test_cluster_listens_on_loopback_only(cluster: LocalCluster) -> None:
+    nodes = [cluster.head, *cluster.workers]
+    drivers: list[subprocess.Popen[str]] = []
     try:
-        for driver in drivers:
-            assert driver.stdout is not None
-            assert driver.stdout.readline().strip() == "2", "a driver's actors did not run on both nodes"
+        for address in (cluster.address, cluster.client_address):  # one joins by the GCS address, one by Ray Client
+            drivers.append(_driver(cluster, address))
         pids = {pid for node in nodes for pid in node.processes()}
         pids |= {driver.pid for driver in drivers}
         sockets = sorted({socket for pid in pids for socket in _listening(pid)})
