@@ -103,3 +103,20 @@ def test_a_budget_is_a_positive_sum(tmp_path: Path, value: str):
     task, _ = _setup(tmp_path)
     code, out = _invoke(["run", str(task), "--model", "openai:m", "--budget-usd", value])
     assert code == 2 and "--budget-usd" in out
+
+
+def test_judge_calls_are_spent_at_the_judges_price_and_an_unreported_one_stops_the_run():
+    from assay.runner.budget import Budget
+    from assay.runner.outcomes import BudgetUnmeasured
+
+    prices = {"m": {"input": 1.0, "output": 1.0}, "judge-1": {"input": 10.0, "output": 10.0}}
+    budget = Budget(1.0, prices, "m", ["judge-1"])
+    call = {"model": "judge-1", "usage": {"input_tokens": 1000, "output_tokens": 100}, "cached": False}
+    verdict = {"score": 1.0, "passed": True, "details": {"judges": [call, {**call, "cached": True}]}}
+    record = {"sample_id": "s", "responses": [{"usage": {"input_tokens": 10, "output_tokens": 5}}],
+              "filters": {"none": {"verdicts": {"llm_judge": [verdict]}}}}  # fmt: skip
+    budget.observe(record)
+    assert budget.spent == pytest.approx((15 * 1.0 + 1100 * 10.0) / 1e6)  # the cached judge call cost nothing
+    silent = {"score": 1.0, "passed": True, "details": {"judge": {"model": "judge-1", "usage": {}}}}
+    with pytest.raises(BudgetUnmeasured, match="judge call reported no usage"):
+        budget.observe({**record, "filters": {"none": {"verdicts": {"llm_judge": [silent]}}}})

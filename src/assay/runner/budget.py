@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from assay.errors import ConfigError
+from assay.results.operational import judge_calls
 from assay.runner.outcomes import BudgetSpent, BudgetUnmeasured
 
 if TYPE_CHECKING:
@@ -117,12 +118,8 @@ class Budget:
             )
 
     def _judge_calls(self, verdict: Mapping[str, Any]) -> None:
-        details = verdict.get("details") or {}
-        calls = details.get("judges") if isinstance(details.get("judges"), list) else None
-        if calls is None:
-            calls = [details["judge"]] if isinstance(details.get("judge"), Mapping) else []
-        for call in calls:
-            if not isinstance(call, Mapping) or call.get("cached"):
+        for call in judge_calls(verdict):  # the calls as the operational figures count them
+            if call.get("cached"):
                 continue
             tin, tout = _tokens(call.get("usage") or {})
             if tin == 0 and tout == 0:
