@@ -33,6 +33,7 @@ LAYERS: list[list[str]] = [
         "assay.version",
     ],
     ["assay.models", "assay.data", "assay.sandbox"],
+    ["assay.environments"],
     ["assay.record"],
     ["assay.evaluators", "assay.store"],
     ["assay.tools", "assay.feedback"],
