@@ -6,7 +6,14 @@ import contextlib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from assay.environments.base import Environment
+
+# the id of the tool call running now, when the loop sets it: tools put it in what they record (``resources``)
+CALL_ID: ContextVar[str | None] = ContextVar("assay_tool_call_id", default=None)
 
 
 class ToolError(Exception):
@@ -23,6 +30,8 @@ class Tool(ABC):
     name: str
     description: str = ""
     parameters: dict[str, Any]
+    needs_environment: bool = False  # acts on the sample's environment (SampleTools.environment)
+    needs_workspace: bool = False  # reads or writes its files or runs programs in it (a world's state is not enough)
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI tool schema sent to the model."""
@@ -56,9 +65,16 @@ def as_text(value: Any) -> str:
 class SampleTools:
     """The tools of one trajectory, with the per-sample state tools keep in ``resources`` (closed at its end)."""
 
-    def __init__(self, toolset: ToolSet) -> None:
+    def __init__(self, toolset: ToolSet, environment: Environment | None = None) -> None:
         self.toolset = toolset
         self.resources: dict[str, Any] = {}
+        self.environment = environment  # the sample's environment, set by the runner before the loop (or None)
+
+    def require_environment(self, tool: str) -> Environment:
+        """The sample's environment, or a ToolError saying that ``tool`` needs one (the task gave none)."""
+        if self.environment is None:
+            raise ToolError(f"{tool} needs an environment: give the task an `environment:` key")
+        return self.environment
 
     async def aclose(self) -> None:
         """Release every per-sample resource (each tool's sandbox, a per-sample MCP server)."""
@@ -107,8 +123,9 @@ class ToolSet:
     def declared_names(self) -> set[str]:
         return {str((d.get("function") or {}).get("name")) for d in self.declared}
 
-    def for_sample(self) -> SampleTools:
-        return SampleTools(self)
+    def for_sample(self, environment: Environment | None = None) -> SampleTools:
+        """A trajectory's tool state, acting in ``environment`` when the sample has one."""
+        return SampleTools(self, environment)
 
     async def aclose(self) -> None:
         """Stop every run-long tool."""

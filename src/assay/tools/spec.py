@@ -1,5 +1,7 @@
-"""A task's ``tools:`` entries read into a ToolSet: ``{python: "mod:fn"}``, ``{sandbox: python|bash}``,
-``{mcp: {command, args, env, per_sample}}``, or an OpenAI tool schema (declared only: sent, never run)."""
+"""A task's ``tools:`` entries read into a ToolSet: a standard tool by name (``bash``, ``python``, ``text_editor``,
+``think``) or with options (``{tool: bash, timeout_s: 30, name: shell}``), ``{python: "mod:fn"}``,
+``{sandbox: python|bash}``, ``{mcp: {command, args, env, per_sample}}``, or an OpenAI tool schema (declared only:
+sent, never run)."""
 
 from __future__ import annotations
 
@@ -9,15 +11,41 @@ from pathlib import Path
 from typing import Any
 
 from assay.tools.base import Tool, ToolSet
+from assay.tools.standard import STANDARD_TOOLS
 
-RUNNABLE_KEYS = ("python", "sandbox", "mcp")
+RUNNABLE_KEYS = ("tool", "python", "sandbox", "mcp")
 
 Fail = Callable[[tuple[Any, ...], str], Exception]  # (key path, message) -> the error to raise
 
 
 def is_runnable(entry: Any) -> bool:
     """True for an entry the loop runs (not an OpenAI schema)."""
-    return isinstance(entry, dict) and any(k in entry for k in RUNNABLE_KEYS)
+    return isinstance(entry, str) or (isinstance(entry, dict) and any(k in entry for k in RUNNABLE_KEYS))
+
+
+def needs_environment(toolset: ToolSet) -> bool:
+    """True when a tool acts on the sample's environment (its workspace, programs or world state)."""
+    return any(t.needs_environment for t in toolset.tools)
+
+
+def needs_workspace(toolset: ToolSet) -> bool:
+    """True when a tool reads or writes workspace files or runs programs (a world's state alone is not enough)."""
+    return any(t.needs_workspace for t in toolset.tools)
+
+
+def _standard(name: Any, options: dict[str, Any], path: tuple[Any, ...], fail: Fail) -> Tool:
+    """A standard tool by name with its options (``timeout_s`` of bash and python; ``name`` of any)."""
+    if name not in STANDARD_TOOLS:
+        raise fail(path, f"unknown tool {name!r}; the standard tools are {list(STANDARD_TOOLS)}")
+    cls = STANDARD_TOOLS[name]
+    allowed = ["tool", *getattr(cls, "OPTIONS", ()), "name"]
+    extra = sorted(set(options) - set(allowed))
+    if extra:
+        raise fail(path[:2], f"unknown key(s) {extra} of the {name} tool (it takes {', '.join(allowed)})")
+    try:
+        return cls(**{k: v for k, v in options.items() if k != "tool"})
+    except (TypeError, ValueError) as err:
+        raise fail(path[:2], f"bad options for the {name} tool: {err}") from None
 
 
 def _python(entry: dict[str, Any], i: int, base_dir: Path | None, fail: Fail) -> Tool:
@@ -90,8 +118,12 @@ def parse_tools(entries: Sequence[Any], *, base_dir: Path | None = None, fail: F
             from assay.tools.python import function_tool
 
             tools.append(function_tool(entry))
+        elif isinstance(entry, str):
+            tools.append(_standard(entry, {}, ("tools", i), fail))
         elif not is_runnable(entry):
             declared.append(entry)
+        elif "tool" in entry:
+            tools.append(_standard(entry["tool"], entry, ("tools", i, "tool"), fail))
         elif "python" in entry:
             tools.append(_python(entry, i, base_dir, fail))
         elif "sandbox" in entry:
