@@ -27,7 +27,7 @@ import stat
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -35,6 +35,7 @@ from types import TracebackType
 from assay.sandbox.bwrap import HOME, Host, data_files, find_host, spawn_user
 from assay.sandbox.cgroup import MemoryCgroup
 from assay.sandbox.diskfs import PARTS, mount_tmpfs, unmount
+from assay.sandbox.layout import Layout
 from assay.sandbox.limits import MB, Limits
 
 PIPE = asyncio.subprocess.PIPE
@@ -120,8 +121,19 @@ class SandboxProcess:
 class Sandbox:
     """A sandbox for one sample (an async context manager): a work directory, programs run in it, cleanup."""
 
-    def __init__(self, limits: Limits | None = None, *, python: str | None = None) -> None:
+    def __init__(
+        self,
+        limits: Limits | None = None,
+        *,
+        python: str | None = None,
+        layout: Layout | None = None,
+        base_dir: str | None = None,
+    ) -> None:
+        """``layout``: where things are inside (default: code_exec's, ``layout.py``); ``base_dir``: the host folder
+        its directory is made in (default: the temp directory)."""
         self.limits = limits or Limits()
+        self.layout = layout or Layout()
+        self._base_dir = base_dir
         self._python_setting = python
         self._host: Host | None = None
         self._root: Path | None = None  # the sandbox's directory on the host (a tmpfs mount when host.tmpfs)
@@ -142,7 +154,7 @@ class Sandbox:
 
     @property
     def workdir(self) -> Path:
-        """The work directory on the host (``/sandbox`` inside)."""
+        """The work directory on the host (``layout.home`` inside: ``/sandbox`` by default)."""
         if self._workdir is None:
             raise SandboxError("the sandbox is not open (use `async with Sandbox() as box`)")
         return self._workdir
@@ -153,7 +165,7 @@ class Sandbox:
         host = self.host
         if self._root is not None:
             return self
-        root = Path(tempfile.mkdtemp(prefix=f"assay-sandbox-{os.getpid()}-", dir=host.workdir_base()))
+        root = Path(tempfile.mkdtemp(prefix=f"assay-sandbox-{os.getpid()}-", dir=self._base_dir or host.workdir_base()))
         self._root = root
         try:
             if host.tmpfs:
@@ -169,6 +181,10 @@ class Sandbox:
             self._release()
             raise SandboxError(f"cannot set up the sandbox's limits: {err}") from None
         return self
+
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds all its processes used together, where its cgroup accounts them (else None)."""
+        return self._cgroup.cpu_seconds() if self._cgroup is not None else None
 
     def out_of_memory(self) -> bool:
         """Whether one of the sandbox's processes was killed for reaching the memory limit of them all together."""
@@ -204,12 +220,17 @@ class Sandbox:
         stdout: int | None = PIPE,
         stderr: int | None = PIPE,
         pass_fds: Sequence[int] = (),
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        binds: Sequence[tuple[str, str]] = (),
     ) -> SandboxProcess:
-        """Start ``argv`` in the sandbox (paths as seen inside; cwd ``/sandbox``); ``pass_fds`` stay open in it."""
+        """Start ``argv`` in the sandbox (paths as seen inside; cwd the layout's home unless ``cwd``); ``pass_fds``
+        stay open in it; ``env`` adds variables and ``binds`` (host path, path inside) read-only folders for it."""
         host, workdir = self.host, str(self.workdir)
+        layout = self.layout.for_call(cwd, env, binds)
         fds: dict[str, int] = {}
         try:
-            for path, data in data_files().items():
+            for path, data in data_files(layout.home).items():
                 fds[path] = os.memfd_create(path.rsplit("/", 1)[-1])
                 os.write(fds[path], data)
                 os.lseek(fds[path], 0, os.SEEK_SET)
@@ -217,7 +238,10 @@ class Sandbox:
             if host.tmpfs and self._root is not None:
                 scratch = (str(self._root / PARTS[1]), str(self._root / PARTS[2]))
             enter = self._cgroup.enter_file if self._cgroup is not None else None
-            command = host.command(workdir, self.limits, argv, fds, scratch=scratch, cgroup=enter)
+            try:
+                command = host.command(workdir, self.limits, argv, fds, scratch=scratch, cgroup=enter, layout=layout)
+            except (OSError, ValueError) as err:
+                raise SandboxError(f"cannot lay out the sandbox: {err}") from None
             try:
                 proc = await asyncio.create_subprocess_exec(
                     *command,
@@ -240,11 +264,20 @@ class Sandbox:
         return process
 
     async def exec(
-        self, argv: Sequence[str], *, input: bytes | None = None, timeout: float | None = None
+        self,
+        argv: Sequence[str],
+        *,
+        input: bytes | None = None,
+        timeout: float | None = None,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        binds: Sequence[tuple[str, str]] = (),
     ) -> ExecResult:
-        """Run ``argv`` to its end (at most ``timeout``, default the limits' time): its output and exit code."""
+        """Run ``argv`` to its end (at most ``timeout``, default the limits' time): its output and exit code
+        (``cwd``, ``env``, ``binds``: as :meth:`spawn`)."""
         started = time.perf_counter()
-        process = await self.spawn(argv, stdin=PIPE if input is not None else DEVNULL)
+        stdin = PIPE if input is not None else DEVNULL
+        process = await self.spawn(argv, stdin=stdin, cwd=cwd, env=env, binds=binds)
         timed_out = False
         try:
             if input is not None and process.stdin is not None:

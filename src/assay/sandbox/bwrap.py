@@ -28,11 +28,11 @@ from typing import Any
 from assay.errors import ConfigError
 from assay.sandbox.cgroup import MemoryCgroups, find_memory_cgroups
 from assay.sandbox.diskfs import can_mount
+from assay.sandbox.layout import HOME, Layout, host_os_mounts, present_in_rootfs, rootfs_limiter, rootfs_mounts
 from assay.sandbox.limits import Limits
 
 BWRAP_ENV = "ASSAY_BWRAP"
 PYTHON_ENV = "ASSAY_SANDBOX_PYTHON"
-HOME = "/sandbox"  # the work directory, as the program sees it
 HOST_UID = 65534  # who a root user's sandboxes run as on the host (nobody)
 INSIDE_UID = 1000  # who the program is inside (shown as "sandbox"; files it does not own show as nobody)
 INSTALL = (
@@ -141,6 +141,7 @@ class Host:
         *,
         scratch: tuple[str, str] | None = None,
         cgroup: str | None = None,
+        layout: Layout | None = None,
     ) -> list[str]:
         """The full command line that runs ``argv`` in a sandbox over ``workdir`` (``data_fds``: file -> fd).
 
@@ -148,35 +149,36 @@ class Host:
         the file through which a process enters the sandbox's memory cgroup (``cgroup.py``): the command, started
         as root, first moves itself in (writing 0, its own pid, which spares the kernel the global lock that
         moving another process takes: ~10 ms), then becomes the sandbox's user (``setpriv``) and execs bwrap, so
-        every process of the sandbox starts inside it."""
-        b = [self.bwrap, "--unshare-all", "--unshare-user", "--disable-userns", "--die-with-parent", "--new-session"]
+        every process of the sandbox starts inside it. ``layout``: where things are inside (``layout.py``)."""
+        layout = layout or Layout()
+        b = [self.bwrap, "--unshare-all", *(["--share-net"] if layout.network else []), "--unshare-user"]
+        b += ["--disable-userns", "--die-with-parent", "--new-session"]
         b += ["--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--hostname", "sandbox"]
-        b += ["--ro-bind", "/usr", "/usr"]
-        for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-            path = "/" + name
-            if os.path.islink(path):
-                b += ["--symlink", os.readlink(path), path]
-            elif os.path.isdir(path):
-                b += ["--ro-bind", path, path]
-        for path in ("/etc/ld.so.cache", "/etc/alternatives", "/etc/localtime"):
-            b += ["--ro-bind-try", path, path]
-        for path in self.binds:
-            b += ["--ro-bind", path, path]
-        for path in self.hidden:
-            b += ["--perms", "0555", "--size", "4096", "--tmpfs", path, "--remount-ro", path]
+        limiter: list[str] | None = None
+        if layout.rootfs is None:
+            b += host_os_mounts(self.binds, self.hidden, layout.network)
+        else:
+            b += rootfs_mounts(layout.rootfs, [layout.home, *(inside for _, inside in layout.binds)])
+            helper, limiter = rootfs_limiter(self.prlimit)
+            b += helper
+            data_fds = {p: data_fds[p] for p in present_in_rootfs(layout.rootfs, data_fds)}
         b += ["--proc", "/proc", "--dev", "/dev"]
         if scratch is None:
             b += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
             b += ["--size", str(limits.tmp_mb << 20), "--tmpfs", "/tmp"]
         else:
             b += ["--bind", scratch[1], "/dev/shm", "--remount-ro", "/dev", "--bind", scratch[0], "/tmp"]
-        b += ["--bind", workdir, HOME]
+        b += ["--bind", workdir, layout.home]
+        for host_path, inside in layout.binds:
+            b += ["--ro-bind", host_path, inside]
         for path, fd in data_fds.items():
             b += ["--ro-bind-data", str(fd), path]
-        b += ["--remount-ro", "/", "--chdir", HOME, "--clearenv"]
-        for key, value in sandbox_env().items():
+        b += ["--remount-ro", "/", "--chdir", layout.cwd or layout.home, "--clearenv"]
+        for key, value in {**sandbox_env(layout.home), **dict(layout.env)}.items():
             b += ["--setenv", key, value]
-        if self.prlimit is not None:
+        if limiter is not None:
+            b += ["--", *limiter, *limits.prlimit_args(), "--"]
+        elif self.prlimit is not None:
             b += ["--", self.prlimit, *limits.prlimit_args(), "--"]
         else:
             pairs = [f"{n}:{s}:{h}" for n, s, h in limits.setrlimit_pairs()]
@@ -190,11 +192,11 @@ class Host:
         return [*b, *argv]
 
 
-def sandbox_env() -> dict[str, str]:
+def sandbox_env(home: str = HOME) -> dict[str, str]:
     """The whole environment a sandboxed program sees: nothing of the user's (no keys, tokens or proxies)."""
     return {
         "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": HOME,
+        "HOME": home,
         "TMPDIR": "/tmp",
         "USER": "sandbox",
         "LOGNAME": "sandbox",
@@ -205,11 +207,11 @@ def sandbox_env() -> dict[str, str]:
     }
 
 
-def data_files() -> dict[str, bytes]:
+def data_files(home: str = HOME) -> dict[str, bytes]:
     """Small files of /etc the sandbox gets made up rather than the host's (the host's list its users)."""
     uid = INSIDE_UID
     return {
-        "/etc/passwd": f"root:x:0:0::/:/bin/sh\nsandbox:x:{uid}:{uid}::{HOME}:/bin/sh\n".encode(),
+        "/etc/passwd": f"root:x:0:0::/:/bin/sh\nsandbox:x:{uid}:{uid}::{home}:/bin/sh\n".encode(),
         "/etc/group": f"root:x:0:\nsandbox:x:{uid}:\n".encode(),
         "/etc/hosts": b"127.0.0.1 localhost sandbox\n::1 localhost\n",
     }

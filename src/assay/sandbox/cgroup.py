@@ -85,6 +85,19 @@ class MemoryCgroup:
         lock; v2: ``cgroup.procs``)."""
         return os.path.join(self.path, "tasks" if self.version == 1 else "cgroup.procs")
 
+    def cpu_seconds(self) -> float | None:
+        """CPU seconds its processes used together, where the cgroup accounts them (v2's ``cpu.stat``); None in
+        a v1 memory cgroup (CPU is accounted in another hierarchy there: only per-process RLIMIT_CPU holds)."""
+        try:
+            with open(os.path.join(self.path, "cpu.stat")) as fh:
+                for line in fh:
+                    key, _, value = line.partition(" ")
+                    if key == "usage_usec" and value.strip().isdigit():
+                        return int(value) / 1e6
+        except OSError:
+            pass
+        return None
+
     def out_of_memory(self) -> bool:
         """Whether the kernel killed a process here for reaching the limit."""
         name = "memory.events" if self.version == 2 else "memory.oom_control"
