@@ -47,6 +47,8 @@ if TYPE_CHECKING:
         context_precision,
         context_recall,
         custom,
+        env_check,
+        env_files,
         exact_match,
         faithfulness,
         fuzzy_match,
@@ -65,6 +67,7 @@ if TYPE_CHECKING:
         rougeLsum,
         schema,
         semantic_similarity,
+        state_match,
         ter,
         token_f1,
         tool_usage,
@@ -74,6 +77,9 @@ if TYPE_CHECKING:
     from assay.evaluators._schema import Schema
     from assay.evaluators.agent.tool_usage import ToolUsage
     from assay.evaluators.code.code_exec import CodeExec
+    from assay.evaluators.environment.env_check import EnvCheck
+    from assay.evaluators.environment.env_files import EnvFiles
+    from assay.evaluators.environment.state_match import StateMatch
     from assay.evaluators.generation import Bleu, Chrf, Rouge, Rouge1, Rouge2, RougeL, RougeLsum, Ter
     from assay.evaluators.judge.evaluator import LLMJudge
     from assay.evaluators.loglikelihood.choice import MC1, MC2, Acc, AccBytes, AccMutualInfo, AccNorm
@@ -119,6 +125,9 @@ _CLASSES: dict[str, str] = {
     "RougeLsum": "rougeLsum",
     "SemanticSimilarity": "semantic_similarity",
     "CodeExec": "code_exec",
+    "EnvCheck": "env_check",
+    "EnvFiles": "env_files",
+    "StateMatch": "state_match",
     "Acc": "acc",
     "AccNorm": "acc_norm",
     "AccBytes": "acc_bytes",
@@ -158,6 +167,9 @@ _FACTORIES = frozenset(
         "rougeLsum",
         "semantic_similarity",
         "code_exec",
+        "env_check",
+        "env_files",
+        "state_match",
         "acc",
         "acc_norm",
         "acc_bytes",
@@ -188,6 +200,8 @@ __all__ += [
     "ContextPrecision",
     "ContextRecall",
     "Custom",
+    "EnvCheck",
+    "EnvFiles",
     "ExactMatch",
     "Faithfulness",
     "FuzzyMatch",
@@ -204,6 +218,7 @@ __all__ += [
     "RougeLsum",
     "Schema",
     "SemanticSimilarity",
+    "StateMatch",
     "Ter",
     "TokenF1",
     "ToolUsage",
@@ -222,6 +237,8 @@ __all__ += [
     "context_precision",
     "context_recall",
     "custom",
+    "env_check",
+    "env_files",
     "exact_match",
     "faithfulness",
     "fuzzy_match",
@@ -240,6 +257,7 @@ __all__ += [
     "rougeLsum",
     "schema",
     "semantic_similarity",
+    "state_match",
     "ter",
     "token_f1",
     "tool_usage",

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from assay.evaluators._schema import Schema
     from assay.evaluators.agent.tool_usage import ToolUsage
     from assay.evaluators.code.code_exec import CodeExec
+    from assay.evaluators.environment.env_check import EnvCheck
+    from assay.evaluators.environment.env_files import EnvFiles
+    from assay.evaluators.environment.state_match import StateMatch
     from assay.evaluators.generation import Bleu, Chrf, Rouge, Rouge1, Rouge2, RougeL, RougeLsum, Ter
     from assay.evaluators.judge.evaluator import LLMJudge
     from assay.evaluators.judge.options import RequireCalibration
@@ -1042,6 +1045,104 @@ def code_exec(
     raise NotImplementedError  # @_builds calls the registry instead
 
 
+@_builds("env_check")
+def env_check(
+    *,
+    command: str | None = None,
+    mode: Literal["auto", "pytest", "exit_code"] = "auto",
+    check_files: str = "check_files",
+    files: dict[str, str] = {},  # noqa: B006
+    protect: list[str] | None = None,
+    fail_to_pass: str = "FAIL_TO_PASS",
+    pass_to_pass: str = "PASS_TO_PASS",
+    pytest_args: list[str] | None = None,
+    python: str = "python3",
+    timeout_s: float = 600.0,
+) -> EnvCheck:
+    """Runs a command or the row's tests in the sample's environment after the agent stopped.
+
+    The EnvCheck evaluator, as ``get("env_check", **options)`` builds it from the options given.
+
+    Args:
+        command: a shell line run with bash -c in the workspace after the loop, passed when it exits 0; null: the row's
+            FAIL_TO_PASS / PASS_TO_PASS tests are run with pytest and scored as SWE-bench scores them (default None).
+        mode: 'exit_code' runs command; 'pytest' runs the listed tests; 'auto': command when one is given, else pytest
+            when the row lists tests (default "auto").
+        check_files: the row key whose value (workspace path -> text) holds hidden files written into the workspace
+            after the loop, over what the agent left there (a test patch) (default "check_files").
+        files: hidden files for every sample (workspace path -> text), written in as check_files are (default {}).
+        protect: globs of workspace files put back as the workspace was made before the check (removed when they were
+            not there), so the agent cannot decide its own tests; null: conftest.py files, pytest's and setup's
+            configuration, sitecustomize.py, pytest.py and _pytest/ (DEFAULT_PROTECT); add your tests folder (tests/**)
+            to keep the agent from editing the PASS_TO_PASS tests (default None).
+        fail_to_pass: the row key of the tests the change must make pass (a list or a JSON list of pytest node ids; the
+            lowercase key is read too) (default "FAIL_TO_PASS").
+        pass_to_pass: the row key of the tests that must keep passing (a list or a JSON list of node ids) (default
+            "PASS_TO_PASS").
+        pytest_args: what pytest runs (paths, node ids, options); null: the files of the listed tests (default None).
+        python: the Python inside the environment that runs pytest (default "python3").
+        timeout_s: seconds the command or the tests may run (default 600.0).
+    """
+    raise NotImplementedError  # @_builds calls the registry instead
+
+
+@_builds("env_files")
+def env_files(
+    *,
+    expected: str = "expected_files",
+    files: dict[str, str | None] = {},  # noqa: B006
+    mode: Literal["exact", "contains", "regex"] = "exact",
+    strip: bool = True,
+) -> EnvFiles:
+    """Compares workspace files after the loop with the row's expected content (``expected_files``: path -> text, or
+    null for a file that must not exist). The score is the share of files that match; passed when all do. The
+    observation: ``{"files": {path: {"exists", "size", "sha256", "text"}}}`` (text null past 256 KiB or for a binary
+    file; such a file matches only in ``exact`` mode without ``strip``, by digest).
+
+    The EnvFiles evaluator, as ``get("env_files", **options)`` builds it from the options given.
+
+    Args:
+        expected: the row key whose value maps workspace paths to their expected text (null: the file must not exist)
+            (default "expected_files").
+        files: expected files for every sample (workspace path -> text, or null: must not exist); the row's entries win
+            (default {}).
+        mode: 'exact': the file equals the text; 'contains': the file contains it; 'regex': the text is a regular
+            expression found in the file (multiline) (default "exact").
+        strip: ignore whitespace at the ends of lines and blank lines at the ends of the file (line endings are always
+            normalised) (default True).
+    """
+    raise NotImplementedError  # @_builds calls the registry instead
+
+
+@_builds("state_match")
+def state_match(
+    *,
+    expected: str = "expected_state",
+    key_fields: list[str] = [],  # noqa: B006
+    tolerance: float = 0.0,
+    ignore: list[str] = [],  # noqa: B006
+    allow_extra: bool = True,
+) -> StateMatch:
+    """Compares a stateful world's final state (``environment: {python: "module:factory"}``) with the row's
+    ``expected_state``: objects by key, lists by position or by an id-like key, numbers within a tolerance. The score is
+    the share of expected fields that match (unexpected list items and, without ``allow_extra``, keys count against it);
+    passed only when all match. The observation: ``{"state": <the state as JSON>}``.
+
+    The StateMatch evaluator, as ``get("state_match", **options)`` builds it from the options given.
+
+    Args:
+        expected: the row key holding the expected final state (an object; may be partial) (default "expected_state").
+        key_fields: fields that identify a list's items (e.g. [id]): lists of objects having one are matched by it, and
+            named by it in paths (orders.O2.status); other lists by position (items.0.sku) (default []).
+        tolerance: numbers match when they differ by at most this much (default 0.0).
+        ignore: dotted paths left out of the comparison (* within a segment, ** any number of segments:
+            orders.*.updated_at) (default []).
+        allow_extra: keys of the state the expected state does not name are ignored (a partial expected state); false
+            counts each as a difference. Extra list items always count (default True).
+    """
+    raise NotImplementedError  # @_builds calls the registry instead
+
+
 @_builds("acc")
 def acc() -> Acc:
     """lm-eval's ``acc``: the gold choice has the highest log-likelihood. On a ``loglikelihood`` task (one
@@ -1161,6 +1262,8 @@ __all__ = [
     "context_precision",
     "context_recall",
     "custom",
+    "env_check",
+    "env_files",
     "exact_match",
     "faithfulness",
     "fuzzy_match",
@@ -1179,6 +1282,7 @@ __all__ = [
     "rougeLsum",
     "schema",
     "semantic_similarity",
+    "state_match",
     "ter",
     "token_f1",
     "tool_usage",

@@ -42,6 +42,9 @@ _BUILTIN_MODULES: dict[str, str] = {
     "row_checks": "assay.tasks.rowchecks",  # per-row checks (promptfoo assert:)
     "lmeval_metric": "assay.tasks.importers.lmeval.metric",  # a metric of an lm-eval task, by its process_results
     "code_exec": "assay.evaluators.code.code_exec",
+    "env_check": "assay.evaluators.environment.env_check",  # scored from the environment after an agent's loop
+    "env_files": "assay.evaluators.environment.env_files",
+    "state_match": "assay.evaluators.environment.state_match",
     "acc": "assay.evaluators.loglikelihood.choice",
     "acc_norm": "assay.evaluators.loglikelihood.choice",
     "acc_bytes": "assay.evaluators.loglikelihood.choice",
