@@ -137,3 +137,29 @@ async def test_a_failed_creation_leaves_nothing() -> None:
     with pytest.raises(EnvironmentFailed, match="leaves"):
         await BwrapEnvironment.create(spec(files={"../a": "b"}), {}, "fails")
     assert set(os.listdir(base_dir())) == before
+
+
+async def test_cancellation_during_setup_or_use_leaves_nothing() -> None:
+    import asyncio
+
+    from assay.environments.cleanup import base_dir
+
+    before = set(os.listdir(base_dir()))
+    making = asyncio.create_task(BwrapEnvironment.create(spec(setup="sleep 30"), {}, "cancelled"))
+    await asyncio.sleep(0.3)
+    making.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await making
+    assert set(os.listdir(base_dir())) == before
+
+    async def use() -> None:
+        async with environment() as env:
+            shell = await env.shell()
+            await shell.run("sleep 30", timeout_s=20)
+
+    using = asyncio.create_task(use())
+    await asyncio.sleep(0.3)
+    using.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await using
+    assert set(os.listdir(base_dir())) == before
