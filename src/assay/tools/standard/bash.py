@@ -44,11 +44,8 @@ class BashTool(Tool):
             result = await shell.run(cmd, timeout_s=self.timeout_s)
             change.exit_code, change.timed_out = result.exit_code, result.timed_out
         output = clip(result.output)
-        if result.timed_out:
-            raise ToolError(
-                f"timed out after {self.timeout_s:g}s; the shell was restarted (working directory and variables "
-                f"are reset)\n{output}".rstrip()
-            )
+        if result.timed_out:  # the shell says that it restarts, and the next call that it did
+            raise ToolError(f"timed out after {self.timeout_s:g}s\n{output}".rstrip())
         if result.exit_code:
             raise ToolError(f"exit code {result.exit_code}\n{output}".rstrip())
         return output
