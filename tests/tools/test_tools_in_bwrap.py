@@ -16,10 +16,12 @@ BUGGY = "def add(a, b):\n    return a - b\n"
 
 async def test_bash_python_and_text_editor_fix_a_bug_in_the_workspace() -> None:
     bash, python, editor = BashTool(timeout_s=10), PythonCodeTool(timeout_s=10), TextEditorTool()
-    async with environment(spec(files={"calc.py": BUGGY})) as env:
+    async with environment(spec(files={"calc.py": BUGGY, "tests/test_calc.py": "import calc\n"})) as env:
         state = ToolSet([bash, python, editor]).for_sample(environment=env)
         listing = await editor.call({"command": "view", "path": "/workspace"}, state)
         assert "/workspace/calc.py" in listing.splitlines()
+        sub = await editor.call({"command": "view", "path": "tests"}, state)
+        assert sub.splitlines()[1:] == ["/workspace/tests", "/workspace/tests/test_calc.py"]
         check = "python3 -B -c 'import calc; print(calc.add(2, 3))'"
         assert (await bash.call({"cmd": check}, state)).strip() == "-1"
         await editor.call(
@@ -38,6 +40,7 @@ async def test_bash_python_and_text_editor_fix_a_bug_in_the_workspace() -> None:
             await editor.call({"command": "view", "path": "/etc/passwd"}, state)
         records = [(c["tool"], c["written"], c["deleted"], c["exit_code"]) for c in changes_of(state)]
         assert records == [
+            ("text_editor", [], [], None),
             ("text_editor", [], [], None),
             ("bash", [], [], 0),
             ("text_editor", ["calc.py"], [], None),

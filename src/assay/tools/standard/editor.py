@@ -81,7 +81,9 @@ def _read(env: Environment, relative: str, absolute: str) -> str | None:
         data = env.read_file(relative)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
         return None
-    except ValueError as err:  # it leaves the workspace (a link)
+    except ValueError as err:  # a link leaving the workspace, or not a regular file (a directory, for some providers)
+        if _is_dir(env, relative):
+            return None
         raise ToolError(str(err)) from None
     except OSError as err:
         raise ToolError(f"Ran into {err} while trying to read {absolute}") from None
