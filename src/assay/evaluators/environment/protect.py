@@ -28,7 +28,7 @@ DEFAULT_PROTECT = [
 async def prepare_workspace(
     env: Environment, protect: Iterable[str], files: Mapping[str, str], *, timeout_s: float
 ) -> dict[str, Any]:
-    """Restore the protected files and write ``files`` (workspace path -> text); what was done, for the record.
+    """Restore the protected files and write ``files`` (workspace path -> text); what changed, for the record.
 
     A protected path the agent created is removed; one it changed or deleted gets its first content back. Symbolic
     links the agent planted at a protected path, at a hidden file's path or at a folder above one are removed
@@ -50,6 +50,7 @@ async def prepare_workspace(
             conftest = "/".join([*folders[:depth], "conftest.py"])
             if protected(conftest) and conftest not in present and env.initial_file(conftest) is not None:
                 candidates.add(conftest)
+    candidates = {p for p in candidates if p in links or _changed(env, p, p in present)}
     in_the_way = {p for p in links if any(f == p or f.startswith(p + "/") for f in files)}
     doomed = sorted((candidates | in_the_way | set(files)) & (present | links))
     if doomed:
@@ -65,6 +66,17 @@ async def prepare_workspace(
     for path, text in files.items():
         env.write_file(path, text)
     return {"restored": restored, "removed": removed, "written": sorted(files)}
+
+
+def _changed(env: Environment, path: str, present: bool) -> bool:
+    """Whether a protected regular file differs from how the workspace was made (there or not)."""
+    initial = env.initial_file(path)
+    if not present:
+        return initial is not None
+    try:
+        return env.read_file(path) != initial
+    except (OSError, ValueError):
+        return True
 
 
 async def _symlinks(env: Environment, timeout_s: float) -> set[str]:
