@@ -82,7 +82,7 @@ class StateMatch(ObservingEvaluator):
             raise EvaluationInputError(f"state_match: the row has no {self.options.expected!r} to compare with")
         want = to_json(doc[self.options.expected])
         result = compare(want, observation["state"], self._rules)
-        if result.total == 0:
+        if result.total == 0 or want == {}:
             raise EvaluationInputError(f"state_match: the row's {self.options.expected!r} names no field to compare")
         shown = result.differences[:SHOWN]
         details: dict[str, Any] = {

@@ -117,7 +117,7 @@ def _walk(expected: Any, actual: Any, path: str, rules: Rules, out: Comparison) 
             _walk_list(expected, actual, path, rules, out)
     else:
         out.total += 1
-        if not _leaf_equal(expected, actual, rules.tolerance):
+        if not _leaf_equal(expected, actual, rules):
             out.mismatched += 1
             out.differences.append(Difference(path, expected, actual))
 
@@ -179,14 +179,16 @@ def _extra(actual: Any, path: str, rules: Rules, out: Comparison) -> None:
         out.differences.append(Difference(path, UNEXPECTED, actual))
 
 
-def _leaf_equal(expected: Any, actual: Any, tolerance: float) -> bool:
+def _leaf_equal(expected: Any, actual: Any, rules: Rules) -> bool:
     if actual is MISSING:
         return False
+    if isinstance(expected, Mapping):  # {}: an object is there (and, without allow_extra, an empty one)
+        return isinstance(actual, Mapping) and (rules.allow_extra or not actual)
     if isinstance(expected, bool) or isinstance(actual, bool):
         return type(expected) is type(actual) and expected == actual
     if isinstance(expected, int | float) and isinstance(actual, int | float):
-        return abs(expected - actual) <= tolerance
-    return bool(expected == actual)  # strings, null, and {} or [] (an empty one expected: the state's is empty)
+        return abs(expected - actual) <= rules.tolerance
+    return bool(expected == actual)  # strings, null, and [] (the state's list is empty)
 
 
 def _show(value: Any, width: int) -> str:
