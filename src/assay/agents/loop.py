@@ -13,7 +13,7 @@ from typing import Any
 
 from assay.agents.config import MAX_TOOL_RESULT_CHARS, SUBMIT_TOOL, AgentConfig
 from assay.models.base import Message, Model, ModelError, Request, Response, ToolCall, Usage
-from assay.tools.base import SampleTools, ToolSet, ToolStartError
+from assay.tools.base import CALL_ID, SampleTools, ToolSet, ToolStartError
 
 # one model call of a trajectory: the request (its whole history) -> (response, answered from the cache)
 Turn = Callable[[Request], Awaitable[tuple[Response, bool]]]
@@ -55,6 +55,23 @@ def _arguments_json(arguments: dict[str, Any]) -> str:
     if set(arguments) == {"_raw"} and isinstance(arguments["_raw"], str):
         return arguments["_raw"]
     return json.dumps(arguments, ensure_ascii=False)
+
+
+def _changes_by_call(tools: SampleTools) -> dict[str, dict[str, Any]]:
+    """The standard tools' change records of this trajectory by call id, without the keys the message has."""
+    if not tools.resources:
+        return {}
+    from assay.tools.standard.changes import CHANGES
+
+    records = tools.resources.get(CHANGES)
+    if not records:
+        return {}
+    out = {}
+    for record in records:
+        call_id = record.get("call_id")
+        if call_id is not None:
+            out[call_id] = {k: v for k, v in record.items() if k not in ("call_id", "tool") and v is not None}
+    return out
 
 
 class AgentLoop(Model):
@@ -125,16 +142,23 @@ class AgentLoop(Model):
         self._started = False
 
     async def run(
-        self, request: Request, call: Turn, user_turns: list[str] | None = None, *, user: Any = None
+        self,
+        request: Request,
+        call: Turn,
+        user_turns: list[str] | None = None,
+        *,
+        user: Any = None,
+        environment: Any = None,
     ) -> Response:
         """One trajectory for ``request``: its messages open the conversation; ``user_turns`` are later user messages
-        (scripted), each answered by the loop in turn; ``user`` (a simulated user) writes them instead."""
+        (scripted), each answered by the loop in turn; ``user`` (a simulated user) writes them instead. Tools act in
+        ``environment`` (an :class:`~assay.environments.base.Environment`), when the task has one."""
         await self.start()
         started = time.perf_counter()
         history = [dict(m) for m in request.messages]
         state = _State(history=history, transcript=[dict(m) for m in history])
         state.turns = [i for i, m in enumerate(history) if m.get("role") == "user"][-1:]
-        sample_tools = self.tools.for_sample()
+        sample_tools = self.tools.for_sample(environment=environment)
         limit = self.config.time_limit_s
         try:
             async with asyncio.timeout(limit):
@@ -238,13 +262,18 @@ class AgentLoop(Model):
         """Run one reply's tool calls, at most ``parallel_tool_calls`` at once; append their messages in order."""
         bound = asyncio.Semaphore(self.config.parallel_tool_calls)
 
-        async def one(c: ToolCall) -> tuple[str, str | None, float]:
+        async def one(c: ToolCall, call_id: str) -> tuple[str, str | None, float]:
             async with bound:
                 t0 = time.perf_counter()
-                content, error = await self._run_one(c, tools)
+                token = CALL_ID.set(call_id)  # a standard tool's change record names its call
+                try:
+                    content, error = await self._run_one(c, tools)
+                finally:
+                    CALL_ID.reset(token)
                 return content, error, time.perf_counter() - t0
 
-        outcomes = await asyncio.gather(*(one(c) for c in calls))
+        outcomes = await asyncio.gather(*(one(c, i) for c, i in zip(calls, ids, strict=True)))
+        changed = _changes_by_call(tools)
         limit = self.max_result_chars
         for c, call_id, (whole, error, seconds) in zip(calls, ids, outcomes, strict=True):
             content, full = cap_result(whole, limit)
@@ -254,6 +283,8 @@ class AgentLoop(Model):
             update: dict[str, Any] = {"id": call_id, "result": content, "error": error}
             if full is not None:
                 extra["truncated_from"] = update["truncated_from"] = full
+            if call_id in changed:  # what the call did to the environment: files written, exit code
+                extra["changes"] = changed[call_id]
             if error is not None:
                 extra["error"] = True
                 state.tool_errors += 1

@@ -10,6 +10,7 @@ from assay.agents.user import UserConfig
 from assay.tools.base import ToolSet
 
 if TYPE_CHECKING:
+    from assay.environments.base import EnvironmentSpec
     from assay.tasks.config import TaskConfig
     from assay.tasks.taskfile import ConfigContext
 
@@ -21,6 +22,8 @@ class AgentSpec:
     config: AgentConfig
     tools: ToolSet
     user: UserConfig | None = None  # a simulated user talks with the model under test
+    environment: EnvironmentSpec | None = None  # one per sample, made before the loop and removed after its checks
+    world: Any = None  # the stateful world's factory (``environment.python``), which makes each sample's state
 
 
 def _pydantic_message(err: Exception) -> str:
@@ -37,7 +40,8 @@ def build_agent(cfg: TaskConfig, ctx: ConfigContext) -> AgentSpec | None:
     from assay.tools.spec import is_runnable
 
     tools: list[Any] = list(cfg.tools or ())
-    if cfg.agent is None and cfg.user is None and not any(is_runnable(t) for t in tools):
+    runnable = any(isinstance(t, str) or is_runnable(t) for t in tools)
+    if cfg.agent is None and cfg.user is None and cfg.environment is None and not runnable:
         return None
     try:
         config = AgentConfig.model_validate(cfg.agent or {})
@@ -51,4 +55,56 @@ def build_agent(cfg: TaskConfig, ctx: ConfigContext) -> AgentSpec | None:
             raise ctx.error(("user",), f"{_pydantic_message(err)} (keys: {sorted(UserConfig.model_fields)})") from None
     from assay.tools.spec import parse_tools
 
-    return AgentSpec(config, parse_tools(tools, base_dir=ctx.base_dir, fail=ctx.error), user)
+    toolset = parse_tools(tools, base_dir=ctx.base_dir, fail=ctx.error)
+    environment, world = _environment(cfg, ctx, toolset)
+    return AgentSpec(config, toolset, user, environment, world)
+
+
+def _environment(cfg: TaskConfig, ctx: ConfigContext, toolset: ToolSet) -> tuple[EnvironmentSpec | None, Any]:
+    """The task's environment spec and its world's factory; tools that need an environment get an empty one."""
+    from assay.tools.spec import needs_environment
+
+    if cfg.environment is None:
+        if needs_environment(toolset):
+            from assay.environments.base import EnvironmentSpec
+
+            return EnvironmentSpec(base_dir=str(ctx.base_dir) if ctx.base_dir is not None else None), None
+        return None, None
+    from assay.environments.spec import parse_environment
+
+    try:
+        spec = parse_environment(cfg.environment, ctx.base_dir)
+    except Exception as err:
+        raise ctx.error(("environment",), _pydantic_message(err)) from None
+    if spec.world is None:
+        return spec, None
+    from assay.tools.world import world_tools
+
+    try:
+        factory = _load_factory(spec.world, ctx)
+        tools = world_tools(factory)
+    except Exception as err:
+        raise ctx.error(("environment", "python"), str(err)) from None
+    taken = sorted(set(toolset.by_name) & {t.name for t in tools})
+    if taken:
+        raise ctx.error(("environment", "python"), f"the world's tool {taken[0]!r} has the name of a task tool")
+    toolset.tools.extend(tools)
+    toolset.by_name.update({t.name: t for t in tools})
+    return spec, factory
+
+
+def _load_factory(ref: str, ctx: ConfigContext) -> Any:
+    """The world's factory named ``module:name``, a module beside the task file found as tool modules are."""
+    import sys
+
+    from assay.importing import import_object
+
+    if ctx.base_dir is not None and str(ctx.base_dir) not in sys.path:
+        sys.path.append(str(ctx.base_dir))
+    try:
+        factory = import_object(ref)
+    except (ValueError, ImportError, AttributeError) as err:
+        raise ValueError(f"cannot import {ref!r}: {err}") from None
+    if not callable(factory):
+        raise ValueError(f"{ref!r} is not a class or function that makes the world from a row")
+    return factory

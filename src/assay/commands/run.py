@@ -115,6 +115,7 @@ _RESUME_RUNTIME = {
     "processes": "processes",
     "name": "name",
     "budget_usd": "budget_usd",
+    "max_environments": "max_environments",
 }
 _RESUME_FIXED = (
     "limit", "output_dir", "error_policy", "bootstrap_iters", "seed", "cluster_key", "repeat_reduction",
@@ -375,6 +376,11 @@ class _TaskSource(click.ParamType):
     '\'{"provider": "openai", "model": "m", "base_url": "http://…/v1"}\'.',
 )
 @click.option(
+    "--max-environments",
+    type=click.IntRange(1, 4096),
+    help="Agent environments (a task's environment:) alive at once; more samples wait for one  [default: 32]",
+)
+@click.option(
     "--budget-usd",
     type=click.FloatRange(0, min_open=True),
     help="The most the run may spend, in US dollars at --prices: refused when estimated above it, stopped (exit 3, "
@@ -432,6 +438,7 @@ def run_command(
     ray_shard_size: int | None,
     ray_start_timeout: float | None,
     processes: int | None,
+    max_environments: int | None,
     budget_usd: float | None,
     decide: str | None,
     decide_alpha: float,
@@ -464,6 +471,7 @@ def run_command(
         "processes": processes,
         "name": name,
         **({"budget_usd": budget_usd} if budget_usd is not None else {}),
+        **({"max_environments": max_environments} if max_environments is not None else {}),
     }
     ray = ray_options(ray_address, ray_workers, ray_num_cpus, ray_num_gpus, ray_shard_size, ray_start_timeout)
     if ray:

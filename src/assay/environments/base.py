@@ -145,6 +145,13 @@ class EnvironmentEvaluator(ABC):
     under ``response.metadata["environment"]["observations"][observation_key]`` and ``evaluate`` scores them
     from ``context["environment"]``."""
 
+    # whether observing needs the workspace and programs (False for one that reads only a Python world's state,
+    # so a pure world needs no sandbox)
+    runs_programs: bool = True
+    # they read what they compare with from the row themselves (FAIL_TO_PASS, expected_state, ...), not the target
+    default_expected: str = "none"
+    needs_expected: bool = False
+
     @abstractmethod
     def observation_key(self) -> str:
         """A key naming this evaluator and its options (two env_check metrics with other commands differ)."""

@@ -40,11 +40,17 @@ def _requirements(dist: metadata.Distribution) -> list[str]:
 
 
 def _top_level(dist: metadata.Distribution) -> dict[str, Path]:
-    """Top-level import name (file or folder as installed) -> its host path, from the distribution's record."""
+    """Top-level import name (file or folder as installed) and the ``.dist-info`` folder (its metadata, which
+    ``importlib.metadata`` reads inside) -> its host path, from the distribution's record."""
     out: dict[str, Path] = {}
     for file in dist.files or []:
         parts = Path(str(file)).parts
-        if not parts or parts[0] in _SKIP_TOP or parts[0].endswith((".dist-info", ".egg-info", ".data")):
+        if parts and parts[0].endswith(".dist-info") and parts[0] not in out:
+            meta = Path(str(dist.locate_file(parts[0])))  # its metadata: pluggy and pytest read their versions
+            if meta.is_dir():
+                out[parts[0]] = meta.resolve()
+            continue
+        if not parts or parts[0] in _SKIP_TOP or parts[0].endswith((".egg-info", ".data")):
             continue
         top = parts[0]
         if len(parts) == 1 and not top.endswith((".py", ".so", ".pyd")):

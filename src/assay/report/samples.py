@@ -101,9 +101,9 @@ def sample_input(rec: SampleRecord, field_path: str | None = None) -> Any:
 
 def pack_transcript(transcript: list[dict[str, Any]]) -> list[list[Any]]:
     """An agent's transcript for the page's drawer, one entry per message, texts capped:
-    ``[role, text, calls, seconds, [in, out], error]`` where ``calls`` are an assistant's ``[[name, args]]`` and a
-    tool message's ``[[name]]``, ``seconds`` the model call's latency or the tool's duration, ``error`` 1 when a
-    tool failed."""
+    ``[role, text, calls, seconds, [in, out], error, changes]`` where ``calls`` are an assistant's ``[[name, args]]``
+    and a tool message's ``[[name]]``, ``seconds`` the model call's latency or the tool's duration, ``error`` 1 when
+    a tool failed, ``changes`` what a tool call did to the environment (files written and deleted, exit code)."""
     from assay.agents.transcript import content_text
 
     out: list[list[Any]] = []
@@ -124,8 +124,26 @@ def pack_transcript(transcript: list[dict[str, Any]]) -> list[list[Any]]:
         seconds = m.get("latency_s", m.get("duration_s"))
         usage = m.get("usage") if isinstance(m.get("usage"), dict) else None
         tokens = [usage.get("input_tokens", 0), usage.get("output_tokens", 0)] if usage else None
-        out.append(_trim([role, cap_text(content_text(m)), calls, seconds, tokens, 1 if m.get("error") else None]))
+        error = 1 if m.get("error") else None
+        out.append(_trim([role, cap_text(content_text(m)), calls, seconds, tokens, error, _changes(m.get("changes"))]))
     return out
+
+
+def _changes(changes: Any) -> str | None:
+    """A tool call's effect on the environment in one line: ``exit 1 · wrote a.py, b.py · deleted c.txt``."""
+    if not isinstance(changes, dict):
+        return None
+    parts = []
+    if changes.get("timed_out"):
+        parts.append("timed out")
+    elif changes.get("exit_code") is not None:
+        parts.append(f"exit {changes['exit_code']}")
+    for key, label in (("written", "wrote"), ("deleted", "deleted")):
+        names = changes.get(key) or []
+        if names:
+            shown = ", ".join(str(n) for n in names[:20])
+            parts.append(f"{label} {shown}" + (f" (+{len(names) - 20} more)" if len(names) > 20 else ""))
+    return clip(" · ".join(parts)) if parts else None
 
 
 MAX_ASSERTIONS = 200  # of one verdict's checks (nested ones included) listed in the drawer; the rest are counted
@@ -230,6 +248,9 @@ def pack_sample(
             if resp.transcript:
                 item["h"] = pack_transcript(resp.transcript)
                 item["s"] = resp.stop_reason
+            env = resp.metadata.get("environment") if isinstance(resp.metadata, dict) else None
+            if isinstance(env, dict) and env.get("diff"):
+                item["wd"] = cap_text(str(env["diff"]))  # the workspace's final diff (runner.envdiff)
         if err:
             item["e"] = clip(err)
         responses.append(item)

@@ -18,8 +18,14 @@ class _TaskAgents:
     tool_calls: int = 0
     tool_errors: int = 0
     stop_reasons: Counter[str] = field(default_factory=Counter)
+    create_s: list[float] = field(default_factory=list)  # each environment's time to be made (and set up)
+    remove_s: list[float] = field(default_factory=list)
+    lifetimes: list[tuple[float, float]] = field(default_factory=list)  # (created_at, removed_at): the peak alive
 
     def merge(self, other: _TaskAgents) -> None:
+        self.create_s += other.create_s
+        self.remove_s += other.remove_s
+        self.lifetimes += other.lifetimes
         self.trajectories += other.trajectories
         self.model_calls += other.model_calls
         self.tool_calls += other.tool_calls
@@ -50,6 +56,12 @@ class AgentTally:
             t.model_calls += int(agent.get("model_calls", 0))
             t.tool_calls += int(agent.get("tool_calls", len(calls)))
             t.tool_errors += int(agent.get("tool_errors", sum(1 for c in calls if c and c.get("error"))))
+            env = (resp.get("metadata") or {}).get("environment")
+            if env:
+                t.create_s.append(float(env.get("create_s", 0.0)))
+                t.remove_s.append(float(env.get("remove_s", 0.0)))
+                if env.get("created_at") is not None and env.get("removed_at") is not None:
+                    t.lifetimes.append((float(env["created_at"]), float(env["removed_at"])))
 
     def merge(self, later: AgentTally) -> None:
         for name, t in later.tasks.items():
@@ -68,7 +80,27 @@ class AgentTally:
             "tool_errors": t.tool_errors,
             "stop_reasons": dict(sorted(t.stop_reasons.items())),
             "limit_stops": sum(c for r, c in t.stop_reasons.items() if r in LIMIT_STOPS),
+            **({"environments": environment_figures(t)} if t.create_s else {}),
         }
 
     def limit_stops(self) -> int:
+        """Trajectories of every task stopped by a limit (scored failures)."""
         return sum(c for t in self.tasks.values() for r, c in t.stop_reasons.items() if r in LIMIT_STOPS)
+
+
+def environment_figures(t: _TaskAgents) -> dict[str, Any]:
+    """How the task's environments were made: their count, creation and removal times, and the most alive at once
+    (from each one's creation and removal time, so a resumed run's earlier part counts too)."""
+    events = sorted([(a, 1) for a, _ in t.lifetimes] + [(b, -1) for _, b in t.lifetimes], key=lambda e: (e[0], e[1]))
+    alive = peak = 0
+    for _, step in events:
+        alive += step
+        peak = max(peak, alive)
+    made = sorted(t.create_s)
+    return {
+        "count": len(made),
+        "mean_create_s": sum(made) / len(made),
+        "p95_create_s": made[min(len(made) - 1, int(0.95 * len(made)))],
+        "mean_remove_s": sum(t.remove_s) / len(t.remove_s),
+        "peak_alive": peak,
+    }

@@ -22,6 +22,7 @@ from itertools import groupby
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, cast
 
+from assay.environments.base import EnvironmentEvaluator
 from assay.evaluators.base import BatchResult, Evaluator
 from assay.gcpause import gc_paused
 from assay.models.base import Message, Model, ModelError, Request, Response
@@ -29,7 +30,7 @@ from assay.record import judge_cache_hits
 from assay.runner.executors.shards import Scored, encode, scored
 from assay.runner.pending import PendingWork, runs
 from assay.runner.scheduler import Scheduler, _cap, stored_response
-from assay.runner.scoring import LIMIT_STOPS, _judge, limit_stop, nothing_to_judge
+from assay.runner.scoring import LIMIT_STOPS, _judge, judge_environment, limit_stop, nothing_to_judge
 from assay.runner.turns import judge_turns
 from assay.tasks.applicable import expected_or_absent, needs_expected
 from assay.tasks.filters import NoMatch, explain_no_match, unmark
@@ -254,7 +255,8 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
             if metric.filters and pipeline.name not in metric.filters:
                 continue
             expected_pairs = _expecteds(task, metric, chunk)
-            if single and metric.scope != "turn" and not any(missing for _, missing in expected_pairs):
+            in_env = isinstance(metric.evaluator, EnvironmentEvaluator)
+            if single and not in_env and metric.scope != "turn" and not any(m for _, m in expected_pairs):
                 await _judge_singles(metric, values, marks, [e for e, _ in expected_pairs], records, contexts)
                 continue
             slots: list[list[dict[str, Any] | None]] = []
@@ -267,7 +269,13 @@ async def score_chunk(task: Task, chunk: Sequence[Answered], prompts: Sequence[s
                     slots.append(row)
                     continue
                 for j, value in enumerate(values[i]):
-                    if broken[i] is not None:
+                    if in_env and broken[i] is None:  # scored on what the environment recorded (score_sample)
+                        item = chunk[i]
+                        in_place = await judge_environment(
+                            metric.evaluator, item.responses, j, reduces, value, expected, contexts()[i], failures[i]
+                        )
+                        row.append(in_place.to_dict())
+                    elif broken[i] is not None:
                         row.append(errored(f"filter pipeline {pipeline.name!r} failed: {broken[i]}"))
                     elif stops is not None and stops[i][j] is not None:
                         row.append(Verdict(0.0, False, stops[i][j], {"stopped": stops[i][j]}).to_dict())

@@ -39,6 +39,7 @@ class SchedulerConfig:
     prior: tuple[int, int, int] = (0, 0, 0)  # a resumed run's samples already written: (done, model, evaluator errors)
     # told of each written sample; may stop the run by raising a StopRun (runner.decide, runner.budget)
     observe: Callable[[SampleRecord], None] | None = None
+    max_environments: int = 32  # agent environments alive at once (assay.runner.environments); more wait
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from assay.environments.base import EnvironmentEvaluator
 from assay.evaluators.base import Evaluator
 from assay.models.base import Model, Response
 from assay.record import FilterRecord
@@ -71,6 +72,33 @@ async def _judge(evaluator: Evaluator, value: Any, expected: Any, context: dict[
         return Verdict.errored(f"{evaluator.name} raised {type(err).__name__}: {err}")
 
 
+async def judge_environment(
+    evaluator: Evaluator,
+    responses: list[Response | None],
+    k: int,
+    reduces: bool,
+    value: Any,
+    expected: Any,
+    context: dict[str, Any],
+    failure: str,
+) -> Verdict:
+    """An environment evaluator's verdict on value ``k``: it scores what its observation of the sample's environment
+    recorded (``context["environment"]``), whatever the trajectory's last words or limit; an error when the sample
+    had no trajectory, or a reduced pipeline has no single environment."""
+    response = responses[k] if k < len(responses) and (not reduces or len(responses) == 1) else None
+    if response is None:
+        single = not reduces or len(responses) == 1
+        why = failure if single else "a pipeline that reduces repeats has no one environment"
+        return Verdict.errored(f"no environment to judge: {why}")
+    facts = response.metadata.get("environment")
+    shown = dict(context)
+    if facts is not None:
+        shown["environment"] = facts
+    if response.transcript:
+        shown["transcript"] = response.transcript
+    return await _judge(evaluator, value, expected, shown)
+
+
 async def score_sample(
     task: Task,
     sample: Sample,
@@ -116,7 +144,15 @@ async def score_sample(
                 continue
             verdicts: list[Verdict] = []
             mark: NoMatch | None
+            in_env = isinstance(evaluator, EnvironmentEvaluator)
             for k, (value, mark) in enumerate(zip(values, marks, strict=True)):
+                if in_env and broken is None:  # scored on what the environment recorded, not on the last words
+                    verdicts.append(
+                        await judge_environment(
+                            evaluator, responses, k, pipeline.reduces, value, expected, context, failure
+                        )
+                    )
+                    continue
                 if broken is not None:
                     verdicts.append(Verdict.errored(f"filter pipeline {filter_name!r} failed: {broken}"))
                     continue

@@ -329,7 +329,12 @@ async def _execute(
         max_response_chars=settings.max_response_chars,
         prior=resumed.prior,
         observe=_observers(gate, budget),
+        max_environments=settings.max_environments,
     )
+    if any(getattr(t.agent, "environment", None) is not None for t in tasks):
+        from assay.environments.cleanup import cleanup_leftovers
+
+        cleanup_leftovers()  # environments of a run killed before it could remove them
     ending = Ending(run_dir)
     started = time.perf_counter()
     stats = RunStats()

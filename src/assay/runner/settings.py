@@ -25,6 +25,7 @@ RUNTIME_SETTINGS = frozenset(
         "retry_budget",
         "max_error_rate",
         "budget_usd",  # a run stopped at its budget resumes with a larger one
+        "max_environments",
         "cache",
         "cache_path",
         "name",
@@ -88,6 +89,7 @@ class RunSettings(BaseModel):
     decide_alpha: float = Field(default=0.05, gt=0, lt=1)  # each wrong decision's chance is at most half of it
     decide_baseline: Path | None = None  # the run a ``>=baseline-D`` claim pairs with, by sample id
     budget_usd: float | None = Field(default=None, gt=0)  # the most the run may spend, at ``prices`` (runner.budget)
+    max_environments: int = Field(default=32, ge=1, le=4096)  # agent environments alive at once (runner.environments)
 
     @field_validator("name")
     @classmethod

@@ -57,16 +57,41 @@ async def run_trajectory(scheduler: Scheduler, task: Task, request: Request, pla
             from assay.agents.user import SimulatedUser
 
             user = SimulatedUser(user_model(scheduler, task), spec.user, dict(request.doc), request.sample_id)
-        response = await loop.run(request, turn, scripted_turns(request), user=user)
+        if spec is not None and spec.environment is not None:
+            from assay.runner.environments import in_environment
+
+            async def trajectory(env: Any) -> Response:
+                return await loop.run(request, turn, scripted_turns(request), user=user, environment=env)
+
+            response = await in_environment(slots_for(scheduler), task, request.doc, request.sample_id, trajectory)
+        else:
+            response = await loop.run(request, turn, scripted_turns(request), user=user)
     except TurnFailed as err:
         return RequestOutcome(None, f"model call failed mid-trajectory: {err}", False)
     except ToolStartError as err:
         raise ToolsUnavailable(
             f"the tools of task {task.name!r} could not start, so no sample ran (fix it, then resume the run): {err}"
         ) from None
-    except Exception as err:  # a broken tool server fails this sample, not the run
+    except Exception as err:  # a broken tool server or environment fails this sample, not the run
+        from assay.environments.base import EnvironmentFailed
+        from assay.sandbox.bwrap import SandboxUnavailable
+
+        if isinstance(err, SandboxUnavailable):  # no sample of the task can run here: stop, resumable once fixed
+            raise ToolsUnavailable(f"the environments of task {task.name!r} cannot be made here: {err}") from None
+        if isinstance(err, EnvironmentFailed):
+            return RequestOutcome(None, f"environment: {err}", False)
         return RequestOutcome(None, f"agent loop failed: {type(err).__name__}: {err}", False)
     return RequestOutcome(response, None, response.cached)
+
+
+def slots_for(scheduler: Scheduler) -> Any:
+    """The run's limit on environments alive at once (``--max-environments``), made at the first one."""
+    from assay.runner.environments import EnvironmentSlots
+
+    slots = scheduler.__dict__.get("_environment_slots")
+    if slots is None:
+        slots = scheduler.__dict__["_environment_slots"] = EnvironmentSlots(scheduler.config.max_environments)
+    return slots
 
 
 def user_model(scheduler: Scheduler, task: Task) -> Model:

@@ -171,7 +171,9 @@ class TaskConfig(_Strict):
     messages: list[MessageConfig] | None = None
     fewshot: FewshotConfig | None = None
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
-    tools: list[dict[str, Any]] | None = None  # OpenAI schemas (declared only) and runnable tools (assay.tools.spec)
+    # OpenAI schemas (declared only), runnable tools and standard tools by name (assay.tools.spec)
+    tools: list[dict[str, Any] | str] | None = None
+    environment: dict[str, Any] | None = None  # one per sample (assay.environments.spec); agents act in it
     agent: dict[str, Any] | None = None  # the tool loop's limits (assay.agents.config.AgentConfig)
     user: dict[str, Any] | None = None  # a simulated user (assay.agents.user.UserConfig)
     response_format: dict[str, Any] | None = None
@@ -363,8 +365,10 @@ def check_tools(cfg: TaskConfig, ctx: ConfigContext) -> None:
         return  # most tasks: no need to import jsonschema (0.1-0.2 s of start-up)
     import jsonschema
 
+    from assay.tools.spec import is_runnable
+
     for i, tool in enumerate(cfg.tools or ()):
-        if any(k in tool for k in ("python", "sandbox", "mcp")):
+        if isinstance(tool, str) or is_runnable(tool):
             continue  # a runnable tool: checked by assay.agents.taskspec
         fn = tool.get("function")
         if tool.get("type") != "function" or not isinstance(fn, dict) or not isinstance(fn.get("name"), str):

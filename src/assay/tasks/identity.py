@@ -46,6 +46,8 @@ def request_payload(task: Task) -> dict[str, Any]:
     }
     if cfg.agent is not None:  # the loop's limits change trajectories (only then: other hashes stay as they were)
         payload["agent"] = cfg.agent
+    if cfg.environment is not None:  # the world the agent acts in (only then: other hashes stay as they were)
+        payload["environment"] = cfg.environment
     if cfg.template_dialect is not None:  # how the prompt renders (only then: other hashes stay as they were)
         payload["template_dialect"] = cfg.template_dialect.model_dump()
     if cfg.user is not None:  # who plays the user shapes the conversation (its credentials do not)
@@ -131,6 +133,10 @@ def task_config(task: Task) -> dict[str, Any]:
             out["task_dir"] = str(task.base_dir.resolve())  # another folder imports them from here
     if cfg.agent is not None:  # hashed (request_payload), so recorded: a resume rebuilds the same task
         out["agent"] = cfg.agent
+    if cfg.environment is not None:  # hashed, so recorded; its relative paths are read from task_dir
+        out["environment"] = cfg.environment
+        if task.base_dir is not None and "task_dir" not in out:
+            out["task_dir"] = str(task.base_dir.resolve())
     if cfg.template_dialect is not None:  # hashed (request_payload), so recorded
         out["template_dialect"] = cfg.template_dialect.model_dump()
     if cfg.user is not None:  # its model's api_key and header values are never written

@@ -64,8 +64,9 @@ class Task:
         filters: Sequence[FilterPipeline | dict[str, Any]] | None = None,
         fewshot: dict[str, Any] | int | None = None,
         generation: dict[str, Any] | None = None,
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[dict[str, Any] | str] | None = None,
         agent: dict[str, Any] | None = None,
+        environment: dict[str, Any] | None = None,
         response_format: dict[str, Any] | None = None,
         repeats: int = 1,
         repeat_reduction: str | None = None,
@@ -93,6 +94,7 @@ class Task:
             "generation": generation,
             "tools": tools,
             "agent": agent,
+            "environment": environment,
             "response_format": response_format,
             "repeats": repeats,
             "repeat_reduction": repeat_reduction,
@@ -163,7 +165,7 @@ class Task:
         self.model: dict[str, Any] | None = cfg.model
         self.models: dict[str, dict[str, Any]] | None = cfg.models
         self.generation: dict[str, Any] = cfg.generation.params()
-        self.tools: list[dict[str, Any]] | None = cfg.tools
+        self.tools: list[dict[str, Any] | str] | None = cfg.tools
         self.response_format: dict[str, Any] | None = cfg.response_format
         self.system: str | None = cfg.system
         self.fields = FieldMap(cfg.fields.id, cfg.fields.input, cfg.fields.target, dict(cfg.fields.metadata))
@@ -466,7 +468,7 @@ class Task:
             sample_id=sample.id,
             messages=messages,
             params=self.params_for(repeat),
-            tools=self.tools,
+            tools=[t if isinstance(t, dict) else {"tool": t} for t in self.tools] if self.tools else self.tools,
             response_format=self.response_format,
             repeat=repeat,
             doc=sample.doc,

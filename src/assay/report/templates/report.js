@@ -352,6 +352,7 @@
       if (call.length > 2 && call[2] !== null) add(tool, add(el("div"), el("span", "k", "→ "), el("code", null, call[2])));
       add(box, tool);
     });
+    if (r.wd !== undefined) add(box, reasoningBox("Workspace diff: what the agent changed in its environment", r.wd));
     if (meta.length) add(box, el("div", "sub", meta.join(" · ")));
     return box;
   }
@@ -390,6 +391,7 @@
       var msg = add(el("div", "msg " + role + (m[5] ? " error" : "")),
         el("span", "k", role === "tool" ? "tool " + ((m[2] || [[""]])[0][0] || "") + (m[5] ? " (error)" : "") : role),
         meta.length ? el("span", "sub", " " + meta.join(" · ")) : null);
+      if (m[6]) add(msg, el("div", "sub", "changed: " + m[6]));
       if (text !== undefined && text !== null && textOf(text) !== "") add(msg, el("pre", "text", textOf(text)));
       if (role === "assistant") (m[2] || []).forEach(function (call) {
         var summary = add(el("summary"), el("span", "k", "calls "), el("b", "mono", call[0]));

@@ -1,0 +1,138 @@
+"""A tau-bench-style world end to end: an order database made per sample from its row, its four methods the agent's
+tools, a simulated user asking for two changes over two turns, and ``state_match`` scoring the database's final
+state against the row's expected state, with feedback naming the fields that differ (worked out by hand)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from agent_support import run_task
+from order_world import ORDERS
+
+from assay.testing.scripted import Conversation
+from assay.testing.server import OpenAITestServer
+
+EXPECTED = {
+    "orders": {
+        "O1": {"status": "cancelled", "cancel_reason": "no longer needed"},
+        "O2": {"status": "delivered", "refunded": 20.0},
+        "O3": {"status": "pending", "address": "9 Oak Ave"},
+    }
+}
+
+
+def _task(tmp_path: Path) -> Path:
+    row = {
+        "id": "shop-1",
+        "input": "Hi, please cancel my order O1, I no longer need it.",
+        "goal": "cancel order O1 (no longer needed), then get 20.00 refunded on order O2",
+        "orders": ORDERS,
+        "expected_state": EXPECTED,
+    }
+    (tmp_path / "shop.jsonl").write_text(json.dumps(row) + "\n")
+    task = {
+        "name": "shop",
+        "dataset": "shop.jsonl",
+        "template": "{{ input }}",
+        "environment": {"python": "order_world:OrderWorld"},
+        "user": {"model": {"provider": "openai", "model": "user-sim", "base_url": "BASE"}, "max_turns": 3},
+        "agent": {"max_turns": 6, "parallel_tool_calls": 1},
+        "evaluators": ["state_match"],
+    }
+    path = tmp_path / "shop.yaml"
+    path.write_text(yaml.safe_dump(task, sort_keys=False))
+    return path
+
+
+def _call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "arguments": arguments}]}
+
+
+def right_agent(conv: Conversation) -> Any:
+    done = len(conv.tool_results)
+    if "cancel" in conv.user:
+        steps = [_call("get_order", order_id="O1"), _call("cancel_order", order_id="O1", reason="no longer needed")]
+        return steps[done] if done < len(steps) else "Order O1 is cancelled. Anything else?"
+    if "refund" in conv.user:
+        return _call("refund", order_id="O2", amount=20.0) if not done else "I refunded 20.00 on O2."
+    return "Goodbye."
+
+
+def wrong_agent(conv: Conversation) -> Any:
+    """Cancels the wrong order (O3) and refunds the whole price of O2."""
+    done = len(conv.tool_results)
+    if "cancel" in conv.user:
+        step = _call("cancel_order", order_id="O3", reason="ordered by mistake")
+        return step if not done else "Order cancelled. Anything else?"
+    if "refund" in conv.user:
+        return _call("refund", order_id="O2", amount=50.0) if not done else "I refunded O2."
+    return "Goodbye."
+
+
+def _replies(agent: Any) -> Any:
+    """The agent under test, and the simulated user (model user-sim): it asks for the refund once the
+    cancellation is confirmed, and stops once the refund is."""
+
+    def reply(request: dict[str, Any]) -> Any:
+        if request.get("model") == "user-sim":
+            last = next(m["content"] for m in reversed(request["messages"]) if m["role"] == "user")
+            return "DONE" if "refunded" in last else "Thanks. Also, please refund 20.00 on order O2."
+        return agent(Conversation.of(request))
+
+    return reply
+
+
+def _run(tmp_path: Path, agent: Any) -> Any:
+    path = _task(tmp_path)
+    with OpenAITestServer(_replies(agent)) as server:
+        path.write_text(path.read_text().replace("BASE", server.base_url))
+        return run_task(tmp_path, path, server, concurrency=1)
+
+
+def test_right_trajectory_reaches_the_expected_state(tmp_path: Path) -> None:
+    run = _run(tmp_path, right_agent)
+    (record,) = run.records
+    verdict = record.filters["none"].verdicts["state_match"][0]
+    assert verdict["error"] is None and verdict["passed"] and verdict["score"] == 1.0, verdict["reason"]
+    response = record.responses[0]
+    assert [c.name for c in response.tool_calls] == ["get_order", "cancel_order", "refund"]
+    assert response.stop_reason == "user_done"  # the simulated user ended it, over two user turns
+    state = next(iter(response.metadata["environment"]["observations"].values()))["state"]
+    assert state["orders"]["O2"]["refunded"] == 20.0 and state["orders"]["O1"]["status"] == "cancelled"
+    assert "diff" not in response.metadata["environment"]  # a pure world has no workspace
+
+
+def test_wrong_trajectory_scores_by_hand_and_names_the_wrong_fields(tmp_path: Path) -> None:
+    run = _run(tmp_path, wrong_agent)
+    (record,) = run.records
+    verdict = record.filters["none"].verdicts["state_match"][0]
+    # 6 expected fields: O1.status and O1.cancel_reason (O1 untouched), O2.refunded (50, not 20), O3.status
+    # (cancelled) differ; O2.status and O3.address match: 2 of 6
+    assert verdict["error"] is None and verdict["passed"] is False
+    assert verdict["score"] == pytest.approx(2 / 6)
+    feedback = verdict["feedback"]
+    for path in ("orders.O1.status", "orders.O1.cancel_reason", "orders.O2.refunded", "orders.O3.status"):
+        assert path in feedback
+    assert "orders.O2.status" not in feedback and "orders.O3.address" not in feedback
+    assert "expected 'cancelled'" in feedback and "'pending'" in feedback
+    assert run.results["results"]["shop"]["state_match,none"] == pytest.approx(2 / 6)
+
+
+def test_a_world_refusal_reaches_the_model_as_text(tmp_path: Path) -> None:
+    """Refunding a pending order is refused by the world's rule; the model hears why and the state is unchanged."""
+
+    def agent(conv: Conversation) -> Any:
+        if "cancel" in conv.user and not conv.tool_results:
+            return _call("refund", order_id="O1", amount=5.0)
+        return "Sorry, I could not." if "cancel" in conv.user else "Goodbye."
+
+    run = _run(tmp_path, agent)
+    (record,) = run.records
+    call = record.responses[0].tool_calls[0]
+    assert call.error is not None and "only delivered orders are refunded" in call.error
+    state = next(iter(record.responses[0].metadata["environment"]["observations"].values()))["state"]
+    assert state["orders"]["O1"] == {**ORDERS[0]}
