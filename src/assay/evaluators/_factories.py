@@ -1073,8 +1073,9 @@ def env_check(
         files: hidden files for every sample (workspace path -> text), written in as check_files are (default {}).
         protect: globs of workspace files put back as the workspace was made before the check (removed when they were
             not there), so the agent cannot decide its own tests; null: conftest.py files, pytest's and setup's
-            configuration, sitecustomize.py, pytest.py and _pytest/ (DEFAULT_PROTECT); add your tests folder (tests/**)
-            to keep the agent from editing the PASS_TO_PASS tests (default None).
+            configuration (pytest.ini, tox.ini, setup.cfg, pyproject.toml), sitecustomize.py, pytest.py and _pytest/, in
+            either mode; [] protects nothing (a task whose agent must edit pyproject.toml); add your tests folder
+            (tests/**) to keep the agent from editing the PASS_TO_PASS tests (default None).
         fail_to_pass: the row key of the tests the change must make pass (a list or a JSON list of pytest node ids; the
             lowercase key is read too) (default "FAIL_TO_PASS").
         pass_to_pass: the row key of the tests that must keep passing (a list or a JSON list of node ids) (default

@@ -104,3 +104,14 @@ async def test_nothing_to_run_is_an_error_observation(tmp_path: Path) -> None:
     env = LocalEnvironment(tmp_path / "f", {"a.txt": ""})
     v, obs = await _check(env, {"question": "no lists"})
     assert v.is_error and "nothing to run" in (v.error or "") and "error" in obs
+
+
+async def test_what_was_undone_is_in_the_verdict_and_protect_can_be_emptied(tmp_path: Path) -> None:
+    env = LocalEnvironment(tmp_path / "g", {"pyproject.toml": "[project]\nname = 'a'\n"})
+    env.write_file("pyproject.toml", "[project]\nname = 'b'\n")
+    command = "grep -q \"'b'\" pyproject.toml"
+    v, _ = await _check(env, {}, command=command)
+    assert not v.passed and v.details["undone"] == ["pyproject.toml"]
+    env.write_file("pyproject.toml", "[project]\nname = 'b'\n")
+    v, _ = await _check(env, {}, command=command, protect=[])
+    assert v.passed and "undone" not in v.details

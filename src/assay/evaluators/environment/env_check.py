@@ -61,8 +61,9 @@ class EnvCheckOptions(Options):
         None,
         description="globs of workspace files put back as the workspace was made before the check (removed when "
         "they were not there), so the agent cannot decide its own tests; null: conftest.py files, pytest's and "
-        "setup's configuration, sitecustomize.py, pytest.py and _pytest/ (DEFAULT_PROTECT); add your tests folder "
-        "(tests/**) to keep the agent from editing the PASS_TO_PASS tests",
+        "setup's configuration (pytest.ini, tox.ini, setup.cfg, pyproject.toml), sitecustomize.py, pytest.py and "
+        "_pytest/, in either mode; [] protects nothing (a task whose agent must edit pyproject.toml); add your "
+        "tests folder (tests/**) to keep the agent from editing the PASS_TO_PASS tests",
     )
     fail_to_pass: str = Field(
         "FAIL_TO_PASS",
@@ -221,6 +222,7 @@ class EnvCheck(ObservingEvaluator):
 def _exit_code_verdict(observation: Mapping[str, Any], timeout_s: float) -> Verdict:
     code, command = observation.get("exit_code"), observation.get("command")
     details = {"mode": "exit_code", "exit_code": code, "output_tail": tail(observation.get("output_tail") or "", 1000)}
+    details.update(_undone(observation))
     if observation.get("timed_out"):
         details["timed_out"] = True
         return Verdict.fail(
@@ -238,6 +240,14 @@ def _exit_code_verdict(observation: Mapping[str, Any], timeout_s: float) -> Verd
     )
 
 
+def _undone(observation: Mapping[str, Any]) -> dict[str, Any]:
+    """The protected files the check put back or removed before it ran (shown, since the agent's edits to them did
+    not count)."""
+    prepared = observation.get("prepared") or {}
+    undone = sorted([*prepared.get("restored", []), *prepared.get("removed", [])])
+    return {"undone": undone} if undone else {}
+
+
 def _named(failures: tuple[tuple[str, str], ...]) -> str:
     shown = ", ".join(f"{t} ({outcome})" for t, outcome in failures[:SHOWN])
     return shown + (f" and {len(failures) - SHOWN} more" if len(failures) > SHOWN else "")
@@ -250,6 +260,7 @@ def _tests_verdict(observation: Mapping[str, Any], report: swebench.Report, o: E
         "resolution": report.status,
         "fraction_passing": round(report.fraction_passing, 6),
         "exit_code": observation.get("exit_code"),
+        **_undone(observation),
     }
     for key, half in halves.items():
         details[key] = {
