@@ -67,6 +67,12 @@ def test_the_world_is_made_json() -> None:
         "customers": {"C1": {"name": "Ada", "since": "2024-01-02"}},
         "tags": ["a", "b"],
     }
+
+    class Recorded(Shop):
+        def to_dict(self) -> dict[str, Any]:
+            return {"orders": len(self.orders)}
+
+    assert to_json(Recorded()) == {"orders": 2}  # a world's own recorder, as assay.tools.world reads it
     loop: dict[str, Any] = {"a": 1}
     loop["self"] = loop
     assert to_json(loop) == {"a": 1, "self": "<cycle>"}

@@ -1,6 +1,7 @@
 """A stateful world's state as plain JSON (objects with string keys, lists, strings, numbers, booleans, null), so
 the record keeps it and ``state_match`` compares it with a row's expected state however the world stores it:
-pydantic models, dataclasses, plain objects, enums, dates, sets, tuples."""
+its own ``state()`` or ``to_dict()`` method (the recorders ``assay.tools.world`` keeps out of the tools, which this
+layer may not import), pydantic models, dataclasses, plain objects' public attributes, enums, dates, sets."""
 
 from __future__ import annotations
 
@@ -9,12 +10,14 @@ import dataclasses
 import datetime
 import decimal
 import enum
+import inspect
 import math
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 MAX_DEPTH = 64
+RECORDERS = ("state", "to_dict")  # methods by which a world gives its own state (as assay.tools.world reads them)
 
 
 def to_json(value: Any) -> Any:
@@ -58,6 +61,10 @@ def _container(value: Any, active: set[int], depth: int) -> Any:
     if isinstance(value, set | frozenset):
         items = [_convert(v, active, depth) for v in value]
         return sorted(items, key=repr)
+    for name in RECORDERS:
+        method = getattr(value, name, None)
+        if inspect.ismethod(method) and not _needs_arguments(method):
+            return _convert(method(), active, depth)
     dump = getattr(value, "model_dump", None)  # pydantic v2
     if callable(dump) and not isinstance(value, type):
         return _convert(dump(mode="json"), active, depth)
@@ -67,6 +74,15 @@ def _container(value: Any, active: set[int], depth: int) -> Any:
     if fields is not None:
         return {k: _convert(v, active, depth) for k, v in fields.items()}
     return repr(value)
+
+
+def _needs_arguments(method: Any) -> bool:
+    """Whether a method has a parameter without a default (a tool named ``state``, not a recorder)."""
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
 
 
 def _key(key: Any) -> str:
