@@ -1,19 +1,18 @@
-"""A SWE-style task set run end to end: five tiny repositories, each sample in its own bubblewrap environment, the
-standard tools acting there, and ``env_check`` applying the hidden tests after the agent stopped and scoring them
-by SWE-bench's rule. A scripted model that fixes the right file resolves every instance; ones that edit or delete
-the tests, plant a conftest.py that passes everything or write to the scorer's path resolve none."""
+"""The SWE-style example task run end to end (examples/environments/swe): five tiny repositories, each sample in
+its own bubblewrap environment, the standard tools acting there, and ``env_check`` applying the hidden tests after
+the agent stopped and scoring them by SWE-bench's rule. A scripted model that fixes the right file resolves every
+instance; ones that edit or delete the tests, plant a conftest.py that passes everything or write to the scorer's
+path resolve none."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from agent_support import run_task
-from swe_fixture import REPOS, fix_of, rows
+from swe_fixture import EXAMPLE, REPOS, fix_of
 
 from assay.testing.server import Conversation, ConversationReplies, OpenAITestServer
 from tests.sandbox.sandbox_support import needs_bwrap
@@ -23,30 +22,16 @@ pytestmark = needs_bwrap
 Plan = Callable[[str], list[dict[str, Any]]]  # instance id -> the tool calls the model makes, one per turn
 
 
-def _task(tmp_path: Path, **extra: Any) -> Path:
-    data = tmp_path / "swe.jsonl"
-    data.write_text("".join(json.dumps(r) + "\n" for r in rows()))
-    task: dict[str, Any] = {
-        "name": "swe",
-        "dataset": data.name,
-        "fields": {"id": "instance_id", "input": "problem_statement"},
-        "template": "{{ instance_id }}: fix this issue in the repository in /workspace.\n{{ problem_statement }}",
-        "tools": ["bash", "text_editor"],
-        "environment": {"packages": ["pytest"]},
-        "agent": {"max_turns": 8, "parallel_tool_calls": 1},
-        "evaluators": ["env_check"],
-    }
-    task.update(extra)
-    path = tmp_path / "swe.yaml"
-    path.write_text(yaml.safe_dump(task, sort_keys=False))
-    return path
+def _instance(prompt: str) -> str:
+    """The instance a prompt is about (the example's template shows its problem statement)."""
+    return next(r["instance_id"] for r in REPOS if r["problem_statement"] in prompt)
 
 
 def _model(plan: Plan) -> ConversationReplies:
     """Makes the plan's calls one per turn, then answers 'done'."""
 
     def step(conv: Conversation) -> Any:
-        calls = plan(conv.user.split(":")[0])
+        calls = plan(_instance(conv.user))
         done = len([m for m in conv.messages if m.get("role") == "tool"])
         if done < len(calls):
             return {"tool_calls": [calls[done]]}
@@ -101,15 +86,14 @@ def plants_conftest(instance: str) -> list[dict[str, Any]]:
     ]
 
 
-def _run(tmp_path: Path, plan: Plan, **task_extra: Any) -> Any:
-    task = _task(tmp_path, **task_extra)
+def _run(tmp_path: Path, plan: Plan) -> Any:
     with OpenAITestServer(_model(plan)) as server:
-        return run_task(tmp_path, task, server, concurrency=5)
+        return run_task(tmp_path, EXAMPLE / "task.yaml", server, concurrency=5)
 
 
 def test_a_model_that_fixes_the_right_file_resolves_every_instance(tmp_path: Path) -> None:
     run = _run(tmp_path, right)
-    assert run.results["results"]["swe"]["env_check,none"] == 1.0
+    assert run.results["results"]["swe_tiny"]["env_check,none"] == 1.0
     assert len(run.records) == 5
     for record in run.records:
         verdict = record.filters["none"].verdicts["env_check"][0]
@@ -130,7 +114,7 @@ def test_a_model_that_fixes_the_right_file_resolves_every_instance(tmp_path: Pat
 @pytest.mark.parametrize("plan", [edits_tests, deletes_tests, plants_conftest], ids=lambda p: p.__name__)
 def test_a_model_that_games_the_tests_resolves_none(tmp_path: Path, plan: Plan) -> None:
     run = _run(tmp_path, plan)
-    assert run.results["results"]["swe"]["env_check,none"] == 0.0
+    assert run.results["results"]["swe_tiny"]["env_check,none"] == 0.0
     for record in run.records:
         verdict = record.filters["none"].verdicts["env_check"][0]
         assert verdict["error"] is None and verdict["passed"] is False, verdict["reason"]
@@ -155,7 +139,7 @@ def test_swebench_rule_by_hand_on_partial_fixes(tmp_path: Path) -> None:
     by_id = {r.sample_id: r.filters["none"].verdicts["env_check"][0] for r in run.records}
     assert not by_id["tiny__calc-1"]["passed"] and not by_id["tiny__dates-4"]["passed"]
     assert all(by_id[i]["passed"] for i in ("tiny__slug-2", "tiny__stack-3", "tiny__cart-5"))
-    assert run.results["results"]["swe"]["env_check,none"] == pytest.approx(3 / 5)
+    assert run.results["results"]["swe_tiny"]["env_check,none"] == pytest.approx(3 / 5)
     calc = next(r for r in run.records if r.sample_id == "tiny__calc-1")
     tests = next(iter(calc.responses[0].metadata["environment"]["observations"].values()))["tests"]
     assert tests["tests/test_ops.py::test_add[2-3-5]"] == "passed"

@@ -1,6 +1,7 @@
-"""A tau-bench-style world end to end: an order database made per sample from its row, its four methods the agent's
-tools, a simulated user asking for two changes over two turns, and ``state_match`` scoring the database's final
-state against the row's expected state, with feedback naming the fields that differ (worked out by hand)."""
+"""The tau-bench-style example (examples/environments/shop) end to end: an order database made per sample from
+its row, its four methods the agent's tools, a simulated user asking for two changes over two turns, and
+``state_match`` scoring the database's final state against the row's expected state, with feedback naming the
+fields that differ (worked out by hand)."""
 
 from __future__ import annotations
 
@@ -10,42 +11,21 @@ from typing import Any
 
 import pytest
 import yaml
-from agent_support import run_task
-from order_world import ORDERS
 
+import assay
+from assay.tasks import Task
 from assay.testing.scripted import Conversation
 from assay.testing.server import OpenAITestServer
 
-EXPECTED = {
-    "orders": {
-        "O1": {"status": "cancelled", "cancel_reason": "no longer needed"},
-        "O2": {"status": "delivered", "refunded": 20.0},
-        "O3": {"status": "pending", "address": "9 Oak Ave"},
-    }
-}
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "environments" / "shop"
+ORDERS = json.loads((EXAMPLE / "shop.jsonl").read_text().splitlines()[0])["orders"]
 
 
-def _task(tmp_path: Path) -> Path:
-    row = {
-        "id": "shop-1",
-        "input": "Hi, please cancel my order O1, I no longer need it.",
-        "goal": "cancel order O1 (no longer needed), then get 20.00 refunded on order O2",
-        "orders": ORDERS,
-        "expected_state": EXPECTED,
-    }
-    (tmp_path / "shop.jsonl").write_text(json.dumps(row) + "\n")
-    task = {
-        "name": "shop",
-        "dataset": "shop.jsonl",
-        "template": "{{ input }}",
-        "environment": {"python": "order_world:OrderWorld"},
-        "user": {"model": {"provider": "openai", "model": "user-sim", "base_url": "BASE"}, "max_turns": 3},
-        "agent": {"max_turns": 6, "parallel_tool_calls": 1},
-        "evaluators": ["state_match"],
-    }
-    path = tmp_path / "shop.yaml"
-    path.write_text(yaml.safe_dump(task, sort_keys=False))
-    return path
+def _task(base_url: str) -> Task:
+    """The example task, its simulated user played by the test server (model user-sim), its first row only."""
+    config = yaml.safe_load((EXAMPLE / "task.yaml").read_text())
+    config["user"]["model"] = {"provider": "openai", "model": "user-sim", "base_url": base_url}
+    return Task.from_config(config, base_dir=EXAMPLE)
 
 
 def _call(name: str, **arguments: Any) -> dict[str, Any]:
@@ -87,10 +67,11 @@ def _replies(agent: Any) -> Any:
 
 
 def _run(tmp_path: Path, agent: Any) -> Any:
-    path = _task(tmp_path)
     with OpenAITestServer(_replies(agent)) as server:
-        path.write_text(path.read_text().replace("BASE", server.base_url))
-        return run_task(tmp_path, path, server, concurrency=1)
+        model = {"provider": "openai", "model": "assay-test", "base_url": server.base_url}
+        return assay.run(
+            _task(server.base_url), model, output_dir=tmp_path / "runs", progress=False, cache=False, limit=1
+        )
 
 
 def test_right_trajectory_reaches_the_expected_state(tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""A tau-bench-style world for the tests: a small order database built per sample from its row, four tools (the
-public methods) with tau-bench's kind of rules, and its final state scored against the row's expected state."""
+"""A tau-bench-style world: a small order database built per sample from its row (``orders``), four tools (the
+public methods: their signatures and docstrings are the schemas the model sees) with a shop's rules, and its final
+state (``state()``) scored by ``state_match`` against the row's ``expected_state``."""
 
 from __future__ import annotations
 
@@ -73,10 +74,3 @@ class OrderWorld:
     def state(self) -> dict[str, Any]:
         """The database as scored: every order by id."""
         return {"orders": copy.deepcopy(self.orders)}
-
-
-ORDERS = [
-    {"id": "O1", "status": "pending", "address": "1 Elm St", "price": 30.0, "refunded": 0.0},
-    {"id": "O2", "status": "delivered", "address": "1 Elm St", "price": 50.0, "refunded": 0.0},
-    {"id": "O3", "status": "pending", "address": "9 Oak Ave", "price": 12.5, "refunded": 0.0},
-]
