@@ -14,6 +14,7 @@ import pytest
 from agent_support import run_task
 from swe_fixture import EXAMPLE, REPOS, fix_of
 
+import assay
 from assay.testing.server import Conversation, ConversationReplies, OpenAITestServer
 from tests.sandbox.sandbox_support import needs_bwrap
 
@@ -86,6 +87,16 @@ def plants_conftest(instance: str) -> list[dict[str, Any]]:
     ]
 
 
+def forges_in_background(instance: str) -> list[dict[str, Any]]:
+    """Leaves a job running that keeps writing passing tests over the hidden tests' paths once they appear."""
+    repo = next(r for r in REPOS if r["instance_id"] == instance)
+    fake = "".join(f"def {t.split('::')[1].split('[')[0]}():\n    pass\n\n" for t in repo["FAIL_TO_PASS"])
+    copies = "; ".join(f"cp /tmp/fake.py {name}" for name in repo["check_files"])
+    loop = f"(while true; do mkdir -p tests; {copies}; sleep 0.005; done) > /dev/null 2>&1 &"
+    write = {"name": "text_editor", "arguments": {"command": "create", "path": "/workspace/fake.py", "file_text": fake}}
+    return [write, _bash(f"mv fake.py /tmp/fake.py && {loop} echo started")]
+
+
 def _run(tmp_path: Path, plan: Plan) -> Any:
     with OpenAITestServer(_model(plan)) as server:
         return run_task(tmp_path, EXAMPLE / "task.yaml", server, concurrency=5)
@@ -100,6 +111,7 @@ def test_a_model_that_fixes_the_right_file_resolves_every_instance(tmp_path: Pat
         assert verdict["passed"] and verdict["error"] is None, verdict["reason"]
         response = record.responses[0]
         env = response.metadata["environment"]
+        assert env["kind"] == "bwrap"
         path, _, _ = fix_of(record.sample_id)
         assert f"+++ b/{path}" in env["diff"]  # the workspace's final diff shows the fix
         assert "tests/" not in env["diff"]  # the hidden tests were applied after the diff was taken
@@ -111,7 +123,23 @@ def test_a_model_that_fixes_the_right_file_resolves_every_instance(tmp_path: Pat
         assert all(tests[t] == "passed" for t in repo["FAIL_TO_PASS"] + repo["PASS_TO_PASS"])
 
 
-@pytest.mark.parametrize("plan", [edits_tests, deletes_tests, plants_conftest], ids=lambda p: p.__name__)
+def test_a_rescore_scores_the_recorded_observations_without_an_environment(tmp_path: Path) -> None:
+    """`assay score RUN` gives the same verdicts from the records alone: nothing runs in an environment again."""
+    import asyncio
+
+    from assay.runner.rescore import rescore
+
+    run = _run(tmp_path, right)
+    rescored = asyncio.run(rescore(run.path, output_dir=tmp_path / "rescored"))
+    again = assay.load_run(rescored.run_dir)
+    verdicts = {r.sample_id: r.filters["none"].verdicts["env_check"][0]["passed"] for r in again.records}
+    assert verdicts == {r["instance_id"]: True for r in REPOS}
+    assert again.results["results"]["swe_tiny"]["env_check,none"] == 1.0
+
+
+@pytest.mark.parametrize(
+    "plan", [edits_tests, deletes_tests, plants_conftest, forges_in_background], ids=lambda p: p.__name__
+)
 def test_a_model_that_games_the_tests_resolves_none(tmp_path: Path, plan: Plan) -> None:
     run = _run(tmp_path, plan)
     assert run.results["results"]["swe_tiny"]["env_check,none"] == 0.0

@@ -85,6 +85,7 @@ def test_right_trajectory_reaches_the_expected_state(tmp_path: Path) -> None:
     state = next(iter(response.metadata["environment"]["observations"].values()))["state"]
     assert state["orders"]["O2"]["refunded"] == 20.0 and state["orders"]["O1"]["status"] == "cancelled"
     assert "diff" not in response.metadata["environment"]  # a pure world has no workspace
+    assert response.metadata["environment"]["kind"] == "world"  # and is made without a sandbox
 
 
 def test_wrong_trajectory_scores_by_hand_and_names_the_wrong_fields(tmp_path: Path) -> None:

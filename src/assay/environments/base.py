@@ -52,6 +52,7 @@ class Environment(ABC):
     :class:`ValueError`."""
 
     workspace: str = WORKSPACE
+    kind: str = ""  # what made it ("bwrap", "world"): recorded with the sample
     state: Any = None  # a stateful world's object (``environment: {python: "mod:make"}``); None for a plain one
 
     @abstractmethod
@@ -105,6 +106,10 @@ class Environment(ABC):
             except (OSError, ValueError):
                 continue
         return out
+
+    async def stop_programs(self) -> None:
+        """End every program the agent started (its shell, background jobs), keeping the files: called when the
+        agent stops, so nothing it left running can change the workspace while the checks look at it."""
 
     @abstractmethod
     async def close(self) -> None:

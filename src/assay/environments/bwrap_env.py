@@ -72,6 +72,8 @@ def _tail(result: ExecResult) -> str:
 class BwrapEnvironment(Environment):
     """One sample's environment under bubblewrap; make it with :meth:`create`, end it with :meth:`close`."""
 
+    kind = "bwrap"
+
     def __init__(self, spec: EnvironmentSpec, sample_id: str = "") -> None:
         self.spec = spec
         self.sample_id = sample_id
@@ -193,6 +195,14 @@ class BwrapEnvironment(Environment):
         for path, data in files.items():
             content = data.encode() if isinstance(data, str) else data
             write(str(self._check), relative_parts(path, CHECK_DIR, "check file"), content, None)
+
+    async def stop_programs(self) -> None:
+        """End the agent's shell and every program it left running (background jobs included), keeping the files."""
+        shell, self._shell = self._shell, None
+        if shell is not None:
+            await shell.close()
+        if self._box is not None:
+            await self._box.kill_all()
 
     async def close(self) -> None:
         """Kill everything still running, remove the workspace, its tmpfs and cgroup, and the folder (idempotent)."""

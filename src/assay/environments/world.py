@@ -20,6 +20,8 @@ NO_PROGRAMS = (
 class WorldEnvironment(Environment):
     """A world's state and an empty workspace; running a program in it is an error that says why."""
 
+    kind = "world"
+
     def __init__(self, state: Any) -> None:
         self.state = state
 

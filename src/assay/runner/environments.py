@@ -102,7 +102,7 @@ async def in_environment(
         t0 = time.perf_counter()
         env = await _make(spec, task, doc, sample_id)
         create_s = time.perf_counter() - t0
-        facts: dict[str, Any] = {"created_at": round(created_at, 6), "create_s": round(create_s, 6)}
+        facts: dict[str, Any] = {"kind": env.kind, "created_at": round(created_at, 6), "create_s": round(create_s, 6)}
         try:
             try:
                 async with asyncio.timeout(max(limits.wall_s - create_s, 0.001)):
@@ -112,6 +112,7 @@ async def in_environment(
                         env.state = make_world(spec.world, dict(doc))
                     before: Before = capture(env)
                     response = await trajectory(env)
+                    await env.stop_programs()  # nothing the agent left running may change what the checks see
                     diff = unified_diff(before, env)  # the agent's changes, before a check writes its files
                     if diff:
                         facts["diff"] = diff

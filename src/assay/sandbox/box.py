@@ -294,14 +294,19 @@ class Sandbox:
         out, err = await process.output()
         return ExecResult(process.returncode, out, err, timed_out, time.perf_counter() - started)
 
-    async def close(self) -> None:
-        """Kill every program still running and remove the work directory, its tmpfs and the memory cgroup."""
+    async def kill_all(self) -> None:
+        """Kill every program still running in the sandbox (each bubblewrap instance and its PID namespace with
+        it); the files stay."""
         for process in self._processes:
             process.kill()
         for process in self._processes:
             with contextlib.suppress(Exception):
                 await process.wait()
         self._processes.clear()
+
+    async def close(self) -> None:
+        """Kill every program still running and remove the work directory, its tmpfs and the memory cgroup."""
+        await self.kill_all()
         cgroup, self._cgroup = self._cgroup, None
         self._release()
         if cgroup is not None:  # its processes are gone once the PID namespace is: at most a moment after bwrap

@@ -56,6 +56,7 @@ class StateMatch(ObservingEvaluator):
 
     Options = StateMatchOptions
     options: StateMatchOptions
+    runs_programs = False  # reads the world's object only: a pure world needs no sandbox
 
     def setup(self) -> None:
         try:
