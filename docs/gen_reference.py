@@ -67,6 +67,8 @@ API_MODULES = {  # public module -> what its page is for
     "assay": "Run tasks, build them in Python, read and compare runs, and the types they are made of.",
     "assay.evaluators": "Build evaluators by name or by class, and write and register your own.",
     "assay.testing": "Test tasks and agents: `assert_eval`, the pytest plugin's case, and the test server.",
+    "assay.environments": "Per-sample environments agents act in: the interface tools and evaluators use, providers.",
+    "assay.tools": "Agent tools: the standard ones, Python functions, stateful worlds, and writing your own.",
 }
 
 

@@ -54,3 +54,37 @@ def test_the_drawer_shows_the_transcript_as_a_conversation(watched: Any, tmp_pat
     assert any("in /" in h and "out" in h for h in heads)  # the model calls' tokens; latencies beside them
     assert page.query_selector("#detail img") is None and page.query_selector("#detail .transcript script") is None
     assert watched.dialogs == [] and watched.errors == [] and watched.csp_violations() == []
+
+
+def test_the_drawer_shows_what_an_agent_changed_in_its_environment(watched: Any, tmp_path: Path) -> None:
+    """An environment sample: each tool message says what the call wrote and its exit code, and the workspace's
+    final diff is shown folded under the output, as text (markup the agent wrote into a file stays text)."""
+
+    def step(conv: Conversation) -> Any:
+        calls = [
+            {"name": "bash", "arguments": {"cmd": f"printf '%s\\n' '{PAYLOAD}' > page.html && rm old.txt"}},
+            {
+                "name": "text_editor",
+                "arguments": {"command": "str_replace", "path": "app.py", "old_str": "1", "new_str": "2"},
+            },
+        ]
+        done = len(conv.tool_results)
+        return {"tool_calls": [calls[done]]} if done < len(calls) else "done"
+
+    rows = [{"id": "a", "input": "change it", "target": "done", "files": {"app.py": "x = 1\n", "old.txt": "bye\n"}}]
+    task = write_agent_task(tmp_path, rows, tools=["bash", "text_editor"], environment={})
+    with OpenAITestServer(ConversationReplies(step)) as server:
+        run = run_task(tmp_path, task, server)
+    page_file = tmp_path / "report.html"
+    proc = subprocess.run(assay_cmd("report", str(run.path), "--html", str(page_file)), capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    watched.load(page_file.as_uri() + "#sample=agent/a")
+    page = watched.page
+    changed = page.eval_on_selector_all("#detail .transcript .msg.tool > div.sub", "ds => ds.map(d => d.textContent)")
+    assert changed == ["changed: exit 0 · wrote page.html · deleted old.txt", "changed: wrote app.py"]
+    diff = page.eval_on_selector_all("#detail details.reasoning", "ds => ds.map(d => d.textContent)")
+    (shown,) = [d for d in diff if d.startswith("Workspace diff")]
+    assert "+++ b/app.py" in shown and "-x = 1" in shown and "+x = 2" in shown
+    assert "--- a/old.txt" in shown and PAYLOAD in shown  # the deleted file, and the new file's markup as text
+    assert page.query_selector("#detail img") is None
+    assert watched.dialogs == [] and watched.errors == [] and watched.csp_violations() == []
