@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+from assay.environments import Environment
+
 
 async def add(x: int, y: int) -> int:
     """Add two numbers.
@@ -105,3 +107,12 @@ def huge(n: int) -> str:
         n: How many characters.
     """
     return "x" * (n - 3) + "END"
+
+
+async def count_lines(path: str, environment: Environment) -> int:
+    """Count the lines of a workspace file.
+
+    Args:
+        path: the file, relative to the workspace.
+    """
+    return len(environment.read_file(path).decode().splitlines())

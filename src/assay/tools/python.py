@@ -62,8 +62,17 @@ async def in_daemon_thread(fn: Callable[..., Any], kwargs: dict[str, Any], name:
     return await future
 
 
+def _is_environment(name: str, hint: Any) -> bool:
+    """A parameter that takes the sample's environment: annotated as an Environment, or named ``environment``."""
+    from assay.environments.base import Environment
+
+    return (inspect.isclass(hint) and issubclass(hint, Environment)) or (name == "environment" and hint is Any)
+
+
 class PythonTool(Tool):
-    """A sync or async Python function; its arguments are checked (and coerced) against its type hints."""
+    """A sync or async Python function; its arguments are checked (and coerced) against its type hints. A parameter
+    annotated :class:`~assay.environments.base.Environment` (or named ``environment``) is given the sample's
+    environment, so the tool can read its files or run programs there; the model never sees it."""
 
     def __init__(self, fn: Callable[..., Any], name: str | None = None) -> None:
         from pydantic import TypeAdapter
@@ -75,10 +84,15 @@ class PythonTool(Tool):
         properties: dict[str, Any] = {}
         required: list[str] = []
         self._adapters: dict[str, TypeAdapter[Any]] = {}
+        self._environment_arg: str | None = None  # the parameter given the sample's environment, not the model
         for pname, param in inspect.signature(fn).parameters.items():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 continue
             hint = hints.get(pname, Any)
+            if _is_environment(pname, hint):
+                self._environment_arg = pname
+                self.needs_environment = self.needs_workspace = True
+                continue
             adapter: TypeAdapter[Any] = TypeAdapter(hint)
             self._adapters[pname] = adapter
             schema = adapter.json_schema() if hint is not Any else {}
@@ -104,6 +118,8 @@ class PythonTool(Tool):
             kwargs = {k: self._adapters[k].validate_python(v) for k, v in arguments.items()}
         except ValidationError as err:
             raise ToolError(f"bad arguments for {self.name}: {err.errors()[0]['msg']}") from None
+        if self._environment_arg is not None:
+            kwargs[self._environment_arg] = state.require_environment(self.name)
         if self._async:
             value = await self.fn(**kwargs)
         else:
