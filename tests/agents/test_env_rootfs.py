@@ -21,8 +21,7 @@ from tests.environments.env_support import needs_bwrap, public_dir
 pytestmark = [needs_bwrap, pytest.mark.skipif(shutil.which("ldd") is None, reason="needs ldd")]
 
 MARKER = "inside the task's own root filesystem"
-# find and rm: env_check's preparation of the workspace runs them inside (see the xfail test at the end)
-PROGRAMS = ("bash", "ls", "cat", "find", "rm")
+PROGRAMS = ("bash", "ls", "cat")  # env_check prepares the workspace from the host: no find or rm needed inside
 
 
 def _copy(path: str, root: Path) -> None:
@@ -132,12 +131,6 @@ def test_tools_and_checks_run_inside_the_rootfs_and_see_no_host_file(
     assert run.results["results"]["agent"]["env_check,none"] == 1.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="env_check runs `find` (and `rm`) inside the environment to prepare the workspace "
-    "(evaluators/environment/protect.py _symlinks/_remove), so a rootfs without findutils gets an evaluator "
-    "error for any env_check, also a plain command",
-)
 def test_env_check_in_a_rootfs_with_only_bash(tmp_path: Path) -> None:
     with _rootfs(("bash",)) as root:
         rows = [{"id": "r0", "input": "nothing to do", "target": "done", "files": {"in.txt": "ws\n"}}]

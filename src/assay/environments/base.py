@@ -94,6 +94,22 @@ class Environment(ABC):
     def add_check_files(self, files: Mapping[str, bytes]) -> None:
         """Files a check uses (hidden tests), copied in only after the agent stopped; see ``exec(check_files=)``."""
 
+    async def list_links(self) -> list[str]:
+        """Every symbolic link of the workspace, relative, sorted (``list_files`` lists regular files only). This
+        default runs ``find`` inside; a provider that can read the workspace directly should."""
+        result = await self.exec(["find", ".", "-type", "l", "-print0"], cwd=self.workspace)
+        if result.returncode != 0:
+            raise EnvironmentFailed(f"could not list the workspace's links: {result.stderr.decode(errors='replace')}")
+        names = result.stdout.decode("utf-8", errors="surrogateescape").split("\0")
+        return sorted(n.removeprefix("./") for n in names if n and n != ".")
+
+    async def remove(self, path: str) -> None:
+        """Remove a workspace file, link (not its target) or folder; nothing when it is not there. This default
+        runs ``rm`` inside; a provider that can reach the workspace directly should."""
+        result = await self.exec(["rm", "-rf", "--", path], cwd=self.workspace)
+        if result.returncode != 0:
+            raise EnvironmentFailed(f"could not remove {path}: {result.stderr.decode(errors='replace')[-300:]}")
+
     def snapshot(self) -> dict[str, str]:
         """Each workspace file's content digest (relative path -> sha256 hex): what a tool call or the whole
         trajectory changed is the difference of two snapshots."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from assay.environments.base import CHECK_DIR, WORKSPACE, Environment, EnvironmentFailed, EnvironmentSpec, Shell
 from assay.environments.cleanup import base_dir, remove_tree
-from assay.environments.confined import read, regular_files, relative_parts, write
+from assay.environments.confined import links, read, regular_files, relative_parts, remove, write
 from assay.environments.packages import PACKAGES_DIR, package_binds
 from assay.environments.shell import BashShell
 from assay.environments.workspace import materialise
@@ -183,6 +183,14 @@ class BwrapEnvironment(Environment):
     def list_files(self) -> list[str]:
         """Every regular file of the workspace, relative and sorted (links neither listed nor followed)."""
         return regular_files(self._workdir())
+
+    async def list_links(self) -> list[str]:
+        """Every symbolic link of the workspace, read on the host (no program needed in a bare root filesystem)."""
+        return links(self._workdir())
+
+    async def remove(self, path: str) -> None:
+        """Remove a workspace file, link or folder on the host, reached without following links."""
+        remove(self._workdir(), relative_parts(path, WORKSPACE))
 
     def initial_file(self, path: str) -> bytes | None:
         """A workspace file as it was made, before setup and the agent (None when it was not there)."""

@@ -113,6 +113,37 @@ def regular_files(root: str) -> list[str]:
     return sorted(found)
 
 
+def links(root: str) -> list[str]:
+    """Every symbolic link under ``root`` (to files or folders), relative and sorted; none is followed."""
+    found = []
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        rel = os.path.relpath(folder, root)
+        for name in (*dirs, *files):
+            if os.path.islink(os.path.join(folder, name)):
+                found.append(name if rel == "." else f"{rel}/{name}")
+    return sorted(found)
+
+
+def remove(root: str, parts: tuple[str, ...]) -> None:
+    """Remove a file, a link (not what it points to) or a folder with all it holds; nothing when it is not there.
+    The way there is opened without following links, as for reads and writes."""
+    import shutil
+
+    try:
+        with parent_fd(root, parts) as fd:
+            name = parts[-1]
+            try:
+                mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+            except FileNotFoundError:
+                return
+            if stat.S_ISDIR(mode):
+                shutil.rmtree(name, dir_fd=fd)
+            else:
+                os.unlink(name, dir_fd=fd)
+    except FileNotFoundError:
+        return
+
+
 def chown_tree(root: str, uid: int | None) -> None:
     """Give every file and folder under ``root`` (links themselves, not their targets) to ``uid``."""
     if uid is None:

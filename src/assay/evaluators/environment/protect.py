@@ -36,7 +36,7 @@ async def prepare_workspace(
     names one file (``pytest.ini``) and for ``conftest.py`` in the folders above each hidden file."""
     patterns = [glob_regex(p) for p in protect]
     present = set(env.list_files())
-    links = await _symlinks(env, timeout_s)
+    links = set(await env.list_links())
 
     def protected(path: str) -> bool:
         return any(p.match(path) for p in patterns)
@@ -54,7 +54,8 @@ async def prepare_workspace(
     in_the_way = {p for p in links if any(f == p or f.startswith(p + "/") for f in files)}
     doomed = sorted((candidates | in_the_way | set(files)) & (present | links))
     if doomed:
-        await _remove(env, doomed, timeout_s)
+        for path in doomed:
+            await env.remove(path)
     restored, removed = [], []
     for path in sorted(candidates):
         initial = env.initial_file(path)
@@ -77,19 +78,3 @@ def _changed(env: Environment, path: str, present: bool) -> bool:
         return env.read_file(path) != initial
     except (OSError, ValueError):
         return True
-
-
-async def _symlinks(env: Environment, timeout_s: float) -> set[str]:
-    """Every symbolic link in the workspace, relative (``list_files`` lists regular files only)."""
-    result = await env.exec(["find", ".", "-type", "l", "-print0"], cwd=env.workspace, timeout_s=timeout_s)
-    if result.returncode != 0:
-        raise RuntimeError(f"could not list the workspace's links: {result.stderr.decode(errors='replace')[-300:]}")
-    names = result.stdout.decode("utf-8", errors="surrogateescape").split("\0")
-    return {n.removeprefix("./") for n in names if n and n != "."}
-
-
-async def _remove(env: Environment, paths: list[str], timeout_s: float) -> None:
-    """Remove workspace paths (links themselves, not what they point to)."""
-    result = await env.exec(["rm", "-rf", "--", *paths], cwd=env.workspace, timeout_s=timeout_s)
-    if result.returncode != 0:
-        raise RuntimeError(f"could not remove {paths[:5]}: {result.stderr.decode(errors='replace')[-300:]}")
