@@ -118,6 +118,14 @@ class BashShell(Shell):
                         dropped = True
         except TimeoutError:
             pass
+        # the last read (which held the marker) may have brought more than the cap keeps: head first, then the end
+        if len(head) < _HALF:
+            take = min(_HALF - len(head), len(tail))
+            head += tail[:take]
+            del tail[:take]
+        if len(tail) > _HALF:
+            del tail[: len(tail) - _HALF]
+            dropped = True
         text = bytes(head) + (b"\n[... output truncated ...]\n" if dropped else b"") + bytes(tail)
         return text.decode("utf-8", "replace"), code, ended
 
