@@ -4,7 +4,8 @@ the loop, the workspace's final diff kept, and the environment removed whatever 
 
 What a sample's environment did goes in ``response.metadata["environment"]``: ``observations`` (by evaluator key,
 what ``env_check``/``env_files``/``state_match`` score from the record), ``diff`` (the workspace against how it
-was when the agent started), ``created_at``/``create_s``/``removed_at``/``remove_s`` (operations figures)."""
+was when the agent started), ``created_at``/``create_s`` (from when it was asked for), ``stop_s`` (ending what
+the agent left running), ``removed_at``/``remove_s`` (operations figures)."""
 
 from __future__ import annotations
 
@@ -110,10 +111,13 @@ async def in_environment(
                         from assay.tools.world import make_world
 
                         env.state = make_world(spec.world, dict(doc))
-                    before: Before = capture(env)
+                    # reading every file is slow work: off the event loop, which other samples' model calls share
+                    before: Before = await asyncio.to_thread(capture, env)
                     response = await trajectory(env)
+                    t1 = time.perf_counter()
                     await env.stop_programs()  # nothing the agent left running may change what the checks see
-                    diff = unified_diff(before, env)  # the agent's changes, before a check writes its files
+                    facts["stop_s"] = round(time.perf_counter() - t1, 6)
+                    diff = await asyncio.to_thread(unified_diff, before, env)  # before a check writes its files
                     if diff:
                         facts["diff"] = diff
                     facts["observations"] = await _observe(task, env, doc)
