@@ -15,6 +15,7 @@ import math
 import string
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from assay.audit.probes import Probe, ProbeContext, judge_probes, legitimate, letter_probes, probes, target_texts
@@ -238,7 +239,10 @@ async def aaudit_task(
     if getattr(task, "output_type", "generate_until") != "generate_until":
         audit.note = f"a {task.output_type} task scores choices, not text: the text battery does not apply"
         return audit
-    metrics = [m for m in task.metrics if m.name not in audit.skipped]
+    from assay.audit.envprobes import MAX_SAMPLES, environment_battery, environment_metrics
+
+    in_env = {m.name for m in environment_metrics(task)}  # scored by the environment probes, not the text battery
+    metrics = [m for m in task.metrics if m.name not in audit.skipped and m.name not in in_env]
     letters = _letters(samples[:1_000])
     battery = [*probes(), *letter_probes(letters), *(judge_probes() if judges else ())]
     targets = list(dict.fromkeys(t for s in samples[:200] for t in target_texts(s.target)))[:50]
@@ -272,6 +276,19 @@ async def aaudit_task(
                             tallies[key] = _Tally(pr, pipeline.name, metric.name, chance)
                         tallies[key].add(sample, text, verdict, earned)
         await _oracle(task, chunk, prompts, metrics, oracle)
+    if in_env:
+        shown = samples if limit is not None else samples[:MAX_SAMPLES]
+
+        def tally(pr: Any, filter_name: str, metric: str) -> _Tally:
+            key = (pr.name, filter_name, metric)
+            if key not in tallies:
+                tallies[key] = _Tally(pr, filter_name, metric, 0.0)
+            return tallies[key]
+
+        prompts = [_prompt(task, s) for s in shown]
+        problems = await environment_battery(task, shown, prompts, tally, partial(_verdict, errored=audit.errored))
+        if problems:
+            audit.note = "environments that could not be made: " + "; ".join(problems)
     audit.probes = [t.finish(max_credit) for t in tallies.values()]
     audit.oracle = list(oracle.values())
     await _explain(task, samples, tallies.values())
@@ -284,8 +301,8 @@ async def _explain(task: Task, samples: Sequence[Sample], tallies: Iterable[_Tal
     by_id = {s.id: s for s in samples}
     for tally in tallies:
         fig = tally.fig
-        if not fig.flagged or fig.example is None:
-            continue
+        if not fig.flagged or fig.example is None or fig.example["reason"]:
+            continue  # an environment probe's example keeps the reason it was scored with
         sample = by_id[fig.example["sample_id"]]
         (record,) = await _score(task, [sample], [tally.text], [_prompt(task, sample)], lean=False)
         verdict = _verdict(record, fig.filter, fig.metric) or {}
