@@ -106,6 +106,12 @@ def test_a_model_that_fixes_the_right_file_resolves_every_instance(tmp_path: Pat
     run = _run(tmp_path, right)
     assert run.results["results"]["swe_tiny"]["env_check,none"] == 1.0
     assert len(run.records) == 5
+    figures = run.results["assay"]["tasks"]["swe_tiny"]["agent"]["environments"]
+    assert figures["count"] == 5 and 1 <= figures["peak_alive"] <= 5
+    from assay.report.table import render_operational
+
+    (note,) = [line for line in render_operational(run, "markdown").splitlines() if "environments" in line]
+    assert note.startswith("- swe_tiny: 5 environments, made in ") and "alive at once" in note
     for record in run.records:
         verdict = record.filters["none"].verdicts["env_check"][0]
         assert verdict["passed"] and verdict["error"] is None, verdict["reason"]

@@ -480,6 +480,22 @@ def _operational_figures(run_or_results: Run | dict[str, Any]) -> dict[str, Any]
     return run_or_results.operational
 
 
+def environment_notes(run_or_results: Run | dict[str, Any]) -> list[str]:
+    """One line per task that ran agent environments: how many, how long making and removing one took, and the
+    most alive at once (``results.json``'s ``assay.tasks.<task>.agent.environments``)."""
+    doc = run_or_results if isinstance(run_or_results, dict) else run_or_results.results
+    notes = []
+    for name, task in ((doc.get("assay") or {}).get("tasks") or {}).items():
+        env = ((task or {}).get("agent") or {}).get("environments")
+        if env:
+            notes.append(
+                f"{name}: {env['count']} environments, made in {env['mean_create_s'] * 1000:.0f} ms on average "
+                f"(p95 {env['p95_create_s'] * 1000:.0f} ms), removed in {env['mean_remove_s'] * 1000:.0f} ms, "
+                f"at most {env['peak_alive']} alive at once"
+            )
+    return notes
+
+
 def _operational_footer(figures: dict[str, Any]) -> list[str]:
     footer = []
     if figures.get("cost_usd") is not None:
@@ -503,7 +519,8 @@ def operational_renderables(run_or_results: Run | dict[str, Any]) -> list[Render
         table.add_column(h, justify="right" if i >= 2 else "left")
     for c in cells:
         table.add_row(*(Text(x) for x in c))
-    return [table, *(Text(f) for f in _operational_footer(figures))]
+    notes = [*_operational_footer(figures), *environment_notes(run_or_results)]
+    return [table, *(Text(f) for f in notes)]
 
 
 def render_operational(run_or_results: Run | dict[str, Any], fmt: str = "rich") -> str:
@@ -517,7 +534,8 @@ def render_operational(run_or_results: Run | dict[str, Any], fmt: str = "rich") 
         cells = _operational_cells(figures)
         if not cells:
             return ""
-        return _markdown(OPERATIONAL_HEADERS, cells) + "".join(f"\n\n- {f}" for f in _operational_footer(figures))
+        notes = [*_operational_footer(figures), *environment_notes(run_or_results)]
+        return _markdown(OPERATIONAL_HEADERS, cells) + "".join(f"\n\n- {f}" for f in notes)
     parts = operational_renderables(run_or_results)
     return render_rich(parts) if parts else ""
 
