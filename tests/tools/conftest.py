@@ -1,4 +1,4 @@
-"""Tool tests: a host-folder environment (a test double, see envstub.py) and a trajectory's tool state in it."""
+"""Tool tests: a host-folder environment (a test double, tests/environments/hostenv.py) and a sample's tools in it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from assay.tools.base import SampleTools, ToolSet
-from tests.tools.envstub import HostEnvironment
+from tests.environments.hostenv import HostEnvironment
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 
 from assay.tools.base import CALL_ID, SampleTools, ToolError, ToolSet
 from assay.tools.standard import BashTool, PythonCodeTool, TextEditorTool, ThinkTool, changes, changes_of
-from tests.tools.envstub import HostEnvironment
+from tests.environments.hostenv import HostEnvironment
 
 BASH = BashTool(timeout_s=5)
 PYTHON = PythonCodeTool(timeout_s=5)

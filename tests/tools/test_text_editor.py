@@ -11,7 +11,7 @@ import pytest
 
 from assay.tools.base import SampleTools, ToolError, ToolSet
 from assay.tools.standard import TextEditorTool, changes_of
-from tests.tools.envstub import HostEnvironment
+from tests.environments.hostenv import HostEnvironment
 
 EDITOR = TextEditorTool()
 

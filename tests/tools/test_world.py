@@ -13,8 +13,8 @@ from assay.models.base import ToolCall
 from assay.models.python import PythonModel
 from assay.tools.base import SampleTools, ToolError, ToolSet
 from assay.tools.world import WorldError, make_world, world_class, world_state, world_tools
+from tests.environments.hostenv import HostEnvironment
 from tests.tools import orders_world
-from tests.tools.envstub import HostEnvironment
 from tests.tools.orders_world import Account, Ledger, Marked, Orders, Plain
 
 ROW = {

@@ -13,10 +13,8 @@ import atexit
 import contextlib
 import os
 import re
-import shutil
 import stat
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 PREFIX = "assay-env-"
@@ -72,21 +70,13 @@ def _mounts_under(path: str) -> list[str]:
 
 def remove_tree(path: str) -> None:
     """Unmount what is mounted below ``path`` and remove it, also where a program took its permissions away."""
+    from assay.sandbox.box import remove_dir
     from assay.sandbox.diskfs import unmount
 
     for point in _mounts_under(path):
         with contextlib.suppress(OSError):
             unmount(point)
-
-    def fix(func: Callable[[str], object], target: str, _exc: object) -> None:
-        with contextlib.suppress(OSError):
-            os.chmod(os.path.dirname(target), stat.S_IRWXU)
-            if os.path.isdir(target) and not os.path.islink(target):
-                os.chmod(target, stat.S_IRWXU)
-            func(target)
-
-    shutil.rmtree(path, onerror=fix)
-    shutil.rmtree(path, ignore_errors=True)
+    remove_dir(path)
 
 
 def cleanup_leftovers(root: str | None = None) -> list[str]:

@@ -322,13 +322,14 @@ class Sandbox:
             if self.host.tmpfs:
                 with contextlib.suppress(OSError):
                     unmount(str(root))
-            _remove(root)
+            remove_dir(root)
         if self._cgroup is not None and self._cgroup.remove():
             self._cgroup = None
 
 
-def _remove(path: Path) -> None:
-    """Remove a work directory even where the program took away its own permissions on parts of it."""
+def remove_dir(path: str | Path) -> None:
+    """Remove a folder and everything in it, also where a program took away its own permissions on parts of it
+    (nothing when it is not there; what still cannot be removed is left, silently)."""
 
     def fix(func: Callable[[str], object], target: str, _exc: object) -> None:
         with contextlib.suppress(OSError):
@@ -341,4 +342,14 @@ def _remove(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-__all__ = ["DEVNULL", "HOME", "PIPE", "ExecResult", "Limits", "Sandbox", "SandboxError", "SandboxProcess"]
+__all__ = [
+    "DEVNULL",
+    "HOME",
+    "PIPE",
+    "ExecResult",
+    "Limits",
+    "Sandbox",
+    "SandboxError",
+    "SandboxProcess",
+    "remove_dir",
+]

@@ -10,7 +10,7 @@ from typing import Any
 from assay import evaluators
 from assay.evaluators.environment.protect import DEFAULT_PROTECT, prepare_workspace
 from assay.verdict import Verdict
-from tests.evaluators.environment.local_env import LocalEnvironment
+from tests.environments.hostenv import HostEnvironment
 
 REPO = {
     "calc/__init__.py": "def mean(xs):\n    return sum(xs) / (len(xs) - 1)\n",
@@ -31,7 +31,7 @@ ALL_PASS = (
 )
 
 
-async def _check(env: LocalEnvironment, doc: dict[str, Any], **options: Any) -> tuple[Verdict, Any]:
+async def _check(env: HostEnvironment, doc: dict[str, Any], **options: Any) -> tuple[Verdict, Any]:
     ev = evaluators.get("env_check", **options)
     observation = await ev.observe(env, doc)
     context = {"doc": doc, "environment": {"observations": {ev.observation_key(): observation}}}
@@ -39,7 +39,7 @@ async def _check(env: LocalEnvironment, doc: dict[str, Any], **options: Any) -> 
 
 
 async def test_a_right_fix_resolves_and_no_fix_does_not(tmp_path: Path) -> None:
-    env = LocalEnvironment(tmp_path / "a", REPO)
+    env = HostEnvironment(tmp_path / "a", REPO)
     v, obs = await _check(env, ROW)
     assert not v.passed and obs["tests"]["tests/test_new.py::test_mean"] == "failed"
     assert obs["tests"]["tests/test_old.py::test_one"] == "passed" and obs["prepared"]["written"] == [
@@ -51,7 +51,7 @@ async def test_a_right_fix_resolves_and_no_fix_does_not(tmp_path: Path) -> None:
 
 
 async def test_an_agents_conftest_ini_and_own_hidden_test_are_undone(tmp_path: Path) -> None:
-    env = LocalEnvironment(tmp_path / "b", REPO)
+    env = HostEnvironment(tmp_path / "b", REPO)
     env.write_file("conftest.py", ALL_PASS)
     env.write_file("tests/conftest.py", ALL_PASS)
     env.write_file("pytest.ini", "[pytest]\naddopts = -p no:python\n")
@@ -65,7 +65,7 @@ async def test_an_agents_conftest_ini_and_own_hidden_test_are_undone(tmp_path: P
 
 
 async def test_links_planted_at_protected_or_hidden_paths_are_removed(tmp_path: Path) -> None:
-    env = LocalEnvironment(tmp_path / "c", {**REPO, "notes/keep.txt": "x"})
+    env = HostEnvironment(tmp_path / "c", {**REPO, "notes/keep.txt": "x"})
     env.write_file("helpers/allpass.py", ALL_PASS)
     os.symlink("helpers/allpass.py", f"{env.workspace}/conftest.py")
     os.symlink("../helpers/allpass.py", f"{env.workspace}/tests/test_new.py")
@@ -76,7 +76,7 @@ async def test_links_planted_at_protected_or_hidden_paths_are_removed(tmp_path: 
 
 
 async def test_prepare_restores_deleted_files_and_clears_a_linked_folder(tmp_path: Path) -> None:
-    env = LocalEnvironment(tmp_path / "d", {**REPO, "pytest.ini": "[pytest]\n", "src/pkg/conftest.py": "X = 1\n"})
+    env = HostEnvironment(tmp_path / "d", {**REPO, "pytest.ini": "[pytest]\n", "src/pkg/conftest.py": "X = 1\n"})
     os.remove(f"{env.workspace}/pytest.ini")
     os.remove(f"{env.workspace}/src/pkg/conftest.py")
     os.rename(f"{env.workspace}/tests", f"{env.workspace}/elsewhere")
@@ -91,7 +91,7 @@ async def test_prepare_restores_deleted_files_and_clears_a_linked_folder(tmp_pat
 
 
 async def test_exit_code_mode_runs_the_command_in_the_workspace(tmp_path: Path) -> None:
-    env = LocalEnvironment(tmp_path / "e", {"a.txt": "hello\n"})
+    env = HostEnvironment(tmp_path / "e", {"a.txt": "hello\n"})
     v, obs = await _check(env, {}, command="grep -q hello a.txt && test -f check.sh", files={"check.sh": "exit 0\n"})
     assert v.passed and obs["mode"] == "exit_code" and obs["exit_code"] == 0
     v, obs = await _check(env, {}, command="grep -q bye a.txt")
@@ -101,13 +101,13 @@ async def test_exit_code_mode_runs_the_command_in_the_workspace(tmp_path: Path) 
 
 
 async def test_nothing_to_run_is_an_error_observation(tmp_path: Path) -> None:
-    env = LocalEnvironment(tmp_path / "f", {"a.txt": ""})
+    env = HostEnvironment(tmp_path / "f", {"a.txt": ""})
     v, obs = await _check(env, {"question": "no lists"})
     assert v.is_error and "nothing to run" in (v.error or "") and "error" in obs
 
 
 async def test_what_was_undone_is_in_the_verdict_and_protect_can_be_emptied(tmp_path: Path) -> None:
-    env = LocalEnvironment(tmp_path / "g", {"pyproject.toml": "[project]\nname = 'a'\n"})
+    env = HostEnvironment(tmp_path / "g", {"pyproject.toml": "[project]\nname = 'a'\n"})
     env.write_file("pyproject.toml", "[project]\nname = 'b'\n")
     command = "grep -q \"'b'\" pyproject.toml"
     v, _ = await _check(env, {}, command=command)

@@ -12,7 +12,7 @@ from assay import evaluators
 from assay.errors import ConfigError
 from assay.evaluators.environment.env_files import MAX_TEXT
 from assay.verdict import Verdict
-from tests.evaluators.environment.local_env import LocalEnvironment
+from tests.environments.hostenv import HostEnvironment
 
 FILES = {
     "app.py": "def f():\n    return 1  \n\n",
@@ -21,7 +21,7 @@ FILES = {
 }
 
 
-async def _files(env: LocalEnvironment, doc: dict[str, Any], **options: Any) -> tuple[Verdict, Any]:
+async def _files(env: HostEnvironment, doc: dict[str, Any], **options: Any) -> tuple[Verdict, Any]:
     ev = evaluators.get("env_files", **options)
     observation = await ev.observe(env, doc)
     context = {"doc": doc, "environment": {"observations": {ev.observation_key(): observation}}}
@@ -29,11 +29,11 @@ async def _files(env: LocalEnvironment, doc: dict[str, Any], **options: Any) -> 
 
 
 @pytest.fixture
-def env(tmp_path: Path) -> LocalEnvironment:
-    return LocalEnvironment(tmp_path, FILES)
+def env(tmp_path: Path) -> HostEnvironment:
+    return HostEnvironment(tmp_path, FILES)
 
 
-async def test_exact_with_and_without_strip(env: LocalEnvironment) -> None:
+async def test_exact_with_and_without_strip(env: HostEnvironment) -> None:
     doc = {"expected_files": {"app.py": "def f():\n    return 1\n"}}
     v, obs = await _files(env, doc)
     assert v.passed and v.score == 1.0 and obs["files"]["app.py"]["text"] == FILES["app.py"]
@@ -42,7 +42,7 @@ async def test_exact_with_and_without_strip(env: LocalEnvironment) -> None:
     assert "-    return 1\n+    return 1  " in (v.feedback or "") and "--- expected/app.py" in (v.feedback or "")
 
 
-async def test_partial_credit_missing_and_must_not_exist(env: LocalEnvironment) -> None:
+async def test_partial_credit_missing_and_must_not_exist(env: HostEnvironment) -> None:
     doc = {
         "expected_files": {
             "app.py": "def f():\n    return 2\n",  # differs
@@ -61,7 +61,7 @@ async def test_partial_credit_missing_and_must_not_exist(env: LocalEnvironment) 
     assert "-    return 2\n+    return 1" in feedback
 
 
-async def test_contains_and_regex(env: LocalEnvironment) -> None:
+async def test_contains_and_regex(env: HostEnvironment) -> None:
     assert (await _files(env, {"expected_files": {"README.md": "Usage: run"}}, mode="contains"))[0].passed
     assert not (await _files(env, {"expected_files": {"README.md": "Usage: walk"}}, mode="contains"))[0].passed
     assert (await _files(env, {"expected_files": {"app.py": r"^\s+return \d+\s*$"}}, mode="regex"))[0].passed
@@ -71,12 +71,12 @@ async def test_contains_and_regex(env: LocalEnvironment) -> None:
         evaluators.get("env_files", mode="regex", files={"a": "("})
 
 
-async def test_task_files_and_the_row_together(env: LocalEnvironment) -> None:
+async def test_task_files_and_the_row_together(env: HostEnvironment) -> None:
     v, _ = await _files(env, {"expected_files": {"junk.tmp": "x"}}, files={"junk.tmp": None, "README.md": "# Demo"})
     assert not v.passed and v.details["differing"] == ["README.md"]  # the row's junk.tmp wins; README is longer
 
 
-async def test_a_large_file_is_kept_by_digest(env: LocalEnvironment) -> None:
+async def test_a_large_file_is_kept_by_digest(env: HostEnvironment) -> None:
     big = "a" * (MAX_TEXT + 1)
     env.write_file("big.txt", big)
     v, obs = await _files(env, {"expected_files": {"big.txt": big}}, strip=False)
@@ -85,7 +85,7 @@ async def test_a_large_file_is_kept_by_digest(env: LocalEnvironment) -> None:
     assert not v.passed and "cannot be compared as text" in (v.feedback or "")
 
 
-async def test_nothing_expected_or_no_observation_is_an_error(env: LocalEnvironment) -> None:
+async def test_nothing_expected_or_no_observation_is_an_error(env: HostEnvironment) -> None:
     v, obs = await _files(env, {})
     assert v.is_error and "nothing to compare" in (v.error or "") and "error" in obs
     v = evaluators.get("env_files").evaluate("x", None, context={"doc": {"expected_files": {"a": "b"}}})

@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from assay import evaluators
 from assay.evaluators.environment.jsonable import to_json
 from assay.verdict import Verdict
-from tests.evaluators.environment.local_env import LocalEnvironment
+from tests.environments.hostenv import HostEnvironment
 
 
 class Status(enum.Enum):
@@ -55,7 +55,7 @@ def _score(state: Any, expected: Any, **options: Any) -> Verdict:
 
 
 async def _observe(tmp_path: Path, state: Any) -> Any:
-    return await evaluators.get("state_match").observe(LocalEnvironment(tmp_path, {}, state=state), {})
+    return await evaluators.get("state_match").observe(HostEnvironment(tmp_path, {}, state=state), {})
 
 
 def test_the_world_is_made_json() -> None:

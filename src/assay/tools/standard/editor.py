@@ -8,6 +8,7 @@ the files they edit, which breaks a Makefile). Each sample keeps its own edit hi
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from assay.environments.base import WORKSPACE, Environment
@@ -108,6 +109,29 @@ def _write(env: Environment, relative: str, absolute: str, content: str) -> None
         raise ToolError(f"Ran into {err} while trying to write to {absolute}") from None
 
 
+@dataclass(frozen=True)
+class _Target:
+    """The file one call acts on (relative to the workspace and as the model named it) and where what the call did
+    is kept: the sample's edit history for ``undo_edit`` and the call's change record."""
+
+    env: Environment
+    relative: str
+    absolute: str
+    state: SampleTools
+    change: Change
+
+    def history(self) -> dict[str, list[str | None]]:
+        """The sample's edit history: each edited file's earlier contents, the last last (None: it was created)."""
+        history: dict[str, list[str | None]] = self.state.resources.setdefault(HISTORY, {})
+        return history
+
+    def save(self, content: str, previous: str | None) -> None:
+        """Write the file's new text, remember what it was before (None: nothing) and record the call wrote it."""
+        _write(self.env, self.relative, self.absolute, content)
+        self.history().setdefault(self.relative, []).append(previous)
+        self.change.written = [self.relative]
+
+
 def _start_lines(content: str, old: str) -> list[int]:
     """The line (from 1) where each non-overlapping occurrence of ``old`` starts."""
     lines, at = [], content.find(old)
@@ -148,10 +172,11 @@ class TextEditorTool(Tool):
         relative, absolute = workspace_path(text(arguments, "path", self.name))
         content = _read(env, relative, absolute)
         is_dir = content is None and _is_dir(env, relative)
+        target = _Target(env, relative, absolute, state, change)
         if command == "create":
             if content is not None or is_dir:
                 raise ToolError(f"File already exists at: {absolute}. Cannot overwrite files using command `create`.")
-            return self._create(env, arguments, relative, absolute, state, change)
+            return self._create(target, arguments)
         if is_dir:
             if command == "view":
                 return self._view_dir(env, arguments, relative, absolute)
@@ -163,14 +188,10 @@ class TextEditorTool(Tool):
         if command == "view":
             return self._view(arguments, content, absolute)
         if command == "str_replace":
-            return self._str_replace(env, arguments, content, relative, absolute, state, change)
+            return self._str_replace(target, arguments, content)
         if command == "insert":
-            return self._insert(env, arguments, content, relative, absolute, state, change)
-        return await self._undo(env, relative, absolute, state, change)
-
-    def _history(self, state: SampleTools) -> dict[str, list[str | None]]:
-        history: dict[str, list[str | None]] = state.resources.setdefault(HISTORY, {})
-        return history
+            return self._insert(target, arguments, content)
+        return await self._undo(target)
 
     def _view_dir(self, env: Environment, arguments: dict[str, Any], relative: str, absolute: str) -> str:
         if arguments.get("view_range"):
@@ -207,33 +228,15 @@ class TextEditorTool(Tool):
         shown = lines[first - 1 :] if last == -1 else lines[first - 1 : last]
         return numbered("\n".join(shown), absolute, first)
 
-    def _create(
-        self,
-        env: Environment,
-        arguments: dict[str, Any],
-        relative: str,
-        absolute: str,
-        state: SampleTools,
-        change: Change,
-    ) -> str:
+    def _create(self, target: _Target, arguments: dict[str, Any]) -> str:
         file_text = arguments.get("file_text")
         if not isinstance(file_text, str):
             raise ToolError("Parameter `file_text` is required for command: create")
-        _write(env, relative, absolute, file_text)
-        self._history(state).setdefault(relative, []).append(None)
-        change.written = [relative]
-        return f"File created successfully at: {absolute}"
+        target.save(file_text, None)
+        return f"File created successfully at: {target.absolute}"
 
-    def _str_replace(
-        self,
-        env: Environment,
-        arguments: dict[str, Any],
-        content: str,
-        relative: str,
-        absolute: str,
-        state: SampleTools,
-        change: Change,
-    ) -> str:
+    def _str_replace(self, target: _Target, arguments: dict[str, Any], content: str) -> str:
+        absolute = target.absolute
         old, new = arguments.get("old_str"), arguments.get("new_str")
         if not isinstance(old, str) or not old:
             raise ToolError("Parameter `old_str` is required for command: str_replace")
@@ -249,9 +252,7 @@ class TextEditorTool(Tool):
                 "Please ensure it is unique"
             )
         edited = content.replace(old, new, 1)
-        _write(env, relative, absolute, edited)
-        self._history(state).setdefault(relative, []).append(content)
-        change.written = [relative]
+        target.save(edited, content)
         line = starts[0] - 1
         start, end = max(0, line - SNIPPET_LINES), line + SNIPPET_LINES + new.count("\n")
         snippet = "\n".join(edited.split("\n")[start : end + 1])
@@ -261,16 +262,7 @@ class TextEditorTool(Tool):
             + "Review the changes and make sure they are as expected. Edit the file again if necessary."
         )
 
-    def _insert(
-        self,
-        env: Environment,
-        arguments: dict[str, Any],
-        content: str,
-        relative: str,
-        absolute: str,
-        state: SampleTools,
-        change: Change,
-    ) -> str:
+    def _insert(self, target: _Target, arguments: dict[str, Any], content: str) -> str:
         at, new = arguments.get("insert_line"), arguments.get("new_str")
         if not isinstance(at, int) or isinstance(at, bool):
             raise ToolError("Parameter `insert_line` is required for command: insert")
@@ -283,19 +275,18 @@ class TextEditorTool(Tool):
                 f"{[0, len(lines)]}"
             )
         added = new.split("\n")
-        _write(env, relative, absolute, "\n".join(lines[:at] + added + lines[at:]))
-        self._history(state).setdefault(relative, []).append(content)
-        change.written = [relative]
+        target.save("\n".join(lines[:at] + added + lines[at:]), content)
         snippet = "\n".join(lines[max(0, at - SNIPPET_LINES) : at] + added + lines[at : at + SNIPPET_LINES])
         return (
-            f"The file {absolute} has been edited. "
+            f"The file {target.absolute} has been edited. "
             + numbered(snippet, "a snippet of the edited file", max(1, at - SNIPPET_LINES + 1))
             + "Review the changes and make sure they are as expected (correct indentation, no duplicate lines, etc). "
             "Edit the file again if necessary."
         )
 
-    async def _undo(self, env: Environment, relative: str, absolute: str, state: SampleTools, change: Change) -> str:
-        earlier = self._history(state).get(relative)
+    async def _undo(self, target: _Target) -> str:
+        env, relative, absolute = target.env, target.relative, target.absolute
+        earlier = target.history().get(relative)
         if not earlier:
             raise ToolError(f"No edit history found for {absolute}.")
         previous = earlier.pop()
@@ -304,8 +295,8 @@ class TextEditorTool(Tool):
             if result.returncode:
                 why = result.stderr.decode("utf-8", errors="replace").strip()
                 raise ToolError(f"Ran into {why or f'exit code {result.returncode}'} while trying to delete {absolute}")
-            change.deleted = [relative]
+            target.change.deleted = [relative]
             return f"File deleted at: {absolute}"
         _write(env, relative, absolute, previous)
-        change.written = [relative]
+        target.change.written = [relative]
         return f"Last edit to {absolute} undone successfully. {numbered(previous, absolute)}"

@@ -1,6 +1,11 @@
-"""A TEST DOUBLE of an Environment: a host temp folder as the workspace, programs run by plain subprocess (no
-sandbox, no limits), its shell a real persistent bash. Only for testing the tools' logic until (and beside) the
-real providers; never use it to run untrusted code."""
+"""A TEST DOUBLE of an Environment: a folder on this machine as the workspace, programs run as plain processes of
+this machine (no sandbox, no limits) and its shell a real persistent bash. It tests the logic of the tools and of
+the environment evaluators without bubblewrap; never use it to run untrusted code.
+
+``/workspace`` (and the workspace's folder on this machine) in a path or ``cwd`` is the workspace; ``/check/...`` in
+the argv of a check (``exec(check_files=True)``) is the folder its check files went to; ``python3`` in an argv is this
+interpreter (which has pytest). Other paths inside an argv are not mapped.
+"""
 
 from __future__ import annotations
 
@@ -9,14 +14,27 @@ import contextlib
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from assay.environments.base import WORKSPACE, Environment, Shell, ShellResult
+from assay.environments.base import CHECK_DIR, WORKSPACE, Environment, Shell, ShellResult
 from assay.sandbox.box import ExecResult
+
+
+def _environ(home: Path, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home), **(env or {})}
+
+
+async def _kill(proc: asyncio.subprocess.Process) -> None:
+    """Kill a process started in a session of its own, with everything it started."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    await proc.wait()
 
 
 class HostShell(Shell):
@@ -33,7 +51,7 @@ class HostShell(Shell):
                 "--noprofile",
                 "--norc",
                 cwd=self.root,
-                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.root)},
+                env=_environ(self.root),
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.STDOUT,
@@ -66,26 +84,37 @@ class HostShell(Shell):
 
     async def close(self) -> None:
         if self.proc is not None and self.proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            await self.proc.wait()
+            await _kill(self.proc)
         self.proc = None
 
 
 class HostEnvironment(Environment):
-    """The workspace is a temp folder; /workspace in argv cwd is mapped to it (paths inside argv are not)."""
+    """TEST DOUBLE (no sandbox): ``folder`` holds ``workspace/`` (:attr:`root`, also :attr:`workspace` as a string)
+    and ``check/`` (:attr:`check_dir`). Without ``folder`` a temporary one is made and removed by :meth:`close`;
+    a given one (a test's tmp_path) is left to the test. ``execs`` lists every argv run, as run."""
 
-    def __init__(self, files: Mapping[str, str] | None = None) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="assay-envstub-")).resolve()
+    kind = "host"
+
+    def __init__(self, folder: Path | None = None, files: Mapping[str, str] | None = None, state: Any = None) -> None:
+        self._owned = folder is None
+        self.folder = Path(tempfile.mkdtemp(prefix="assay-hostenv-") if folder is None else folder).resolve()
+        self.root = self.folder / "workspace"
+        self.root.mkdir(parents=True)
+        self.workspace = str(self.root)
+        self.check_dir = self.folder / "check"
+        self.state = state
+        self.execs: list[list[str]] = []
         self._shell: HostShell | None = None
-        self.check_files: dict[str, bytes] = {}
-        for name, text in (files or {}).items():
-            self.write_file(name, text)
-        self.initial = {name: self.read_file(name) for name in self.list_files()}
+        for path, text in (files or {}).items():
+            self.write_file(path, text)
+        self._initial = {name: self.read_file(name) for name in self.list_files()}
 
     def _host(self, path: str) -> Path:
-        if path == WORKSPACE or path.startswith(WORKSPACE + "/"):
-            path = path[len(WORKSPACE) :].lstrip("/")
+        """The workspace path (relative, under /workspace or under the host folder) on this machine."""
+        for prefix in (self.workspace, WORKSPACE):
+            if path == prefix or path.startswith(prefix + "/"):
+                path = path[len(prefix) :].lstrip("/")
+                break
         if path.startswith("/"):
             raise ValueError(f"{path} is outside the workspace")
         target = (self.root / path).resolve()
@@ -103,11 +132,15 @@ class HostEnvironment(Environment):
         env: Mapping[str, str] | None = None,
         check_files: bool = False,
     ) -> ExecResult:
+        args = [sys.executable if a == "python3" else a for a in argv]
+        if check_files:
+            args = [str(self.check_dir) + a[len(CHECK_DIR) :] if a.startswith(CHECK_DIR + "/") else a for a in args]
+        self.execs.append(args)
         started = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(
-            *argv,
+            *args,
             cwd=self._host(cwd or WORKSPACE),
-            env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.root), **(env or {})},
+            env=_environ(self.root, env),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
@@ -117,9 +150,7 @@ class HostEnvironment(Environment):
             async with asyncio.timeout(timeout_s):
                 out, err = await proc.communicate(input)
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
+            await _kill(proc)
             return ExecResult(None, b"", b"", True, time.perf_counter() - started)
         return ExecResult(proc.returncode, out, err, False, time.perf_counter() - started)
 
@@ -129,7 +160,10 @@ class HostEnvironment(Environment):
         return self._shell
 
     def read_file(self, path: str) -> bytes:
-        return self._host(path).read_bytes()
+        target = self._host(path)
+        if not target.is_file():
+            raise FileNotFoundError(path)
+        return target.read_bytes()
 
     def write_file(self, path: str, data: bytes | str) -> None:
         target = self._host(path)
@@ -138,20 +172,31 @@ class HostEnvironment(Environment):
 
     def list_files(self) -> list[str]:
         found = []
-        for dirpath, _dirs, names in os.walk(self.root):
+        for folder, _dirs, names in os.walk(self.root):  # links to folders are not followed
             for name in names:
-                path = Path(dirpath) / name
+                path = Path(folder) / name
                 if path.is_file() and not path.is_symlink():
                     found.append(path.relative_to(self.root).as_posix())
         return sorted(found)
 
     def initial_file(self, path: str) -> bytes | None:
-        return self.initial.get(path)
+        return self._initial.get(path)
 
     def add_check_files(self, files: Mapping[str, bytes]) -> None:
-        self.check_files.update(files)
+        for name, data in files.items():
+            target = self.check_dir / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+
+    # list_links and remove: the Environment defaults (``find`` and ``rm`` run by exec in the workspace)
+
+    async def stop_programs(self) -> None:
+        """End the shell and every program it started, keeping the files."""
+        shell, self._shell = self._shell, None
+        if shell is not None:
+            await shell.close()
 
     async def close(self) -> None:
-        if self._shell is not None:
-            await self._shell.close()
-        shutil.rmtree(self.root, ignore_errors=True)
+        await self.stop_programs()
+        if self._owned:
+            shutil.rmtree(self.folder, ignore_errors=True)
