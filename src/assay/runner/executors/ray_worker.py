@@ -124,6 +124,11 @@ class ShardWorker:
         self.config = config
         self._limit: Any = None
         self._budget: RetryBudget | None = None
+        self._environments: Any = None  # one limit on environments alive for all of this worker's shards
+        if any(getattr(task.agent, "environment", None) is not None for task in tasks):
+            from assay.environments.cleanup import cleanup_leftovers
+
+            cleanup_leftovers()  # this node's environments of a worker that died (a node lost mid-run)
 
     def ready(self) -> tuple[str, int]:
         """Where this worker runs (node id, pid): the driver waits for it before sending work."""
@@ -146,6 +151,11 @@ class ShardWorker:
             self._budget = scheduler.budget  # one retry budget for the worker too, not a fresh reserve per shard
         setattr(scheduler, attr, self._limit)
         scheduler.budget = self._budget
+        if self._environments is None:
+            from assay.runner.trajectories import slots_for
+
+            self._environments = slots_for(scheduler)
+        scheduler.__dict__["_environment_slots"] = self._environments
 
     async def run_shard(
         self, task_name: str, items: list[tuple[Sample, list[Request]]], hits: dict[str, Response] | None
