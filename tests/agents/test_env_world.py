@@ -118,3 +118,19 @@ def test_a_world_refusal_reaches_the_model_as_text(tmp_path: Path) -> None:
     assert call.error is not None and "only delivered orders are refunded" in call.error
     state = next(iter(record.responses[0].metadata["environment"]["observations"].values()))["state"]
     assert state["orders"]["O1"] == {**ORDERS[0]}
+
+
+def test_bad_environment_keys_are_refused_naming_the_key(tmp_path: Path) -> None:
+    from assay.errors import ConfigError
+
+    base = {"name": "t", "dataset": [{"id": "a", "input": "x", "target": "y"}], "template": "{{ input }}"}
+    cases = [
+        ({"python": "no_such_module:World"}, "environment.python", "cannot import"),
+        ({"python": "order_world"}, "environment", "module:factory"),
+        ({"filez": {}}, "environment", "filez"),
+        ({"limits": {"memory_mb": 1}}, "environment", "memory_mb"),
+    ]
+    for environment, where, what in cases:
+        with pytest.raises(ConfigError) as caught:
+            Task.from_config({**base, "environment": environment}, base_dir=EXAMPLE)
+        assert where in str(caught.value) and what in str(caught.value), str(caught.value)

@@ -78,10 +78,14 @@ def _environment(cfg: TaskConfig, ctx: ConfigContext, toolset: ToolSet) -> tuple
         raise ctx.error(("environment",), _pydantic_message(err)) from None
     if spec.world is None:
         return spec, None
-    from assay.tools.world import world_tools
+    import sys
 
+    from assay.tools.world import resolve_factory, world_tools
+
+    if ctx.base_dir is not None and str(ctx.base_dir) not in sys.path:
+        sys.path.append(str(ctx.base_dir))  # my_world.py beside the task file, found as tool modules are
     try:
-        factory = _load_factory(spec.world, ctx)
+        factory = resolve_factory(spec.world)
         tools = world_tools(factory)
     except Exception as err:
         raise ctx.error(("environment", "python"), str(err)) from None
@@ -92,19 +96,3 @@ def _environment(cfg: TaskConfig, ctx: ConfigContext, toolset: ToolSet) -> tuple
     toolset.by_name.update({t.name: t for t in tools})
     return spec, factory
 
-
-def _load_factory(ref: str, ctx: ConfigContext) -> Any:
-    """The world's factory named ``module:name``, a module beside the task file found as tool modules are."""
-    import sys
-
-    from assay.importing import import_object
-
-    if ctx.base_dir is not None and str(ctx.base_dir) not in sys.path:
-        sys.path.append(str(ctx.base_dir))
-    try:
-        factory = import_object(ref)
-    except (ValueError, ImportError, AttributeError) as err:
-        raise ValueError(f"cannot import {ref!r}: {err}") from None
-    if not callable(factory):
-        raise ValueError(f"{ref!r} is not a class or function that makes the world from a row")
-    return factory

@@ -38,7 +38,7 @@ class WorldError(Exception):
     """A world factory cannot give tools or a state object (no class known, no methods, a wrong object)."""
 
 
-def _resolve(factory: Callable[..., Any] | str) -> Callable[..., Any]:
+def resolve_factory(factory: Callable[..., Any] | str) -> Callable[..., Any]:
     """The factory itself, or the object a ``"module:name"`` reference names."""
     if not isinstance(factory, str):
         return factory
@@ -55,7 +55,7 @@ def _resolve(factory: Callable[..., Any] | str) -> Callable[..., Any]:
 
 def world_class(factory: Callable[..., Any] | str) -> type:
     """The class of the objects ``factory`` makes: itself, or a function's return annotation."""
-    factory = _resolve(factory)
+    factory = resolve_factory(factory)
     if inspect.isclass(factory):
         return factory
     name = getattr(factory, "__qualname__", repr(factory))
@@ -160,7 +160,7 @@ def world_tools(factory: Callable[..., Any] | str) -> list[Tool]:
 def make_world(factory: Callable[..., Any] | str, row: Mapping[str, Any]) -> Any:
     """One sample's state object: ``factory(row)`` (a pydantic model class: ``model_validate(row)``) on a deep copy
     of the row (the world may change what it is given, the record's row stays as it was)."""
-    factory = _resolve(factory)
+    factory = resolve_factory(factory)
     cls = world_class(factory)
     given = copy.deepcopy(dict(row))
     validate = getattr(factory, "model_validate", None) if inspect.isclass(factory) else None
