@@ -29,6 +29,7 @@ from assay.tasks.taskfile import ConfigContext, KeyPath, read_task_file
 from assay.tasks.template import Template, compile_template, describe_render_error
 
 if TYPE_CHECKING:
+    from assay.agents.taskspec import AgentSpec
     from assay.evaluators.base import Evaluator
     from assay.record import FilterRecord, TaskInfo
 
@@ -185,9 +186,11 @@ class Task:
         self.tests_metric: str | None = self._tests_metric(cfg)
         self._queries = self._build_queries(cfg)
         check_tools(cfg, ctx)
-        from assay.agents.taskspec import build_agent
+        self.agent: AgentSpec | None = None  # unless the task has runnable tools, an agent:, user: or environment:
+        if cfg.tools or cfg.agent is not None or cfg.user is not None or cfg.environment is not None:
+            from assay.agents.taskspec import build_agent  # a plain task imports no agent or tool module
 
-        self.agent = build_agent(cfg, ctx)  # None unless the task has runnable tools or an agent: key
+            self.agent = build_agent(cfg, ctx)
         self._dataset: Dataset | None = None
         self._samples: Sequence[Sample] | None = None
         self._sampler: FewshotSampler | None = None

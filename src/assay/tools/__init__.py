@@ -1,10 +1,36 @@
 """Tools an agent loop runs: the standard ones (bash, python, text_editor, think) acting in the sample's environment,
-Python functions, stateful worlds' methods, sandboxed python/bash, MCP servers; and declared-only schemas."""
+Python functions, stateful worlds' methods, sandboxed python/bash, MCP servers; and declared-only schemas.
+
+The standard tools and the world helpers load on first use: a run without them (most runs) does not import them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from assay.tools.base import SampleTools, Tool, ToolError, ToolSet, ToolStartError
 from assay.tools.python import function_tool, tool
-from assay.tools.standard import STANDARD_TOOLS, BashTool, PythonCodeTool, TextEditorTool, ThinkTool
-from assay.tools.world import WorldError, make_world, world_state, world_tools
+
+if TYPE_CHECKING:
+    from assay.tools.standard import STANDARD_TOOLS, BashTool, PythonCodeTool, TextEditorTool, ThinkTool
+    from assay.tools.world import WorldError, make_world, world_state, world_tools
+
+_LAZY = {
+    **dict.fromkeys(
+        ("STANDARD_TOOLS", "BashTool", "PythonCodeTool", "TextEditorTool", "ThinkTool"), "assay.tools.standard"
+    ),
+    **dict.fromkeys(("WorldError", "make_world", "world_state", "world_tools"), "assay.tools.world"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load the standard tools' and worlds' names on first use."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'assay.tools' has no attribute {name!r}")
+
 
 __all__ = [
     "STANDARD_TOOLS",
