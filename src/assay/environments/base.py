@@ -111,8 +111,9 @@ class Environment(ABC):
             raise EnvironmentFailed(f"could not remove {path}: {result.stderr.decode(errors='replace')[-300:]}")
 
     def snapshot(self) -> dict[str, str]:
-        """Each workspace file's content digest (relative path -> sha256 hex): what a tool call or the whole
-        trajectory changed is the difference of two snapshots."""
+        """A signature of each workspace file (relative path -> text that changes when the file does; here its
+        sha256, which reads every file: a provider that can stat them should): what a tool call changed is the
+        difference of two snapshots."""
         import hashlib
 
         out = {}

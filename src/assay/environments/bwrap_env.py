@@ -22,7 +22,7 @@ from typing import Any
 
 from assay.environments.base import CHECK_DIR, WORKSPACE, Environment, EnvironmentFailed, EnvironmentSpec, Shell
 from assay.environments.cleanup import base_dir, remove_tree
-from assay.environments.confined import links, read, regular_files, relative_parts, remove, write
+from assay.environments.confined import links, read, regular_files, relative_parts, remove, signatures, write
 from assay.environments.packages import PACKAGES_DIR, package_binds
 from assay.environments.shell import BashShell
 from assay.environments.workspace import materialise
@@ -183,6 +183,12 @@ class BwrapEnvironment(Environment):
     def list_files(self) -> list[str]:
         """Every regular file of the workspace, relative and sorted (links neither listed nor followed)."""
         return regular_files(self._workdir())
+
+    def snapshot(self) -> dict[str, str]:
+        """Each workspace file's size, modification time and inode (no file read): a program that writes a file
+        changes them. (A program that sets the time back could hide a change from the transcript's change list; the
+        final diff and the checks read contents.)"""
+        return signatures(self._workdir())
 
     async def list_links(self) -> list[str]:
         """Every symbolic link of the workspace, read on the host (no program needed in a bare root filesystem)."""

@@ -113,6 +113,21 @@ def regular_files(root: str) -> list[str]:
     return sorted(found)
 
 
+def signatures(root: str) -> dict[str, str]:
+    """Every regular file under ``root`` (relative) -> its size, modification time and inode: one ``lstat`` a file,
+    no read, so comparing two of them finds what a program wrote (links neither listed nor followed)."""
+    found = {}
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        rel = os.path.relpath(folder, root)
+        for name in files:
+            with contextlib.suppress(OSError):
+                st = os.stat(os.path.join(folder, name), follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode):
+                    found[name if rel == "." else f"{rel}/{name}"] = f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
+    return found
+
+
 def links(root: str) -> list[str]:
     """Every symbolic link under ``root`` (to files or folders), relative and sorted; none is followed."""
     found = []

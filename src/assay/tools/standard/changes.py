@@ -38,11 +38,10 @@ async def snapshot(env: Environment | None) -> dict[str, str] | None:
 
     def take() -> dict[str, str] | None:
         try:
-            if len(env.list_files()) > MAX_TRACKED_FILES:
-                return None
-            return env.snapshot()
+            taken = env.snapshot()
         except (OSError, ValueError, NotImplementedError):
             return None
+        return taken if len(taken) <= MAX_TRACKED_FILES else None
 
     return await asyncio.to_thread(take)
 
