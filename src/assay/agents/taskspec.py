@@ -95,4 +95,3 @@ def _environment(cfg: TaskConfig, ctx: ConfigContext, toolset: ToolSet) -> tuple
     toolset.tools.extend(tools)
     toolset.by_name.update({t.name: t for t in tools})
     return spec, factory
-
