@@ -296,13 +296,19 @@ class Sandbox:
 
     async def kill_all(self) -> None:
         """Kill every program still running in the sandbox (each bubblewrap instance and its PID namespace with
-        it); the files stay."""
+        it); the files stay. With a cgroup, it returns once the cgroup holds no process, so nothing the programs
+        started (a background job) can still write when it returns."""
         for process in self._processes:
             process.kill()
         for process in self._processes:
             with contextlib.suppress(Exception):
                 await process.wait()
         self._processes.clear()
+        if self._cgroup is not None:
+            for _ in range(200):
+                if self._cgroup.kill_all():
+                    break
+                await asyncio.sleep(0.01)
 
     async def close(self) -> None:
         """Kill every program still running and remove the work directory, its tmpfs and the memory cgroup."""

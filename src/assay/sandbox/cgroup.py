@@ -16,6 +16,7 @@ import contextlib
 import itertools
 import os
 import re
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,6 +111,19 @@ class MemoryCgroup:
         except OSError:
             pass
         return False
+
+    def kill_all(self) -> bool:
+        """Send SIGKILL to every process still in the cgroup; True when none is left (its processes die a moment
+        after their sandbox's bwrap: a PID namespace's processes go once its first process has)."""
+        try:
+            with open(os.path.join(self.path, "cgroup.procs")) as fh:
+                pids = [int(line) for line in fh if line.strip().isdigit()]
+        except OSError:
+            return True
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        return not pids
 
     def remove(self) -> bool:
         """Remove the cgroup (it must hold no process any more); whether it is gone."""
