@@ -82,7 +82,7 @@ def plants_conftest(instance: str) -> list[dict[str, Any]]:
     return [
         {"name": "text_editor", "arguments": {"command": "create", "path": "conftest.py", "file_text": hook}},
         {"name": "text_editor", "arguments": {"command": "create", "path": "tests/conftest.py", "file_text": hook}},
-        _bash("mkdir -p /check && echo forged > /check/assay_run_pytest.py; echo exit=$?"),
+        _bash("mkdir -p /assay-check && echo forged > /assay-check/assay_run_pytest.py; echo exit=$?"),
         _bash("printf 'import sys\\nprint(\"PASSED\")\\nsys.exit(0)\\n' > pytest.py; echo ok"),
     ]
 

@@ -2,9 +2,9 @@
 this machine (no sandbox, no limits) and its shell a real persistent bash. It tests the logic of the tools and of
 the environment evaluators without bubblewrap; never use it to run untrusted code.
 
-``/workspace`` (and the workspace's folder on this machine) in a path or ``cwd`` is the workspace; ``/check/...`` in
-the argv of a check (``exec(check_files=True)``) is the folder its check files went to; ``python3`` in an argv is this
-interpreter (which has pytest). Other paths inside an argv are not mapped.
+``/workspace`` (and the workspace's folder on this machine) in a path or ``cwd`` is the workspace;
+``/assay-check/...`` in the argv of a check (``exec(check_files=True)``) is the folder its check files went to;
+``python3`` in an argv is this interpreter (which has pytest). Other paths inside an argv are not mapped.
 """
 
 from __future__ import annotations
@@ -132,9 +132,10 @@ class HostEnvironment(Environment):
         env: Mapping[str, str] | None = None,
         check_files: bool = False,
     ) -> ExecResult:
-        args = [sys.executable if a == "python3" else a for a in argv]
-        if check_files:
+        args = list(argv)
+        if check_files:  # the environment's paths first, so no host path (the interpreter's included) is rewritten
             args = [str(self.check_dir) + a[len(CHECK_DIR) :] if a.startswith(CHECK_DIR + "/") else a for a in args]
+        args = [sys.executable if a == "python3" else a for a in args]
         self.execs.append(args)
         started = time.perf_counter()
         proc = await asyncio.create_subprocess_exec(

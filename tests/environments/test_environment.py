@@ -44,10 +44,11 @@ async def test_setup_runs_before_and_its_failure_names_exit_code_and_output() ->
 async def test_check_files_are_seen_only_by_the_program_that_asks_and_read_only() -> None:
     async with environment() as env:
         env.add_check_files({"test_hidden.py": b"def test_x():\n    assert True\n", "data/expected.txt": b"42\n"})
-        agent = await env.exec(["bash", "-c", "ls /check 2>&1; ls -a / | grep -c check"])
+        agent = await env.exec(["bash", "-c", "ls /assay-check 2>&1; ls -a / | grep -c check"])
         assert b"No such file" in agent.stdout and agent.stdout.endswith(b"0\n"), agent
         check = await env.exec(
-            ["bash", "-c", "cat /check/data/expected.txt; echo x > /check/evil 2>&1 || echo refused"], check_files=True
+            ["bash", "-c", "cat /assay-check/data/expected.txt; echo x > /assay-check/evil 2>&1 || echo refused"],
+            check_files=True,
         )
         assert check.stdout.startswith(b"42\n") and b"refused" in check.stdout, check
         assert env.list_files() == []  # never copied into the workspace

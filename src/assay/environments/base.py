@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from assay.sandbox.box import ExecResult
 
 WORKSPACE = "/workspace"  # the sample's files, as programs in the environment see them (their cwd and HOME)
-CHECK_DIR = "/check"  # where files given to a check after the loop are mounted, read-only (never seen by the agent)
+CHECK_DIR = "/assay-check"  # a check's files after the loop, mounted read-only (never seen by the agent)
 
 
 class EnvironmentFailed(Exception):

@@ -146,7 +146,7 @@ class BwrapEnvironment(Environment):
         env: Mapping[str, str] | None = None,
         check_files: bool = False,
     ) -> ExecResult:
-        """Run a program inside to its end; ``check_files`` mounts the check files at /check for it alone."""
+        """Run a program inside to its end; ``check_files`` mounts the check files at /assay-check for it alone."""
         timeout = self._allowed(timeout_s)
         assert self._box is not None and self._check is not None
         binds = [(str(self._check), CHECK_DIR)] if check_files else []
@@ -203,7 +203,7 @@ class BwrapEnvironment(Environment):
         return self._initial.get("/".join(relative_parts(path, WORKSPACE)))
 
     def add_check_files(self, files: Mapping[str, bytes]) -> None:
-        """Files for a check, kept outside the workspace and mounted read-only at /check by ``exec(check_files=)``."""
+        """A check's files, kept outside the workspace and mounted read-only at CHECK_DIR by ``exec(check_files=)``."""
         if self._closed or self._check is None:
             raise EnvironmentFailed("the environment is closed")
         for path, data in files.items():

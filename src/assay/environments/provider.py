@@ -6,7 +6,7 @@ sample_id)`` returning an :class:`Environment` whose methods map as follows — 
 task's image (``spec.rootfs`` would name the image) with ``--network none`` unless ``limits.network``,
 ``--memory``/``--pids-limit``/``--cpus`` from :class:`EnvironmentLimits`, copy the workspace made by
 :func:`assay.environments.workspace.materialise` into ``/workspace`` (``docker cp``), then run ``spec.setup``;
-``exec``: ``docker exec -w /workspace`` (``check_files``: copy them to ``/check`` just before, remove them after);
+``exec``: ``docker exec -w /workspace`` (``check_files``: copy them to ``/assay-check`` just before, remove them after);
 ``shell``: one long-lived ``docker exec -i bash`` driven as :class:`assay.environments.shell.BashShell` drives bwrap;
 the file methods: through the engine's archive API (never the host's view of an overlay); ``close``: ``docker rm -f``
 (containers labelled with the run's pid, so ``cleanup_leftovers`` can remove a killed run's). Register it with

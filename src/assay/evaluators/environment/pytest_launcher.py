@@ -1,4 +1,4 @@
-"""env_check's pytest launcher: run inside a sample's environment as ``python3 -I /check/assay_run_pytest.py
+"""env_check's pytest launcher: run inside a sample's environment as ``python3 -I /assay-check/assay_run_pytest.py
 --workspace /workspace -- PYTEST_ARGS`` with a per-check nonce on stdin, it reports each test's outcome
 (node id -> passed, failed, error, skipped, xfailed, xpassed) as one JSON block between nonce-marked lines.
 
