@@ -31,6 +31,7 @@ LAYERS: list[list[str]] = [
         "assay.hashing",
         "assay.metricnames",
         "assay.version",
+        "assay.lazyexports",
     ],
     ["assay.models", "assay.data", "assay.sandbox"],
     ["assay.environments"],

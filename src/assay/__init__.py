@@ -5,9 +5,9 @@ The public API is re-exported here and loaded lazily, so ``import assay`` (and `
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from assay.lazyexports import lazy_exports
 from assay.version import __version__
 
 # public name -> module that defines it
@@ -61,13 +61,4 @@ if TYPE_CHECKING:
     from assay.tasks.task import Task
     from assay.verdict import Verdict
 
-
-def __getattr__(name: str) -> Any:
-    if name == "evaluators":
-        return importlib.import_module("assay.evaluators")
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'assay' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS, submodules={"evaluators"})

@@ -8,7 +8,7 @@ starts no subprocess and loads no asyncio machinery). A runner calls :func:`clea
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assay.environments.base import (
     CHECK_DIR,
@@ -21,6 +21,7 @@ from assay.environments.base import (
     Shell,
     ShellResult,
 )
+from assay.lazyexports import lazy_exports
 
 if TYPE_CHECKING:
     from assay.environments.bwrap_env import BwrapEnvironment
@@ -37,14 +38,7 @@ _LAZY = {
     "materialise": "assay.environments.workspace",
 }
 
-
-def __getattr__(name: str) -> Any:
-    """Load the provider's names on first use."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'assay.environments' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)  # the provider's names load on first use
 
 
 __all__ = [

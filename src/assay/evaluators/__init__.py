@@ -11,11 +11,11 @@ They load on first use, so ``import assay.evaluators`` stays quick.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assay.evaluators.base import BatchResult, Evaluator, Options
 from assay.evaluators.registry import ENTRY_POINT_GROUP, from_config, get, get_class, names, register
+from assay.lazyexports import lazy_exports
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -266,15 +266,12 @@ __all__ += [
 # END generated
 
 
-def __getattr__(name: str) -> Any:
-    if name in _CLASSES:
-        value: Any = get_class(_CLASSES[name])
-    elif name in _FACTORIES:
-        value = getattr(importlib.import_module("assay.evaluators._factories"), name)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+def _registered_class(name: str) -> type[Evaluator] | None:
+    """The evaluator class ``name`` (``ExactMatch``) as the registry holds it, or None for a name not in _CLASSES."""
+    return get_class(_CLASSES[name]) if name in _CLASSES else None
+
+
+__getattr__ = lazy_exports(__name__, dict.fromkeys(_FACTORIES, "._factories"), fallback=_registered_class)
 
 
 def __dir__() -> list[str]:

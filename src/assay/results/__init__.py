@@ -56,8 +56,9 @@ resample independently and every figure is reproducible.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from assay.lazyexports import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "write_results": "assay.results.writer",
@@ -92,11 +93,4 @@ if TYPE_CHECKING:
     from assay.results.operational import operational_figures
     from assay.results.writer import ErroredVerdictsError, build_results, write_results
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'assay.results' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)

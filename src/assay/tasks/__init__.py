@@ -5,8 +5,9 @@ Names load lazily so that importing one submodule (e.g. ``assay.tasks.template``
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from assay.lazyexports import lazy_exports
 
 _EXPORTS: dict[str, str] = {
     "Task": "assay.tasks.task",
@@ -46,11 +47,4 @@ if TYPE_CHECKING:
     from assay.tasks.task import Task
     from assay.tasks.taskfile import ConfigContext
 
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'assay.tasks' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _EXPORTS)

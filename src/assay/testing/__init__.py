@@ -8,8 +8,9 @@ it twice (and without runpy's warning about it).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from assay.lazyexports import lazy_exports
 
 if TYPE_CHECKING:
     from assay.testing.evaltest import SampleCase as SampleCase
@@ -26,25 +27,18 @@ if TYPE_CHECKING:
 
 # public name -> the module of this package that defines it
 _EXPORTS = {
-    "assert_eval": "evaltest",
-    "aassert_eval": "evaltest",
-    "EvalAssertionError": "failure",
-    "SampleCase": "evaltest",
-    "OpenAITestServer": "server",
-    "FaultPlan": "server",
-    "ScriptedReplies": "server",
-    "ConversationReplies": "scripted",
-    "Conversation": "scripted",
-    "tool_then_answer": "scripted",
-    "make_tiny_lm": "tiny_lm",
+    "assert_eval": ".evaltest",
+    "aassert_eval": ".evaltest",
+    "EvalAssertionError": ".failure",
+    "SampleCase": ".evaltest",
+    "OpenAITestServer": ".server",
+    "FaultPlan": ".server",
+    "ScriptedReplies": ".server",
+    "ConversationReplies": ".scripted",
+    "Conversation": ".scripted",
+    "tool_then_answer": ".scripted",
+    "make_tiny_lm": ".tiny_lm",
 }
 __all__ = list(_EXPORTS)
 
-
-def __getattr__(name: str) -> Any:
-    """``assert_eval`` & co. from :mod:`assay.testing.evaltest`, the test server's names from :mod:`.server`, the
-    scripted models' from :mod:`.scripted`, ``make_tiny_lm`` from :mod:`.tiny_lm`."""
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'assay.testing' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"assay.testing.{module}"), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -6,8 +6,9 @@ The standard tools and the world helpers load on first use: a run without them (
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from assay.lazyexports import lazy_exports
 from assay.tools.base import SampleTools, Tool, ToolError, ToolSet, ToolStartError
 from assay.tools.python import function_tool, tool
 
@@ -22,14 +23,7 @@ _LAZY = {
     **dict.fromkeys(("WorldError", "make_world", "world_state", "world_tools"), "assay.tools.world"),
 }
 
-
-def __getattr__(name: str) -> Any:
-    """Load the standard tools' and worlds' names on first use."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'assay.tools' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)  # the standard tools' and worlds' names load on first use
 
 
 __all__ = [

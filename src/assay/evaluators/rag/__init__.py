@@ -8,8 +8,9 @@ The registry imports the one module a task names; the classes are importable fro
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from assay.lazyexports import lazy_exports
 
 if TYPE_CHECKING:
     from assay.evaluators.rag.answer_relevancy import AnswerRelevancy, AnswerRelevancyOptions
@@ -19,24 +20,19 @@ if TYPE_CHECKING:
     from assay.evaluators.rag.hallucination import Hallucination, HallucinationOptions
 
 _LAZY: dict[str, str] = {
-    "AnswerRelevancy": "answer_relevancy",
-    "AnswerRelevancyOptions": "answer_relevancy",
-    "ContextPrecision": "context_precision",
-    "ContextPrecisionOptions": "context_precision",
-    "ContextRecall": "context_recall",
-    "ContextRecallOptions": "context_recall",
-    "Faithfulness": "faithfulness",
-    "FaithfulnessOptions": "faithfulness",
-    "Hallucination": "hallucination",
-    "HallucinationOptions": "hallucination",
+    "AnswerRelevancy": ".answer_relevancy",
+    "AnswerRelevancyOptions": ".answer_relevancy",
+    "ContextPrecision": ".context_precision",
+    "ContextPrecisionOptions": ".context_precision",
+    "ContextRecall": ".context_recall",
+    "ContextRecallOptions": ".context_recall",
+    "Faithfulness": ".faithfulness",
+    "FaithfulnessOptions": ".faithfulness",
+    "Hallucination": ".hallucination",
+    "HallucinationOptions": ".hallucination",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 __all__ = [

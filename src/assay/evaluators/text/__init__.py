@@ -6,10 +6,10 @@ other four); the classes and helpers are importable from here too, their modules
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from assay.evaluators.text.common import DETAIL_CHARS, clip, cut, listing, references
+from assay.lazyexports import lazy_exports
 
 if TYPE_CHECKING:
     from assay.evaluators.text.contains import Contains, ContainsOptions
@@ -25,21 +25,21 @@ if TYPE_CHECKING:
 
 # name -> module of this package that defines it
 _LAZY: dict[str, str] = {
-    "Contains": "contains",
-    "ContainsOptions": "contains",
-    "ExactMatch": "exact_match",
-    "ExactMatchOptions": "exact_match",
-    "FuzzyAlgorithm": "fuzzy_match",
-    "FuzzyMatch": "fuzzy_match",
-    "FuzzyMatchOptions": "fuzzy_match",
-    "describe_differences": "fuzzy_match",
-    "Regex": "regex",
-    "RegexOptions": "regex",
-    "TokenF1": "token_f1",
-    "TokenF1Options": "token_f1",
-    "f1_array": "token_f1",
-    "f1_figures": "token_f1",
-    "token_overlap": "token_f1",
+    "Contains": ".contains",
+    "ContainsOptions": ".contains",
+    "ExactMatch": ".exact_match",
+    "ExactMatchOptions": ".exact_match",
+    "FuzzyAlgorithm": ".fuzzy_match",
+    "FuzzyMatch": ".fuzzy_match",
+    "FuzzyMatchOptions": ".fuzzy_match",
+    "describe_differences": ".fuzzy_match",
+    "Regex": ".regex",
+    "RegexOptions": ".regex",
+    "TokenF1": ".token_f1",
+    "TokenF1Options": ".token_f1",
+    "f1_array": ".token_f1",
+    "f1_figures": ".token_f1",
+    "token_overlap": ".token_f1",
 }
 
 __all__ = [
@@ -65,11 +65,4 @@ __all__ = [
     "token_overlap",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_exports(__name__, _LAZY)
