@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +42,7 @@ from assay.results.testfigures import tests_block
 if TYPE_CHECKING:
     from assay.results.scanahead import ScanAhead
     from assay.results.shardscan import Sharded
+    from assay.store.growth import Growth
 
 ASSAY_SCHEMA_VERSION = 1
 
@@ -125,11 +126,13 @@ def compute_results(
     torn_lines: int = 0,
     sample_logs: SampleLogSink | None = None,
     prescanned: tuple[ScanResult, RunFigures] | None = None,
+    final_manifest: Callable[[], RunManifest] | None = None,
 ) -> _Computed:
     """The results document of the records of ``source``, from one streamed scan (two if undeclared metrics);
     ``sample_logs`` gets each record with its values as the scan passes it (see :mod:`assay.results.samplelog`).
     ``prescanned``: the columns and run figures of a scan already made (by several processes): ``source`` is
-    not read."""
+    not read. ``final_manifest``: the run.json the figures are written with, asked for once the scan is over (a
+    scan that followed a run as it was written began before the run's ending was recorded)."""
     _check_options(error_policy, repeat_reduction, group_weighting, bootstrap_iters, confidence)
     price_table = validate_prices(prices if prices is not None else manifest.config.get("prices"))
     reductions = _reductions(manifest, repeat_reduction)
@@ -147,6 +150,8 @@ def compute_results(
         )
     else:
         scanned, run_figures = prescanned
+    if final_manifest is not None:
+        manifest = run_figures.ops.manifest = final_manifest()
     ops, facts, judging, shared = run_figures.ops, run_figures.facts, run_figures.judging, run_figures.shared
     corpus_stats = run_figures.corpus_stats
     warnings = [
@@ -375,6 +380,7 @@ def write_results(
     confidence: float = 0.95,
     processes: int | None = None,
     ahead: ScanAhead | None = None,
+    follow: Growth | None = None,
 ) -> dict[str, Any]:
     """Read ``run.json`` + ``samples.jsonl``, write ``results.json`` and ``samples_<task>.jsonl`` atomically.
 
@@ -383,7 +389,12 @@ def write_results(
     file is read in ranges by ``processes`` forked processes (None: one per CPU; see
     :mod:`assay.results.shardscan`). ``ahead``: the scan an offline run made as it scored (see
     :mod:`assay.results.scanahead`), used instead of reading the file when it covers all of it with these
-    options."""
+    options.
+
+    ``follow``: the pass reads ``samples.jsonl`` while the run writes it (:class:`~assay.store.growth.Growth`), in
+    this process, and ends once the writer marks it complete; then it re-reads run.json (the run's ending is
+    recorded by then), and ``results_seconds`` counts from that moment. Raises
+    :class:`~assay.store.growth.Abandoned` when the writer gives up, before anything is written."""
     from assay.results.sources import FileSource, SamplesRewritten, StreamSource
     from assay.store.rundir import read_manifest
     from assay.store.sampleindex import SampleStream
@@ -401,7 +412,15 @@ def write_results(
         group_weighting=group_weighting,
         confidence=confidence,
     )
-    stream = SampleStream(root)
+    stream = SampleStream(root, follow=follow)
+    final: list[RunManifest] = []
+
+    def final_manifest() -> RunManifest:  # followed: run.json as the run's ending left it
+        if not final:
+            final.append(read_manifest(root))
+        return final[0]
+
+    after = final_manifest if follow is not None else None
     scanned = ahead.result(manifest) if ahead is not None and ahead.options == options else None
     # the sample logs: spooled as the records were scanned ahead, else as this process's scan reads them
     logs = (
@@ -413,16 +432,23 @@ def write_results(
         if scanned is not None:
             computed = compute_results(manifest, ListSource([]), prescanned=scanned, **options)
             computed.doc["assay"]["torn_lines"] = 0  # a new file, every line of it scanned
-        elif (sharded := _scan_sharded(root, manifest, logs, processes, options)) is not None:
+        elif follow is None and (sharded := _scan_sharded(root, manifest, logs, processes, options)) is not None:
             prescanned = (sharded.scanned, sharded.figures)
             computed = compute_results(manifest, ListSource([]), prescanned=prescanned, **options)
             computed.doc["assay"]["torn_lines"] = sharded.torn
         else:
             try:
-                computed = compute_results(manifest, StreamSource(stream), sample_logs=logs, **options)
+                computed = compute_results(
+                    manifest, StreamSource(stream), sample_logs=logs, final_manifest=after, **options
+                )
             except SamplesRewritten:  # a sample written twice (a resume): read again, keeping its last copy
-                computed = compute_results(manifest, FileSource(stream.index()), sample_logs=logs, **options)
+                computed = compute_results(
+                    manifest, FileSource(stream.index()), sample_logs=logs, final_manifest=after, **options
+                )
             computed.doc["assay"]["torn_lines"] = stream.torn
+            if follow is not None:
+                manifest = final_manifest()
+                started = follow.completed_at or started
         logs.commit()
     finally:
         logs.discard()

@@ -21,6 +21,7 @@ from assay.runner.ending import Ending, drive, is_disk_full
 from assay.runner.evaluatorhooks import close_evaluators, share_run_cache, share_run_prices, task_judges
 from assay.runner.executors import require_ray
 from assay.runner.executors.choose import make_executor
+from assay.runner.followed import FollowedResults
 from assay.runner.gitinfo import GitHash, git_hash
 from assay.runner.lock import run_lock
 from assay.runner.pending import PendingWork
@@ -265,12 +266,20 @@ def _record_ending(
 
 
 def _write_results(
-    run_dir: Path, settings: RunSettings, ahead: ScanAhead | None, ending: Ending, console: Console | None
+    run_dir: Path,
+    settings: RunSettings,
+    ahead: ScanAhead | None,
+    followed: FollowedResults | None,
+    ending: Ending,
+    console: Console | None,
 ) -> None:
     from assay.results import write_results
 
     try:
-        write_results(run_dir, processes=settings.processes, ahead=ahead, **settings.results_options())
+        if followed is not None:
+            followed.finish()
+        else:
+            write_results(run_dir, processes=settings.processes, ahead=ahead, **settings.results_options())
     except OSError as err:
         if not is_disk_full(err):
             raise
@@ -339,8 +348,11 @@ async def _execute(
     started = time.perf_counter()
     stats = RunStats()
     scheduler: Scheduler | None = None
+    followed = None if offline else FollowedResults(run_dir, settings)  # the results read as the run writes
+    if followed is not None:
+        held.callback(followed.stop)  # however the run ends, the pass is over before the run folder is let go
     try:
-        with SampleWriter(run_dir / SAMPLES) as writer:
+        with SampleWriter(run_dir / SAMPLES, growth=followed.growth if followed else None) as writer:
             scheduler = make_executor(
                 settings.executor, model, writer, config, cache=cache, progress=progress, ray=settings.ray,
                 offline=offline, processes=settings.processes,
@@ -374,7 +386,7 @@ async def _execute(
         failures = scheduler.cache_failures
         say(console, f"warning: {len(failures)} response(s) could not be cached (first: {failures[0]})", "yellow")
     if ending.status == "finished":
-        _write_results(run_dir, settings, ahead, ending, console)
+        _write_results(run_dir, settings, ahead, followed, ending, console)
     return RunOutcome(
         run_dir=run_dir,
         status=ending.status,

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from assay.atomicfile import NEW_FILE_MODE, atomic_file, atomic_write_text, kernel_copy
 from assay.errors import DataError
 from assay.record import RunManifest, SampleRecord
+from assay.store.growth import Growth
 from assay.store.jsonlfiles import CALIBRATIONS, LABELS, append_jsonl, iter_jsonl  # labels, calibration records
 from assay.store.sampleindex import SAMPLES
 
@@ -156,9 +157,14 @@ class SampleWriter:
     error reaches the caller at once, with every earlier sample intact.
     """
 
-    def __init__(self, path: Path, *, fsync_every: int = 200, fsync_interval_s: float = 2.0) -> None:
+    def __init__(
+        self, path: Path, *, fsync_every: int = 200, fsync_interval_s: float = 2.0, growth: Growth | None = None
+    ) -> None:
         self.path = path
         self._fd: int | None = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, NEW_FILE_MODE)
+        self.growth = growth  # told of each append: a results pass may follow the file while it is written
+        if growth is not None:
+            growth.opened(os.fstat(self._fd).st_size)  # a resumed run's lines are there already
         self._fsync_every = fsync_every
         self._fsync_interval_s = fsync_interval_s
         self._since_sync = 0
@@ -194,18 +200,20 @@ class SampleWriter:
                     fin.seek(done)
                     while block := fin.read(1 << 22):
                         _write_all(fd, block)
-        self._count(count)
+        self._count(count, start + size)
 
     def _append(self, data: bytes, count: int) -> None:
         fd = self._fd
         if fd is None:
             raise ValueError(f"{self.path} is closed")
-        with _whole_or_cut_back(fd):
+        with _whole_or_cut_back(fd) as start:
             _write_all(fd, data)
-        self._count(count)
+        self._count(count, start + len(data))
 
-    def _count(self, count: int) -> None:
+    def _count(self, count: int, end: int) -> None:
         self.written += count
+        if self.growth is not None:
+            self.growth.appended(end)
         self._since_sync += count
         if self._since_sync >= self._fsync_every or time.monotonic() - self._last_sync >= self._fsync_interval_s:
             self.checkpoint()

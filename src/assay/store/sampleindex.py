@@ -10,7 +10,7 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import pydantic_core
 from pydantic import ValidationError
@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from assay.errors import DataError
 from assay.jsonfast import NOT_SURE, loads_text, try_loads
 from assay.record import SampleRecord
+from assay.store.growth import Abandoned, Growth
 
 if TYPE_CHECKING:  # numpy loads when a run folder is indexed, not when the runner is imported (start-up time)
     import numpy as np
@@ -258,15 +259,43 @@ def _parse_dict(raw: bytes, path: Path, lineno: int) -> dict[str, Any]:
     return obj
 
 
+def _followed_lines(fh: BinaryIO, growth: Growth | None) -> Iterator[bytes]:
+    """The lines of ``fh`` as ``for raw in fh`` gives them; with ``growth``, the file is followed as it grows:
+    only the bytes the writer says are written whole are read, and the lines end once the file is complete."""
+    if growth is None:
+        yield from fh
+        return
+    pos = 0
+    size: int | None = growth.size
+    while size is not None:
+        for raw in iter(fh.readline, b""):
+            if growth.state == "abandoned":  # the run stopped: no need to read what is left behind
+                raise Abandoned("the samples file was abandoned by its writer")
+            end = pos + len(raw)
+            if end > size or not raw.endswith(b"\n"):  # past what the writer vouches for: read it again later
+                fh.seek(pos)
+                break
+            pos = end
+            yield raw
+        size = growth.wait(size)
+    yield from fh  # complete: the rest is read as a file that no longer grows
+
+
 class SampleStream:
     """``samples.jsonl`` read once: each finished line parsed to a dict and indexed as it passes, so a results
     pass needs no separate indexing pass. Iterate it for (position, dict) as :func:`iter_dicts` would give them;
     afterwards :attr:`torn` and :meth:`index` are what :func:`index_samples` gives. When a sample was written twice
-    (:attr:`rewritten`), the pass saw every copy: read again through :meth:`index`, which keeps the last."""
+    (:attr:`rewritten`), the pass saw every copy: read again through :meth:`index`, which keeps the last.
 
-    def __init__(self, run_dir: Path, start: int = 0, end: int | None = None) -> None:
+    With ``follow`` (the whole file only), it is read while a run appends to it (a resumed run's lines first),
+    waiting on the writer's :class:`~assay.store.growth.Growth`; the pass ends once the writer marks it complete."""
+
+    def __init__(self, run_dir: Path, start: int = 0, end: int | None = None, follow: Growth | None = None) -> None:
+        if follow is not None and (start or end is not None):
+            raise ValueError("a followed samples file is read whole, not in a byte range")
         self.path = run_dir / SAMPLES
         self.start, self.end = start, end  # a byte range starting and (unless None: the file's end) ending a line
+        self.follow = follow
         self.torn = 0
         self.rewritten = False
         self._offsets, self._linenos, self._hashes = array("q"), array("q"), array("q")
@@ -274,7 +303,7 @@ class SampleStream:
     def __iter__(self) -> Iterator[tuple[int, dict[str, Any]]]:
         self.torn, self.rewritten = 0, False
         self._offsets, self._linenos, self._hashes = array("q"), array("q"), array("q")
-        if not self.path.is_file():
+        if self.follow is None and not self.path.is_file():
             return
         offsets, linenos, hashes = self._offsets, self._linenos, self._hashes
         path, end = self.path, self.end
@@ -282,7 +311,7 @@ class SampleStream:
         with open(path, "rb", buffering=1 << 20) as fh:
             fh.seek(self.start)
             lineno, pos = 0, self.start  # line numbers count from the range's start
-            for raw in fh:
+            for raw in _followed_lines(fh, self.follow):
                 if end is not None and pos >= end:
                     break
                 lineno += 1
