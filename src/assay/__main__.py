@@ -1,6 +1,6 @@
 """``python -m assay`` is the ``assay`` command."""
 
-from assay.cli import main
+from assay.cli import entry
 
 if __name__ == "__main__":
-    main()
+    entry()
