@@ -396,6 +396,7 @@ def write_results(
     recorded by then), and ``results_seconds`` counts from that moment. Raises
     :class:`~assay.store.growth.Abandoned` when the writer gives up, before anything is written."""
     from assay.results.sources import FileSource, SamplesRewritten, StreamSource
+    from assay.store.jsonlfiles import LABELS
     from assay.store.rundir import read_manifest
     from assay.store.sampleindex import SampleStream
 
@@ -455,12 +456,14 @@ def write_results(
         if ahead is not None:
             ahead.discard()
     doc = computed.doc
-    from assay.evaluators.judge.calibration.gate import apply_marks, run_marks
+    if any("require_calibration" in m.evaluator for t in manifest.tasks for m in t.metrics):
+        from assay.evaluators.judge.calibration.gate import apply_marks, run_marks
 
-    apply_marks(doc, run_marks(manifest, root))  # judges with require_calibration: marked uncalibrated or not
-    from assay.results.judgecorrected import apply_judge_corrections, judge_corrections
+        apply_marks(doc, run_marks(manifest, root))  # judges with require_calibration: marked uncalibrated or not
+    if (root / LABELS).is_file():  # people's labels: the judge figures they correct (no labels, nothing to load)
+        from assay.results.judgecorrected import apply_judge_corrections, judge_corrections
 
-    apply_judge_corrections(doc, judge_corrections(manifest, root, confidence=options["confidence"]))  # people's labels
+        apply_judge_corrections(doc, judge_corrections(manifest, root, confidence=options["confidence"]))
     doc["assay"]["results_seconds"] = time.perf_counter() - started
     atomic_write_text(root / "results.json", json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     return doc
